@@ -1,0 +1,42 @@
+"""lumi-scaffold: Copier template and plugin SDK for ML projects on LUMI.
+
+Plugin authors need :data:`hookimpl`, the models and :func:`load_data_file`::
+
+    from lumi_scaffold import hookimpl, Site, load_data_file
+
+    @hookimpl
+    def register_sites(register):
+        register(load_data_file("mysite.yaml", Site))
+"""
+
+from __future__ import annotations
+
+from .hookspecs import hookimpl
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ContainerGeneration",
+    "ContainerImage",
+    "EnvSetting",
+    "Framework",
+    "Profiler",
+    "Site",
+    "TemplateFile",
+    "__version__",
+    "hookimpl",
+    "load_data_file",
+]
+
+
+def __getattr__(name: str):
+    # Lazy re-exports keep `import lumi_scaffold` (and the CLI's start-up) cheap.
+    if name == "load_data_file":
+        from .datafile import load_data_file
+
+        return load_data_file
+    if name in __all__:
+        from . import models
+
+        return getattr(models, name)
+    raise AttributeError(f"module 'lumi_scaffold' has no attribute {name!r}")

@@ -1,0 +1,85 @@
+"""Small validated types shared by the catalogue models and the questionnaire."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+_SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d{1,2}):(\d{2}):(\d{2})$")
+_SLUG = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+_IDENT = re.compile(r"^[a-z][a-z0-9]*(?:[-.][a-z0-9]+)*$")
+# Characters a plugin-supplied shell word may contain. `${NAME}` references are
+# allowed separately; anything else ($(...), quotes, ;, spaces, globs) is refused so
+# that data from a plugin cannot inject shell into generated scripts.
+_SHELL_WORD = re.compile(r"^(?:[A-Za-z0-9_,./:=+@%-]|\$\{[A-Za-z_][A-Za-z0-9_]*\})*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def slurm_time_seconds(value: str) -> int:
+    """Seconds in a Slurm time ``[D-]HH:MM:SS``; ValueError when malformed."""
+    match = _SLURM_TIME.match(value.strip())
+    if not match:
+        raise ValueError(f"{value!r} is not a Slurm time; write D-HH:MM:SS or HH:MM:SS, e.g. 1-12:00:00")
+    days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
+    if minutes > 59 or seconds > 59 or (days and hours > 23):
+        raise ValueError(f"{value!r} is not a Slurm time: minutes and seconds must be below 60")
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def _check_slurm_time(value: str) -> str:
+    if slurm_time_seconds(value) <= 0:
+        raise ValueError(f"{value!r} must be longer than zero")
+    return value
+
+
+def _check_slug(value: str) -> str:
+    if not _SLUG.match(value):
+        raise ValueError(f"{value!r} must be lowercase letters, digits and single dashes, starting with a letter")
+    return value
+
+
+def _check_ident(value: str) -> str:
+    if not _IDENT.match(value):
+        raise ValueError(f"{value!r} must be lowercase letters, digits, single dashes or dots, starting with a letter")
+    return value
+
+
+def check_shell_word(value: str) -> str:
+    if not _SHELL_WORD.match(value):
+        raise ValueError(
+            f"{value!r} may only contain letters, digits, _,./:=+@%- and ${{NAME}} references "
+            "(no spaces, quotes, $(...), ; or globs)"
+        )
+    return value
+
+
+def check_abs_path(value: str) -> str:
+    check_shell_word(value)
+    if not value.startswith(("/", "${")):
+        raise ValueError(f"{value!r} must be an absolute path")
+    return value
+
+
+def _check_env_name(value: str) -> str:
+    if not _ENV_NAME.match(value):
+        raise ValueError(f"{value!r} is not a valid environment variable name")
+    return value
+
+
+SlurmTime = Annotated[str, AfterValidator(_check_slurm_time)]
+Slug = Annotated[str, AfterValidator(_check_slug)]
+Ident = Annotated[str, AfterValidator(_check_ident)]
+ShellWord = Annotated[str, AfterValidator(check_shell_word)]
+AbsPath = Annotated[str, AfterValidator(check_abs_path)]
+EnvName = Annotated[str, AfterValidator(_check_env_name)]
+
+
+def format_slurm_time(seconds: int) -> str:
+    """``D-HH:MM:SS`` (or ``HH:MM:SS`` under a day) for a number of seconds."""
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{days}-{clock}" if days else clock

@@ -1,0 +1,413 @@
+"""Catalogue models: sites, container images, frameworks, profilers.
+
+Plugins register instances of these (or plain dicts that validate into them). Every
+model forbids unknown keys, so a misspelled key in plugin data fails loudly, and the
+checks that keep generated jobs correct (masks against reserved cores, partition
+limits, account patterns) live here rather than in templates.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+
+from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, check_abs_path, check_shell_word, slurm_time_seconds
+
+__all__ = [
+    "AccountRule",
+    "BindingsModule",
+    "ContainerGeneration",
+    "ContainerImage",
+    "EnvSetting",
+    "Framework",
+    "NodeLayout",
+    "Partition",
+    "Profiler",
+    "Site",
+    "StorageArea",
+    "TemplateFile",
+]
+
+_ONE_LINE = re.compile(r"^[^\n\r\x00-\x1f]*$")
+_VERSION = re.compile(r"^[A-Za-z0-9_.+*!-]+$")
+_PACKAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class Model(BaseModel):
+    """Base for catalogue models: unknown keys are errors, instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _one_line(value: str) -> str:
+    if not _ONE_LINE.match(value):
+        raise ValueError("must be a single line of text (it is written into shell comments)")
+    return value
+
+
+class EnvSetting(Model):
+    """One environment variable a generated script exports, with the reason beside it."""
+
+    name: EnvName = Field(description="Variable name, e.g. NCCL_SOCKET_IFNAME.")
+    value: ShellWord = Field(description="Value; may reference other variables as ${NAME}.")
+    why: str = Field(description="One line saying why the setting is there; written as a comment.")
+    source: str = Field(default="", description="Source key of the fact (see lumi-facts.md).")
+    scope: Literal["all", "multi-node"] = Field(
+        default="all", description="'multi-node' settings are only written for jobs on more than one node."
+    )
+
+    _why = field_validator("why", "source")(_one_line)
+
+
+def _profiler_word(value: str) -> str:
+    check_shell_word(value.replace("{output}", "output"))
+    return value
+
+
+ProfilerWord = Annotated[str, AfterValidator(_profiler_word)]
+
+
+class ProfilerEnvSetting(EnvSetting):
+    """An environment setting for the profiled rank; ``{output}`` is its output directory."""
+
+    value: str = Field(description="Value; {output} stands for the rank's profile directory.")
+
+    _value = field_validator("value")(_profiler_word)
+
+
+class Partition(Model):
+    """A Slurm partition and the limits a generated job must respect."""
+
+    name: Slug = Field(description="Partition name as given to --partition.")
+    allocation: Literal["whole-node", "by-resource"] = Field(
+        description="'whole-node': every job gets whole nodes; 'by-resource': GPUs, cores and memory are shared."
+    )
+    max_nodes: PositiveInt = Field(description="Most nodes one job may use.")
+    max_walltime: SlurmTime = Field(description="Longest --time, D-HH:MM:SS.")
+    purpose: str = Field(default="", description="What the partition is for, one line.")
+    billing: str = Field(default="", description="How jobs are billed, one line.")
+    source: str = Field(default="", description="Source key of the limits.")
+
+    _text = field_validator("purpose", "billing", "source")(_one_line)
+
+    @property
+    def max_seconds(self) -> int:
+        return slurm_time_seconds(self.max_walltime)
+
+
+class NodeLayout(Model):
+    """What one GPU node offers and how ranks are bound to it."""
+
+    gpus: PositiveInt = Field(description="GPUs (for MI250X: GCDs) per node, as Slurm counts them.")
+    gpu_type: str = Field(default="", description="GRES type, e.g. mi250; empty for untyped GRES.")
+    cpus: PositiveInt = Field(description="Logical CPUs Slurm shows per node (hardware threads included).")
+    cores: PositiveInt = Field(description="Physical cores per node.")
+    reserved_cores: list[int] = Field(default_factory=list, description="Cores no job may use.")
+    cpus_per_gpu: PositiveInt = Field(description="Cores per GPU task (--cpus-per-task).")
+    cpu_masks: list[str] = Field(
+        description="--cpu-bind=mask_cpu masks in local-rank order (rank i -> GPU i), hex."
+    )
+    mem_per_gpu_gb: PositiveInt = Field(description="Memory to request per GPU (--mem-per-gpu), GB.")
+    mem_per_node_gb: PositiveInt = Field(description="Memory to request for a whole node (--mem), GB.")
+    source: str = ""
+
+    @field_validator("cpu_masks")
+    @classmethod
+    def _masks_are_hex(cls, masks: list[str]) -> list[str]:
+        for mask in masks:
+            if not re.fullmatch(r"0x[0-9a-fA-F]+", mask) or int(mask, 16) == 0:
+                raise ValueError(f"mask {mask!r} must be a non-zero hex number like 0x00fe000000000000")
+        return masks
+
+    @property
+    def usable_cores(self) -> int:
+        return self.cores - len(self.reserved_cores)
+
+    @model_validator(mode="after")
+    def _check_layout(self) -> NodeLayout:
+        if len(self.cpu_masks) != self.gpus:
+            raise ValueError(f"cpu_masks has {len(self.cpu_masks)} masks but the node has {self.gpus} GPUs; give one per GPU")
+        bad = [c for c in self.reserved_cores if not 0 <= c < self.cpus]
+        if bad:
+            raise ValueError(f"reserved_cores {bad} are outside the node's {self.cpus} CPUs")
+        if self.gpus * self.cpus_per_gpu > self.usable_cores:
+            raise ValueError(
+                f"{self.gpus} GPUs x {self.cpus_per_gpu} cpus_per_gpu needs more than the {self.usable_cores} usable cores"
+            )
+        if self.mem_per_gpu_gb * self.gpus > self.mem_per_node_gb:
+            raise ValueError("mem_per_gpu_gb x gpus exceeds mem_per_node_gb")
+        reserved = sum(1 << c for c in self.reserved_cores)
+        seen = 0
+        for rank, mask in enumerate(self.cpu_masks):
+            bits = int(mask, 16)
+            if bits >> self.cpus:
+                raise ValueError(f"mask {mask} (rank {rank}) names CPUs beyond the node's {self.cpus}")
+            if bits & reserved:
+                cores = [c for c in self.reserved_cores if bits >> c & 1]
+                raise ValueError(f"mask {mask} (rank {rank}) uses reserved core(s) {cores}; such a job step fails")
+            if bits & seen:
+                raise ValueError(f"mask {mask} (rank {rank}) overlaps the mask of an earlier rank")
+            if bin(bits).count("1") != self.cpus_per_gpu:
+                raise ValueError(
+                    f"mask {mask} (rank {rank}) has {bin(bits).count('1')} CPUs; it must have cpus_per_gpu={self.cpus_per_gpu}"
+                )
+            seen |= bits
+        return self
+
+
+class StorageArea(Model):
+    """A file system area. ``path`` may contain ``{account}`` for the project's Slurm account."""
+
+    name: Slug = Field(description="Short name used in answers, e.g. scratch.")
+    path: str = Field(description="Path, with {account} standing for the project account.")
+    kind: Literal["home", "parallel", "flash", "ram", "nvme", "other"] = Field(
+        description="'ram' is node-local memory (counted in the job's memory)."
+    )
+    data: bool = Field(default=False, description="Offer this area as a place for training data.")
+    note: str = Field(default="", description="Quota, retention, billing: one line.")
+    source: str = ""
+
+    _text = field_validator("note", "source")(_one_line)
+
+    @field_validator("path")
+    @classmethod
+    def _path_is_safe(cls, value: str) -> str:
+        check_abs_path(value.replace("{account}", "account"))
+        return value
+
+    def resolve(self, account: str) -> str:
+        return self.path.replace("{account}", account)
+
+
+class BindingsModule(Model):
+    """An environment module that sets SINGULARITY_BIND (and friends) for an image generation."""
+
+    use: AbsPath | None = Field(default=None, description="Directory for `module use`, if needed.")
+    name: ShellWord = Field(description="Module to load, e.g. lumi-aif-singularity-bindings.")
+    source: str = ""
+
+
+class ContainerGeneration(Model):
+    """How a family of images is started and how its Python environment is activated."""
+
+    name: Slug
+    title: str
+    run_verb: Literal["exec", "run"] = Field(description="`singularity exec` or `singularity run`.")
+    activate_var: EnvName | None = Field(
+        default=None,
+        description="Variable inside the container holding the activation command (legacy: WITH_CONDA).",
+    )
+    bindings_module: BindingsModule | None = Field(default=None, description="Module that sets the binds.")
+    binds: list[AbsPath] = Field(default_factory=list, description="Binds every job needs.")
+    multi_node_binds: list[AbsPath] = Field(
+        default_factory=list, description="Extra binds for jobs on more than one node (RCCL over Slingshot)."
+    )
+    note: str = ""
+    source: str = ""
+
+    _text = field_validator("title", "note", "source")(_one_line)
+
+
+class AccountRule(Model):
+    """What a valid Slurm account looks like at a site."""
+
+    pattern: str = Field(description="Regular expression the whole account must match.")
+    example: str = Field(description="A valid account, shown in help and used as the default.")
+    help: str = Field(description="One line telling the user where to find their account.")
+    source: str = ""
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _example_matches(self) -> AccountRule:
+        if not self.matches(self.example):
+            raise ValueError(f"example {self.example!r} does not match pattern {self.pattern!r}")
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", self.example):
+            raise ValueError("example must be letters, digits, _ . -")
+        return self
+
+    def matches(self, account: str) -> bool:
+        return re.fullmatch(self.pattern, account) is not None and re.fullmatch(r"[A-Za-z0-9_.-]+", account) is not None
+
+
+class Site(Model):
+    """An HPC site: Slurm partitions, node layout, storage, container runtime, interconnect."""
+
+    name: Slug
+    title: str
+    source: str = ""
+    account: AccountRule
+    partitions: list[Partition] = Field(min_length=1)
+    partial_node_partition: Slug = Field(description="Default partition for jobs using part of one node.")
+    whole_node_partition: Slug = Field(description="Default partition for whole-node and multi-node jobs.")
+    node: NodeLayout
+    storage: list[StorageArea] = Field(min_length=1)
+    node_local_tmp: AbsPath = Field(description="Node-local scratch used for pre-staging and caches (e.g. /tmp).")
+    bind_roots: list[AbsPath] = Field(
+        default_factory=list, description="Real roots behind symlinked file systems that must be bound (LUMI: /pfs)."
+    )
+    container_runtime: Literal["singularity", "apptainer"]
+    generations: list[ContainerGeneration] = Field(min_length=1)
+    env: list[EnvSetting] = Field(default_factory=list, description="Interconnect and runtime settings for run.sh.")
+    miopen_cache: AbsPath | None = Field(
+        default=None, description="Per-node MIOpen cache directory (must not be on Lustre)."
+    )
+    cache_area: Slug = Field(description="Storage area for framework caches (TORCH_HOME, HF_HOME), never $HOME.")
+
+    _text = field_validator("title", "source")(_one_line)
+
+    @model_validator(mode="after")
+    def _check_references(self) -> Site:
+        names = [p.name for p in self.partitions]
+        _unique("partitions", names)
+        _unique("storage", [s.name for s in self.storage])
+        _unique("generations", [g.name for g in self.generations])
+        _unique("env", [e.name for e in self.env])
+        by_name = {p.name: p for p in self.partitions}
+        for field in ("partial_node_partition", "whole_node_partition"):
+            value = getattr(self, field)
+            if value not in by_name:
+                raise ValueError(f"{field}={value!r} is not one of the partitions {names}")
+        if by_name[self.partial_node_partition].allocation != "by-resource":
+            raise ValueError("partial_node_partition must be a by-resource partition")
+        if self.cache_area not in {s.name for s in self.storage}:
+            raise ValueError(f"cache_area={self.cache_area!r} is not one of the storage areas")
+        if not any(s.data for s in self.storage):
+            raise ValueError("at least one storage area must have data: true")
+        return self
+
+    def partition(self, name: str) -> Partition | None:
+        return next((p for p in self.partitions if p.name == name), None)
+
+    def storage_area(self, name: str) -> StorageArea | None:
+        return next((s for s in self.storage if s.name == name), None)
+
+    def generation(self, name: str) -> ContainerGeneration | None:
+        return next((g for g in self.generations if g.name == name), None)
+
+
+class ContainerImage(Model):
+    """One container image a site offers for a framework."""
+
+    id: Ident = Field(description="Stable id used in answers (container=<id>) to pin this image.")
+    site: Slug
+    framework: Slug
+    title: str
+    path: AbsPath = Field(description="Absolute path of the .sif on the site.")
+    generation: Slug = Field(description="Name of one of the site's container generations.")
+    status: Literal["recommended", "legacy", "removed"]
+    replaced_by: Ident | None = Field(default=None, description="Id of the image to move to, if legacy or removed.")
+    versions: dict[str, str] = Field(
+        default_factory=dict, description="Package versions the image ships; a venv must never change them."
+    )
+    note: str = ""
+    source: str = ""
+
+    _text = field_validator("title", "note", "source")(_one_line)
+
+    @field_validator("versions")
+    @classmethod
+    def _versions_are_pins(cls, versions: dict[str, str]) -> dict[str, str]:
+        for package, version in versions.items():
+            if not _PACKAGE.match(package) or not _VERSION.match(str(version)):
+                raise ValueError(f"{package}={version!r} is not a package name and version")
+        return versions
+
+    @model_validator(mode="after")
+    def _replacement(self) -> ContainerImage:
+        if self.replaced_by == self.id:
+            raise ValueError("replaced_by names the image itself")
+        return self
+
+
+class Framework(Model):
+    """A machine-learning framework: how it launches, initialises and what it pins."""
+
+    name: Slug
+    title: str
+    source: str = ""
+    launchers: list[Literal["srun", "torchrun"]] = Field(
+        min_length=1, description="'srun': one task per GPU; 'torchrun': one task per node spawning workers."
+    )
+    distributed_init: str = Field(description="One line: how the example joins the process group.")
+    needs_master_addr: bool = Field(
+        default=True, description="The framework reads MASTER_ADDR/MASTER_PORT (PyTorch env://)."
+    )
+    pinned_packages: list[str] = Field(
+        min_length=1, description="Packages whose container versions go into constraints.txt."
+    )
+    requirements: list[str] = Field(default_factory=list, description="Packages the example needs in the venv.")
+    cache_vars: list[EnvName] = Field(default_factory=list, description="Cache variables moved off $HOME.")
+    env: list[EnvSetting] = Field(default_factory=list, description="Framework settings for run.sh.")
+    profilers: list[Slug] = Field(default_factory=lambda: ["none"], description="Profilers this framework supports.")
+    smoke_test: str = Field(description="Python source printing the number of GPUs the framework sees.")
+    example: str = Field(description="Python source (a Jinja template) of the example training script.")
+
+    _text = field_validator("title", "source", "distributed_init")(_one_line)
+
+    @field_validator("pinned_packages", "requirements")
+    @classmethod
+    def _packages(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\[\]-]*(?:[=<>!~]=?[A-Za-z0-9.*+-]+)?", value):
+                raise ValueError(f"{value!r} is not a requirement like name or name==1.2")
+        return values
+
+
+class Profiler(Model):
+    """A profiler that wraps exactly one rank of a job."""
+
+    name: Slug
+    title: str
+    kind: Literal["none", "command", "framework"] = Field(
+        description="'command': prefix the rank's command; 'framework': the script profiles itself."
+    )
+    command: list[ProfilerWord] = Field(
+        default_factory=list, description="Command prefix; {output} stands for the per-rank output directory."
+    )
+    env: list[ProfilerEnvSetting] = Field(default_factory=list, description="Set only for the profiled rank.")
+    view: str = Field(default="", description="One line: how to look at the result.")
+    source: str = ""
+
+    _text = field_validator("title", "view", "source")(_one_line)
+
+    @model_validator(mode="after")
+    def _kind_matches(self) -> Profiler:
+        if (self.kind == "command") != bool(self.command):
+            raise ValueError("a 'command' profiler needs a command; other kinds must not have one")
+        return self
+
+
+def _unique(field: str, names: list[str]) -> None:
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"{field} names must be unique; repeated: {dupes}")
+
+
+class TemplateFile(Model):
+    """A file a plugin adds to projects that use its site or framework."""
+
+    owner: Literal["site", "framework"] = Field(description="Which answer decides whether the file is written.")
+    owner_name: Slug = Field(description="Name of the site or framework the file belongs to.")
+    directory: Literal["scripts", "config"] = Field(
+        default="config", description="Project directory the file goes into (config/ or scripts/)."
+    )
+    name: str = Field(description="File name (no directories), e.g. ds_config.json.")
+    content: str = Field(description="Jinja template text, rendered with the project's answers.")
+    source: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", value):
+            raise ValueError(f"{value!r} must be a plain file name: letters, digits, . _ -")
+        return value

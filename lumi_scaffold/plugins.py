@@ -1,0 +1,314 @@
+"""Plugin loading and the catalogue built from what plugins register.
+
+Built-in plugins (LUMI, PyTorch, JAX, profilers) are registered first, then every
+entry point in the ``lumi_scaffold`` group, each in its own try/except: one broken
+plugin is reported by name and the others still load. The manager and catalogue are
+built once per process (Copier builds a Jinja environment several times per update).
+
+Environment switches:
+
+``LUMI_SCAFFOLD_PLUGINS``
+    Comma-separated entry-point names to load; empty loads no third-party plugin.
+``LUMI_SCAFFOLD_DISABLE_PLUGINS``
+    Comma-separated plugin names (built-in ones too, e.g. ``jax``) to skip.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+from pydantic import BaseModel, ValidationError
+
+from . import hookspecs
+from .errors import PluginProblem
+from .models import ContainerImage, Framework, Profiler, Site, TemplateFile
+
+__all__ = [
+    "DEFAULT_PLUGINS",
+    "Catalogue",
+    "PluginInfo",
+    "build_catalogue",
+    "get_catalogue",
+    "get_plugin_manager",
+    "reset",
+]
+
+ENTRY_POINT_GROUP = "lumi_scaffold"
+ENV_LOAD = "LUMI_SCAFFOLD_PLUGINS"
+ENV_DISABLE = "LUMI_SCAFFOLD_DISABLE_PLUGINS"
+
+DEFAULT_PLUGINS = {
+    "lumi": "lumi_scaffold.default_plugins.lumi",
+    "pytorch": "lumi_scaffold.default_plugins.pytorch",
+    "jax": "lumi_scaffold.default_plugins.jax",
+    "profilers": "lumi_scaffold.default_plugins.profilers",
+}
+
+# hook name -> (kind shown to users, model, catalogue attribute, key attribute)
+KINDS: dict[str, tuple[str, type[BaseModel], str, str]] = {
+    "register_sites": ("site", Site, "sites", "name"),
+    "register_frameworks": ("framework", Framework, "frameworks", "name"),
+    "register_profilers": ("profiler", Profiler, "profilers", "name"),
+    "register_containers": ("container", ContainerImage, "containers", "id"),
+    "register_template_files": ("template file", TemplateFile, "files", "name"),
+}
+
+
+@dataclass
+class PluginInfo:
+    """What ``lumi-scaffold plugins`` shows about one plugin."""
+
+    name: str
+    module: str
+    builtin: bool
+    distribution: str | None = None
+    version: str | None = None
+    hooks: list[str] = field(default_factory=list)
+    registered: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Catalogue:
+    """Everything the plugins registered, validated and cross-checked."""
+
+    sites: dict[str, Site] = field(default_factory=dict)
+    frameworks: dict[str, Framework] = field(default_factory=dict)
+    profilers: dict[str, Profiler] = field(default_factory=dict)
+    containers: dict[str, ContainerImage] = field(default_factory=dict)
+    files: list[TemplateFile] = field(default_factory=list)
+    plugins: list[PluginInfo] = field(default_factory=list)
+    problems: list[PluginProblem] = field(default_factory=list)
+    provenance: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def images(self, site: str, framework: str, *, include_removed: bool = False) -> list[ContainerImage]:
+        return [
+            c
+            for c in self.containers.values()
+            if c.site == site and c.framework == framework and (include_removed or c.status != "removed")
+        ]
+
+    def recommended_image(self, site: str, framework: str) -> ContainerImage | None:
+        return next((c for c in self.images(site, framework) if c.status == "recommended"), None)
+
+    def frameworks_for(self, site: str) -> list[str]:
+        return [f for f in self.frameworks if self.recommended_image(site, f)]
+
+    def plugin_versions(self) -> dict[str, str]:
+        return {p.name: p.version or "builtin" for p in self.plugins}
+
+
+def _env_list(name: str) -> list[str] | None:
+    value = os.environ.get(name)
+    if value is None:
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _load_plugins(pm: pluggy.PluginManager) -> tuple[list[PluginInfo], list[PluginProblem]]:
+    infos: list[PluginInfo] = []
+    problems: list[PluginProblem] = []
+    disabled = set(_env_list(ENV_DISABLE) or [])
+    wanted = _env_list(ENV_LOAD)
+
+    def register(name: str, load: Callable[[], Any], info: PluginInfo) -> None:
+        try:
+            pm.register(load(), name=name)
+        except Exception as exc:  # one broken plugin must not stop the others
+            problems.append(PluginProblem(name, f"cannot load: {_describe(exc)}"))
+            return
+        infos.append(info)
+
+    for name, module in DEFAULT_PLUGINS.items():
+        if name not in disabled:
+            register(name, functools.partial(importlib.import_module, module), PluginInfo(name, module, builtin=True))
+
+    seen: dict[str, str] = {}
+    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        dist = ep.dist.name if ep.dist else None
+        if ep.name in disabled or (wanted is not None and ep.name not in wanted):
+            continue
+        if ep.name in seen or ep.name in DEFAULT_PLUGINS:
+            other = seen.get(ep.name, "lumi-scaffold (built-in)")
+            problems.append(
+                PluginProblem(ep.name, f"entry point name {ep.name!r} from {dist} is already used by {other}; rename one")
+            )
+            continue
+        seen[ep.name] = dist or "?"
+        info = PluginInfo(ep.name, ep.value, builtin=False, distribution=dist, version=ep.dist.version if ep.dist else None)
+        register(ep.name, ep.load, info)
+
+    problems += _unknown_hooks(pm, infos)
+    for info in infos:
+        plugin = pm.get_plugin(info.name)
+        info.hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or []) if plugin else []
+    return infos, problems
+
+
+def _unknown_hooks(pm: pluggy.PluginManager, infos: list[PluginInfo]) -> list[PluginProblem]:
+    """Report (and unregister) plugins implementing hooks that have no spec: usually a typo."""
+    known = sorted(name for name in KINDS)
+    problems = []
+    for name, caller in list(vars(pm.hook).items()):
+        if not isinstance(caller, pluggy.HookCaller) or caller.spec is not None:
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.opts.get("optionalhook"):
+                continue
+            problems.append(
+                PluginProblem(impl.plugin_name, f"implements unknown hook {name!r}; known hooks: {', '.join(known)}")
+            )
+            pm.unregister(name=impl.plugin_name)
+            infos[:] = [i for i in infos if i.name != impl.plugin_name]
+    return problems
+
+
+def make_plugin_manager() -> tuple[pluggy.PluginManager, list[PluginInfo], list[PluginProblem]]:
+    """A new manager with built-in and installed plugins loaded (uncached)."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    infos, problems = _load_plugins(pm)
+    return pm, infos, problems
+
+
+@functools.cache
+def _cached() -> tuple[pluggy.PluginManager, Catalogue]:
+    pm, infos, problems = make_plugin_manager()
+    return pm, build_catalogue(pm, infos, problems)
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """The process-wide plugin manager (built on first use)."""
+    return _cached()[0]
+
+
+def get_catalogue() -> Catalogue:
+    """The process-wide catalogue (built on first use)."""
+    return _cached()[1]
+
+
+def reset() -> None:
+    """Forget the cached manager and catalogue (tests, or after installing a plugin)."""
+    _cached.cache_clear()
+
+
+def build_catalogue(
+    pm: pluggy.PluginManager, infos: Iterable[PluginInfo], problems: Iterable[PluginProblem] = ()
+) -> Catalogue:
+    """Call every register hook plugin by plugin, validate, dedupe and cross-check."""
+    cat = Catalogue(plugins=list(infos), problems=list(problems))
+    by_name = {i.name: i for i in cat.plugins}
+    for hook_name, (kind, model, attr, key) in KINDS.items():
+        for impl in getattr(pm.hook, hook_name).get_hookimpls():  # registration order
+            collected = _call_register_hook(impl, kind, model, key, cat.problems)
+            if collected is None:
+                continue
+            for obj in collected:
+                _add(cat, attr, kind, key, obj, impl.plugin_name, by_name.get(impl.plugin_name))
+    _cross_check(cat)
+    return cat
+
+
+def _call_register_hook(impl, kind: str, model: type[BaseModel], key: str, problems: list) -> list | None:
+    """Run one plugin's hook; return its objects, or None (and a problem) if anything failed."""
+    collected: list[BaseModel] = []
+    failed: list[PluginProblem] = []
+
+    def register(obj: Any) -> None:
+        if isinstance(obj, dict):
+            label = obj.get(key, "?")
+            try:
+                obj = model.model_validate(obj)
+            except ValidationError as exc:
+                failed.append(PluginProblem(impl.plugin_name, f"{kind} {label!r}: {_validation_text(exc)}"))
+                return
+        if not isinstance(obj, model):
+            failed.append(PluginProblem(impl.plugin_name, f"register() for {kind}s got {type(obj).__name__}, expected {model.__name__} or dict"))
+            return
+        collected.append(obj)
+
+    args = {"register": register}
+    try:
+        impl.function(**{name: args[name] for name in impl.argnames})
+    except Exception as exc:
+        problems.append(PluginProblem(impl.plugin_name, f"hook {impl.function.__name__} failed: {_describe(exc)}"))
+        return None
+    problems += failed
+    return collected
+
+
+def _validation_text(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "(object)"
+        value = err.get("input")
+        shown = "" if isinstance(value, (dict, list)) else f" (got {value!r})"
+        parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}{shown}")
+    return "; ".join(parts)
+
+
+def _add(cat: Catalogue, attr: str, kind: str, key: str, obj: Any, plugin: str, info: PluginInfo | None) -> None:
+    name = getattr(obj, key)
+    if attr == "files":
+        cat.files.append(obj)
+    else:
+        store = getattr(cat, attr)
+        if name in store:
+            owner = cat.provenance[(kind, name)]
+            cat.problems.append(PluginProblem(plugin, f"{kind} {name!r} is already registered by plugin {owner!r}; ignored"))
+            return
+        store[name] = obj
+        cat.provenance[(kind, name)] = plugin
+    if info is not None:
+        info.registered.setdefault(kind, []).append(name)
+
+
+def _drop(cat: Catalogue, kind: str, attr: str, name: str, message: str) -> None:
+    plugin = cat.provenance.get((kind, name), "?")
+    cat.problems.append(PluginProblem(plugin, f"{kind} {name!r}: {message}"))
+    getattr(cat, attr).pop(name, None)
+
+
+def _cross_check(cat: Catalogue) -> None:
+    """Checks that span objects from several plugins; failing objects are dropped."""
+    for fw in list(cat.frameworks.values()):
+        unknown = [p for p in fw.profilers if p not in cat.profilers]
+        if unknown:
+            _drop(cat, "framework", "frameworks", fw.name, f"profilers {unknown} are not registered; known: {sorted(cat.profilers)}")
+    for image in list(cat.containers.values()):
+        site, fw = cat.sites.get(image.site), cat.frameworks.get(image.framework)
+        if site is None:
+            _drop(cat, "container", "containers", image.id, f"site {image.site!r} is not registered; known: {sorted(cat.sites)}")
+        elif fw is None:
+            _drop(cat, "container", "containers", image.id, f"framework {image.framework!r} is not registered; known: {sorted(cat.frameworks)}")
+        elif site.generation(image.generation) is None:
+            names = [g.name for g in site.generations]
+            _drop(cat, "container", "containers", image.id, f"generation {image.generation!r} is not one of site {site.name!r}'s generations {names}")
+        elif missing := [p for p in fw.pinned_packages if p not in image.versions]:
+            _drop(cat, "container", "containers", image.id, f"versions lacks {missing}, which framework {fw.name!r} pins")
+    for image in list(cat.containers.values()):
+        target = cat.containers.get(image.replaced_by) if image.replaced_by else None
+        if image.replaced_by and (target is None or (target.site, target.framework) != (image.site, image.framework)):
+            _drop(cat, "container", "containers", image.id, f"replaced_by={image.replaced_by!r} is not an image for the same site and framework")
+    pairs = sorted({(c.site, c.framework) for c in cat.containers.values()})
+    for site, fw in pairs:
+        images = cat.images(site, fw)
+        recommended = [c.id for c in images if c.status == "recommended"]
+        if len(recommended) > 1:
+            for image_id in recommended[1:]:
+                _drop(cat, "container", "containers", image_id, f"a second recommended image for {site}/{fw} (first: {recommended[0]}); mark one legacy")
+        elif images and not recommended:
+            cat.problems.append(
+                PluginProblem(cat.provenance[("container", images[0].id)], f"no recommended image for {site}/{fw}; mark one recommended")
+            )

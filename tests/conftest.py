@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from lumi_scaffold import plugins
+
+from .helpers import template_copy
+
+pytest_plugins = ["tests.slurm.fixtures"] if (Path(__file__).parent / "slurm" / "fixtures.py").exists() else []
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch, tmp_path_factory):
+    """No user Copier settings, no plugin switches from the developer's shell."""
+    settings = tmp_path_factory.getbasetemp() / "copier-settings.yml"
+    settings.write_text("{}\n")
+    monkeypatch.setenv("COPIER_SETTINGS_PATH", str(settings))
+    monkeypatch.delenv(plugins.ENV_LOAD, raising=False)
+    monkeypatch.delenv(plugins.ENV_DISABLE, raising=False)
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory) -> Path:
+    return template_copy(tmp_path_factory.mktemp("template"))
+
+
+@pytest.fixture
+def fake_site_packages(tmp_path, monkeypatch):
+    """A directory on sys.path for fake plugin distributions; the plugin cache is reset around it."""
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    plugins.reset()
+    yield site
+    for name in [m for m in sys.modules if m.startswith("fakeplug")]:
+        del sys.modules[name]
+    plugins.reset()

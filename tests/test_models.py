@@ -1,0 +1,91 @@
+"""Catalogue models: what they accept and what they refuse (with the field and reason)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from pydantic import ValidationError
+
+from lumi_scaffold.models import ContainerImage, EnvSetting, NodeLayout, Partition, Profiler, Site
+from lumi_scaffold.plugins import get_catalogue
+
+
+@pytest.fixture
+def lumi_data() -> dict:
+    return get_catalogue().sites["lumi"].model_dump()
+
+
+def site_error(data: dict) -> str:
+    with pytest.raises(ValidationError) as info:
+        Site.model_validate(data)
+    return str(info.value)
+
+
+def test_builtin_lumi_site_validates(lumi_data):
+    site = Site.model_validate(lumi_data)
+    assert site.node.usable_cores == 56
+    assert [p.name for p in site.partitions] == ["standard-g", "small-g", "dev-g"]
+    assert site.partition("small-g").max_walltime == "3-00:00:00"  # not 30 minutes (seed note was wrong)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda d: d["node"]["cpu_masks"].pop(), "has 7 masks but the node has 8 GPUs"),
+        (lambda d: d["node"]["cpu_masks"].__setitem__(4, "0x00000000000000ff"), "uses reserved core(s) [0]"),
+        (lambda d: d["node"]["cpu_masks"].__setitem__(1, "0x00fe000000000000"), "overlaps the mask of an earlier rank"),
+        (lambda d: d["node"]["cpu_masks"].__setitem__(0, "0x007e000000000000"), "it must have cpus_per_gpu=7"),
+        (lambda d: d["node"]["cpu_masks"].__setitem__(0, "fe"), "must be a non-zero hex number"),
+        (lambda d: d["node"].__setitem__("cpus_per_gpu", 8), "needs more than the 56 usable cores"),
+        (lambda d: d["partitions"][0].__setitem__("max_nodes", 0), "greater than 0"),
+        (lambda d: d["partitions"][1].__setitem__("max_walltime", "72:00"), "is not a Slurm time"),
+        (lambda d: d.__setitem__("partial_node_partition", "standard-g"), "must be a by-resource partition"),
+        (lambda d: d.__setitem__("whole_node_partition", "gpu"), "is not one of the partitions"),
+        (lambda d: d["account"].__setitem__("example", "proj_1"), "does not match pattern"),
+        (lambda d: d["account"].__setitem__("pattern", "project_(46"), "not a regular expression"),
+        (lambda d: d.__setitem__("colour", "blue"), "Extra inputs are not permitted"),
+        (lambda d: d["env"][0].__setitem__("value", "hsn0; rm -rf ~"), "may only contain"),
+        (lambda d: d["env"][0].__setitem__("why", "two\nlines"), "single line"),
+        (lambda d: d["storage"][0].__setitem__("path", "relative/{account}"), "must be an absolute path"),
+        (lambda d: d["partitions"].append(dict(d["partitions"][0])), "partitions names must be unique"),
+    ],
+)
+def test_invalid_site_names_field_and_reason(lumi_data, change, expected):
+    data = copy.deepcopy(lumi_data)
+    change(data)
+    assert expected in site_error(data)
+
+
+def test_mask_on_reserved_core_names_rank():
+    with pytest.raises(ValidationError, match=r"rank 0\) uses reserved core"):
+        NodeLayout(gpus=1, cpus=8, cores=8, reserved_cores=[0], cpus_per_gpu=1, cpu_masks=["0x1"], mem_per_gpu_gb=1, mem_per_node_gb=1)
+
+
+def test_partition_seconds():
+    assert Partition(name="p", allocation="whole-node", max_nodes=1, max_walltime="1-02:03:04").max_seconds == 93784
+
+
+def test_container_image_refuses_self_replacement_and_bad_versions():
+    base = dict(id="x", site="s", framework="f", title="t", path="/a.sif", generation="g", status="legacy")
+    with pytest.raises(ValidationError, match="replaced_by names the image itself"):
+        ContainerImage(**base, replaced_by="x")
+    with pytest.raises(ValidationError, match="is not a package name and version"):
+        ContainerImage(**base, versions={"torch": "2.1; rm"})
+    with pytest.raises(ValidationError, match="must be an absolute path"):
+        ContainerImage(**{**base, "path": "image.sif"})
+
+
+def test_profiler_kind_and_command_agree():
+    with pytest.raises(ValidationError, match="needs a command"):
+        Profiler(name="p", title="t", kind="command")
+    with pytest.raises(ValidationError, match="may only contain"):
+        Profiler(name="p", title="t", kind="command", command=["rocprof", "$(evil)"])
+    assert Profiler(name="p", title="t", kind="command", command=["x", "-d", "{output}"]).command[-1] == "{output}"
+
+
+def test_env_setting_allows_variable_references_only():
+    assert EnvSetting(name="A", value="/tmp/${USER}-x", why="w").value == "/tmp/${USER}-x"
+    for bad in ["$(whoami)", "`id`", "a b", "x;y", "'q'", "*"]:
+        with pytest.raises(ValidationError):
+            EnvSetting(name="A", value=bad, why="w")

@@ -1,0 +1,171 @@
+"""Plugin loading: built-ins first, every third-party plugin isolated, problems named."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from lumi_scaffold import plugins
+
+from .helpers import write_plugin_dist
+
+GOOD_SITE = """
+from lumi_scaffold import hookimpl
+from lumi_scaffold.datafile import load_data_file
+from lumi_scaffold.default_plugins._common import HERE
+from lumi_scaffold.models import Site
+
+@hookimpl
+def register_sites(register):
+    site = load_data_file(HERE / "lumi.yaml", Site).model_dump()
+    site["name"], site["title"] = "othersite", "Another MI250X site"
+    register(site)
+"""
+
+
+def load():
+    pm, infos, problems = plugins.make_plugin_manager()
+    return plugins.build_catalogue(pm, infos, problems)
+
+
+def problem_text(cat) -> str:
+    return "\n".join(str(p) for p in cat.problems)
+
+
+def test_builtins_load_and_register():
+    cat = load()
+    assert [p.name for p in cat.plugins][:4] == ["lumi", "pytorch", "jax", "profilers"]
+    assert cat.problems == []
+    assert cat.recommended_image("lumi", "pytorch").generation == "laif"
+    assert cat.recommended_image("lumi", "jax").id == "lust-jax-0.4.35"
+    assert cat.provenance[("site", "lumi")] == "lumi"
+
+
+def test_third_party_plugin_is_loaded_with_version(fake_site_packages):
+    write_plugin_dist(fake_site_packages, "lumi-site-other", {"other": "fakeplug_other"}, {"fakeplug_other": GOOD_SITE}, "2.3")
+    cat = load()
+    info = next(p for p in cat.plugins if p.name == "other")
+    assert (info.distribution, info.version, info.hooks) == ("lumi-site-other", "2.3", ["register_sites"])
+    assert info.registered == {"site": ["othersite"]}
+    assert "othersite" in cat.sites and cat.problems == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import not_a_module_anywhere\n", "cannot load: ModuleNotFoundError: No module named 'not_a_module_anywhere'"),
+        ("raise RuntimeError('boom at import')\n", "cannot load: RuntimeError: boom at import"),
+        (
+            "from lumi_scaffold import hookimpl\n@hookimpl\ndef register_sites(register, extra):\n    pass\n",
+            "cannot load: PluginValidationError",
+        ),
+        (
+            "from lumi_scaffold import hookimpl\n@hookimpl\ndef register_site(register):\n    pass\n",
+            "implements unknown hook 'register_site'; known hooks:",
+        ),
+        (
+            "from lumi_scaffold import hookimpl\n@hookimpl\ndef register_sites(register):\n    raise KeyError('oops')\n",
+            "hook register_sites failed: KeyError: 'oops'",
+        ),
+        (
+            "from lumi_scaffold import hookimpl\n@hookimpl\ndef register_profilers(register):\n"
+            "    register({'name': 'nsys', 'title': 't', 'kind': 'command', 'command': ['nsys', 'a b']})\n",
+            "profiler 'nsys': command.1: 'a b' may only contain",
+        ),
+        (
+            "from lumi_scaffold import hookimpl\n@hookimpl\ndef register_frameworks(register):\n    register(42)\n",
+            "register() for frameworks got int, expected Framework or dict",
+        ),
+        (
+            "from lumi_scaffold import hookimpl\n@hookimpl\ndef register_profilers(register):\n"
+            "    register({'name': 'none', 'title': 'again', 'kind': 'none'})\n",
+            "profiler 'none' is already registered by plugin 'profilers'; ignored",
+        ),
+    ],
+    ids=["missing-module", "import-error", "bad-signature", "misspelled-hook", "hook-raises", "invalid-data", "wrong-type", "duplicate-name"],
+)
+def test_broken_plugin_is_named_and_the_rest_load(fake_site_packages, source, expected):
+    write_plugin_dist(fake_site_packages, "lumi-broken", {"broken": "fakeplug_broken"}, {"fakeplug_broken": source})
+    write_plugin_dist(fake_site_packages, "lumi-site-other", {"other": "fakeplug_other"}, {"fakeplug_other": GOOD_SITE})
+    cat = load()
+    assert [str(p) for p in cat.problems if p.plugin == "broken"], problem_text(cat)
+    assert expected in problem_text(cat)
+    assert {"lumi", "othersite"} <= set(cat.sites)
+    assert {"pytorch", "jax"} <= set(cat.frameworks)
+    assert cat.profilers["none"].title == "No profiling"
+
+
+def test_duplicate_entry_point_names_are_reported(fake_site_packages):
+    write_plugin_dist(fake_site_packages, "dist-a", {"same": "fakeplug_a"}, {"fakeplug_a": GOOD_SITE})
+    write_plugin_dist(fake_site_packages, "dist-b", {"same": "fakeplug_b"}, {"fakeplug_b": "x = 1\n"})
+    cat = load()
+    assert "entry point name 'same' from dist-" in problem_text(cat)
+    write_plugin_dist(fake_site_packages, "dist-c", {"lumi": "fakeplug_b"}, {})
+    assert "already used by lumi-scaffold (built-in)" in problem_text(load())
+
+
+def test_environment_switches(fake_site_packages, monkeypatch):
+    write_plugin_dist(fake_site_packages, "lumi-site-other", {"other": "fakeplug_other"}, {"fakeplug_other": GOOD_SITE})
+    monkeypatch.setenv(plugins.ENV_DISABLE, "other,jax")
+    cat = load()
+    assert "othersite" not in cat.sites and "jax" not in cat.frameworks and "pytorch" in cat.frameworks
+    monkeypatch.delenv(plugins.ENV_DISABLE)
+    monkeypatch.setenv(plugins.ENV_LOAD, "")
+    assert "othersite" not in load().sites
+    monkeypatch.setenv(plugins.ENV_LOAD, "other")
+    assert "othersite" in load().sites
+
+
+def test_cross_checks_drop_inconsistent_images(fake_site_packages):
+    source = """
+from lumi_scaffold import hookimpl
+BASE = dict(site="lumi", framework="pytorch", title="t", generation="laif", versions={"torch": "2.10.*"})
+@hookimpl
+def register_containers(register):
+    register(dict(BASE, id="x-nosite", site="nowhere", path="/a.sif", status="legacy"))
+    register(dict(BASE, id="x-nogen", generation="docker", path="/b.sif", status="legacy"))
+    register(dict(BASE, id="x-second", path="/c.sif", status="recommended"))
+    register(dict(BASE, id="x-nopins", versions={}, path="/d.sif", status="legacy"))
+    register(dict(BASE, id="x-badrepl", path="/e.sif", status="legacy", replaced_by="lust-jax-0.4.35"))
+"""
+    write_plugin_dist(fake_site_packages, "lumi-images", {"images": "fakeplug_images"}, {"fakeplug_images": source})
+    cat = load()
+    text = problem_text(cat)
+    assert "container 'x-nosite': site 'nowhere' is not registered" in text
+    assert "container 'x-nogen': generation 'docker' is not one of site 'lumi'" in text
+    assert "a second recommended image for lumi/pytorch (first: laif-multitorch-20260513)" in text
+    assert "container 'x-nopins': versions lacks ['torch']" in text
+    assert "replaced_by='lust-jax-0.4.35' is not an image for the same site and framework" in text
+    assert not {"x-nosite", "x-nogen", "x-second", "x-nopins", "x-badrepl"} & set(cat.containers)
+    assert cat.recommended_image("lumi", "pytorch").id == "laif-multitorch-20260513"
+
+
+def test_manager_and_catalogue_are_built_once():
+    plugins.reset()
+    assert plugins.get_plugin_manager() is plugins.get_plugin_manager()
+    assert plugins.get_catalogue() is plugins.get_catalogue()
+
+
+def run_cli(*args, pythonpath=None):
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = str(pythonpath)
+    return subprocess.run([sys.executable, "-m", "lumi_scaffold.cli", *args], capture_output=True, text=True, env=env)
+
+
+def test_plugins_command_lists_builtins_and_broken_plugin(fake_site_packages):
+    write_plugin_dist(fake_site_packages, "lumi-broken", {"broken": "fakeplug_broken"}, {"fakeplug_broken": "import nope_nope\n"})
+    result = run_cli("plugins", pythonpath=fake_site_packages)
+    assert result.returncode == 0, result.stderr
+    for line in ("lumi (built-in)", "pytorch (built-in)", "jax (built-in)", "  sites: lumi", "  frameworks: pytorch"):
+        assert line in result.stdout
+    assert "BROKEN broken: cannot load: ModuleNotFoundError: No module named 'nope_nope'" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+    assert run_cli("plugins", "--strict", pythonpath=fake_site_packages).returncode == 1
+    payload = json.loads(run_cli("plugins", "--json", pythonpath=fake_site_packages).stdout)
+    assert payload["problems"] == [{"plugin": "broken", "message": "cannot load: ModuleNotFoundError: No module named 'nope_nope'"}]
+    assert {p["name"] for p in payload["plugins"]} >= {"lumi", "pytorch", "jax", "profilers"}

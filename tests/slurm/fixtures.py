@@ -1,0 +1,85 @@
+"""pytest fixtures for the local Slurm cluster (session-scoped, started on first use).
+
+Make them visible to a test module with ``from tests.slurm.fixtures import slurm_cluster``
+(or to every test by listing ``"tests.slurm.fixtures"`` in ``pytest_plugins`` of the
+top-level conftest.py). When Slurm cannot be started here the fixtures skip the test, unless
+``LUMI_SCAFFOLD_REQUIRE_SLURM=1`` (CI), where they fail it instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.slurm.harness import SlurmCluster, SlurmError, short_directory, slurm_available
+
+REQUIRE_ENV = "LUMI_SCAFFOLD_REQUIRE_SLURM"
+# Session cluster: 64 advertised CPUs per node and task/none so full LUMI-G job shapes
+# (8 tasks x 7 CPUs, LUMI CPU masks) are accepted; MinJobAge 300 s keeps finished jobs
+# visible to SlurmCluster.wait() long after they end.
+DEFAULT_KNOBS: dict[str, object] = {"cpus": 64, "task_plugin": "task/none", "min_job_age": 300}
+TWO_NODE_KNOBS: dict[str, object] = {**DEFAULT_KNOBS, "nodes": 2}
+
+
+def slurm_required() -> bool:
+    """True when LUMI_SCAFFOLD_REQUIRE_SLURM=1: a missing Slurm is a failure, not a skip."""
+    return os.environ.get(REQUIRE_ENV, "") == "1"
+
+
+def _unavailable(reason: str) -> None:
+    if slurm_required():
+        pytest.fail(f"{REQUIRE_ENV}=1 but the local Slurm cluster is unavailable: {reason}",
+                    pytrace=False)
+    pytest.skip(f"local Slurm cluster unavailable: {reason}")
+
+
+def start_or_skip(directory: str | os.PathLike[str], **knobs: object) -> SlurmCluster:
+    """Start a cluster under ``directory`` (or a short /tmp dir if that path is too long for
+    Unix sockets); skip the test (fail it under LUMI_SCAFFOLD_REQUIRE_SLURM=1) when Slurm is
+    unavailable or does not come up."""
+    ok, reason = slurm_available()
+    if not ok:
+        _unavailable(reason)
+    cluster = SlurmCluster(short_directory(directory), **knobs)
+    try:
+        return cluster.start()
+    except (SlurmError, OSError) as exc:
+        _unavailable(str(exc))
+        raise  # not reached: _unavailable always raises
+
+
+# One cluster per name and process, even when the fixtures are registered twice (e.g.
+# imported by tests/conftest.py and by a test module: pytest then has two session fixture
+# definitions with the same function, which would otherwise start two clusters).
+_SHARED: dict[str, list] = {}
+
+
+def _session_cluster(tmp_path_factory: pytest.TempPathFactory, name: str,
+                     knobs: dict[str, object]) -> Iterator[SlurmCluster]:
+    entry = _SHARED.get(name)
+    if entry is None:
+        directory: Path = tmp_path_factory.mktemp(name)
+        entry = _SHARED[name] = [start_or_skip(directory, **knobs), 0]
+    entry[1] += 1
+    try:
+        yield entry[0]
+    finally:
+        entry[1] -= 1
+        if entry[1] == 0:
+            del _SHARED[name]
+            entry[0].stop()
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """One-node cluster ("localhost", 64 CPUs, 8 mi250 GPUs, task/none) for the session."""
+    yield from _session_cluster(tmp_path_factory, "slurm", DEFAULT_KNOBS)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster_2nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """Two-node cluster (nid005000, nid005001; other ports), started only when requested."""
+    yield from _session_cluster(tmp_path_factory, "slurm2n", TWO_NODE_KNOBS)

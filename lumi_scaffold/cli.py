@@ -1,0 +1,185 @@
+"""The ``lumi-scaffold`` command: plugins, new, lint.
+
+Imports are deferred into the commands so that ``lumi-scaffold --help`` stays fast.
+Every error the user can cause ends in one message and exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+TEMPLATE_ENV = "LUMI_SCAFFOLD_TEMPLATE"
+PUBLISHED_TEMPLATE = "gh:org/lumi-scaffold"
+
+
+class CliError(Exception):
+    """Printed as 'lumi-scaffold: error: <message>' with exit code 1."""
+
+
+def default_template() -> str:
+    """$LUMI_SCAFFOLD_TEMPLATE, else this source checkout, else the published template."""
+    if os.environ.get(TEMPLATE_ENV):
+        return os.environ[TEMPLATE_ENV]
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "copier.yml").is_file():
+        return str(checkout)
+    return PUBLISHED_TEMPLATE
+
+
+def parse_data(pairs: list[str], data_file: str | None) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if data_file:
+        from ruamel.yaml import YAML
+
+        try:
+            loaded = YAML(typ="safe", pure=True).load(Path(data_file).read_text())
+        except (OSError, ValueError) as exc:
+            raise CliError(f"--data-file {data_file}: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise CliError(f"--data-file {data_file}: expected a mapping of question: answer")
+        data.update(loaded)
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise CliError(f"--data {pair!r}: write NAME=VALUE, e.g. --data nodes=2")
+        data[name] = value
+    return data
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from .plugins import get_catalogue
+
+    cat = get_catalogue()
+    if args.json:
+        payload = {
+            "plugins": [
+                {
+                    "name": p.name,
+                    "distribution": p.distribution,
+                    "version": p.version,
+                    "builtin": p.builtin,
+                    "module": p.module,
+                    "hooks": p.hooks,
+                    "registered": p.registered,
+                }
+                for p in cat.plugins
+            ],
+            "problems": [{"plugin": p.plugin, "message": p.message} for p in cat.problems],
+        }
+        print(json.dumps(payload, indent=2))
+    else:
+        for p in cat.plugins:
+            origin = "built-in" if p.builtin else f"{p.distribution} {p.version}"
+            print(f"{p.name} ({origin})")
+            print(f"  hooks: {', '.join(p.hooks) or '-'}")
+            for kind, names in sorted(p.registered.items()):
+                print(f"  {kind}s: {', '.join(names)}")
+        for problem in cat.problems:
+            print(f"BROKEN {problem.plugin}: {problem.message}")
+    return 1 if cat.problems and args.strict else 0
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    import copier
+    from copier.errors import CopierError
+
+    data = parse_data(args.data, args.data_file)
+    dest = Path(args.destination)
+    if dest.exists() and any(dest.iterdir()):
+        raise CliError(f"{dest} exists and is not empty; choose a new directory")
+    _check_types(data)
+    try:
+        copier.run_copy(
+            args.template,
+            str(dest),
+            data=data,
+            defaults=args.defaults,
+            unsafe=True,  # the template's own extension: lumi-scaffold itself
+            quiet=args.quiet,
+            vcs_ref=args.vcs_ref,
+        )
+    except (CopierError, ValueError) as exc:
+        raise CliError(_copier_message(exc)) from None
+    except KeyboardInterrupt:
+        raise CliError("stopped by the user; nothing was generated") from None
+    return 0
+
+
+INT_QUESTIONS = ("nodes", "gpus_per_node", "profile_rank")
+
+
+def _check_types(data: dict[str, Any]) -> None:
+    """Copier reports a non-number as a bare int() error; name the question instead."""
+    for name in INT_QUESTIONS:
+        if name in data:
+            try:
+                int(data[name])
+            except (TypeError, ValueError):
+                raise CliError(f"{name}={data[name]!r}: not a whole number. Fix: e.g. --data {name}=1") from None
+
+
+def _copier_message(exc: BaseException) -> str:
+    """Copier's validation and choice errors, as 'question: message'."""
+    text = str(exc).strip()
+    match = re.match(r"(?:Validation error for question|Invalid choice for) '([^']+)': (.*)", text, re.S)
+    if match:
+        return f"{match.group(1)}: {match.group(2)}"
+    return text or type(exc).__name__
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from .lint import lint_project
+    from .plugins import get_catalogue
+
+    project = Path(args.project)
+    if not (project / "jobs").is_dir():
+        raise CliError(f"{project} does not look like a generated project (no jobs/ directory)")
+    problems = lint_project(project, get_catalogue())
+    for line in problems:
+        print(line)
+    print(f"{len(problems)} problem(s)" if problems else "clean")
+    return 1 if problems else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lumi-scaffold", description="ML projects for LUMI and other MI250X Slurm sites.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("plugins", help="list loaded plugins, what they registered, and broken ones")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--strict", action="store_true", help="exit 1 if any plugin is broken")
+    p.set_defaults(func=cmd_plugins)
+
+    p = sub.add_parser("new", help="generate a project (copier copy with clean errors)")
+    p.add_argument("destination")
+    p.add_argument("-d", "--data", action="append", default=[], metavar="NAME=VALUE", help="answer a question")
+    p.add_argument("--data-file", help="YAML file of answers")
+    p.add_argument("--defaults", action="store_true", help="do not ask; use defaults for unanswered questions")
+    p.add_argument("--template", default=default_template(), help="template source (default: %(default)s)")
+    p.add_argument("--vcs-ref", default=None, help="template git ref (default: latest tag, or HEAD)")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=cmd_new)
+
+    p = sub.add_parser("lint", help="bash -n, shellcheck and #SBATCH checks on a generated project")
+    p.add_argument("project", nargs="?", default=".")
+    p.set_defaults(func=cmd_lint)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CliError as exc:
+        print(f"lumi-scaffold: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

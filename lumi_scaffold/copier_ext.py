@@ -1,0 +1,143 @@
+"""Jinja extension that connects the catalogue to copier.yml and the templates.
+
+Listed in copier.yml under ``_jinja_extensions`` (which is why ``--trust`` is needed).
+Globals are prefixed ``lumi_`` so no answer can shadow them, and they only ever grow:
+``copier update`` renders old template versions with today's extension.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from jinja2 import pass_context
+from jinja2.ext import Extension
+from jinja2.runtime import Context
+
+from . import plugins, questions
+
+_warned = False
+# Compiled template code shared across Jinja environments. Copier builds a new
+# environment for every copy (three for an update) and compiles the same question
+# strings, paths and files each time; the code only depends on the source and on the
+# environment settings in the key below.
+_COMPILED: dict[tuple, Any] = {}
+_COMPILED_MAX = 8192
+
+
+def _env_signature(env) -> tuple:
+    autoescape = env.autoescape
+    return (
+        env.block_start_string, env.block_end_string, env.variable_start_string,
+        env.variable_end_string, env.comment_start_string, env.comment_end_string,
+        env.line_statement_prefix, env.line_comment_prefix, env.trim_blocks,
+        env.lstrip_blocks, env.newline_sequence, env.keep_trailing_newline,
+        env.optimized, env.is_async, env.finalize is None, type(env).__qualname__,
+        tuple(sorted(env.extensions)),
+        autoescape if not callable(autoescape) else getattr(autoescape, "__qualname__", "callable"),
+    )
+
+
+def _share_compiled_code(env) -> None:
+    original = env.compile
+    signature: list[tuple] = []  # computed at first use: the environment is still being built now
+
+    def compile(source, name=None, filename=None, raw=False, defer_init=False):
+        if raw or not isinstance(source, str):
+            return original(source, name, filename, raw, defer_init)
+        if not signature:
+            signature.append(_env_signature(env))
+        key = (signature[0], source, name, filename, defer_init)
+        code = _COMPILED.get(key)
+        if code is not None:
+            # Extensions' preprocess hooks have side effects (Copier's yield tag resets its
+            # state there), so they run on a cache hit too; only parsing and codegen are saved.
+            env.preprocess(source, name, filename)
+        else:
+            code = original(source, name, filename, raw, defer_init)
+            if len(_COMPILED) >= _COMPILED_MAX:
+                _COMPILED.clear()
+            _COMPILED[key] = code
+        return code
+
+    env.compile = compile
+
+
+def _catalogue() -> plugins.Catalogue:
+    global _warned
+    cat = plugins.get_catalogue()
+    if cat.problems and not _warned:
+        _warned = True
+        for problem in cat.problems:
+            print(f"lumi-scaffold: warning: {problem}", file=sys.stderr)
+    return cat
+
+
+def _answers(ctx: Context) -> dict[str, Any]:
+    return {k: v for k, v in ctx.get_all().items() if not k.startswith("_") and not callable(v)}
+
+
+@pass_context
+def lumi_choices(ctx: Context, name: str) -> dict[str, Any]:
+    return questions.choices(name, _answers(ctx), _catalogue())
+
+
+@pass_context
+def lumi_default(ctx: Context, name: str) -> Any:
+    return questions.default(name, _answers(ctx), _catalogue())
+
+
+@pass_context
+def lumi_check(ctx: Context, name: str) -> str:
+    answers = _answers(ctx)
+    return questions.check(name, answers.get(name), answers, _catalogue())
+
+
+@pass_context
+def lumi_resolve(ctx: Context) -> dict[str, Any]:
+    return questions.resolve(_answers(ctx), _catalogue())
+
+
+def lumi_notices(plugin_data: Any) -> list[str]:
+    return questions.notices(plugin_data if isinstance(plugin_data, dict) else {}, _catalogue())
+
+
+@pass_context
+def lumi_framework_text(ctx: Context, what: str) -> str:
+    """The framework's smoke test or example script, rendered with the answers."""
+    fw = _catalogue().frameworks.get(str(ctx.get("framework")))
+    if fw is None or what not in ("smoke_test", "example"):
+        return ""
+    return ctx.environment.from_string(getattr(fw, what)).render(ctx.get_all())
+
+
+@pass_context
+def lumi_plugin_files(ctx: Context, directory: str) -> list[dict[str, str]]:
+    """Plugin-supplied files for ``directory`` that belong to this project's site or framework."""
+    owners = {"site": str(ctx.get("site")), "framework": str(ctx.get("framework"))}
+    files = [f for f in _catalogue().files if f.directory == directory and owners[f.owner] == f.owner_name]
+    return [{"name": f.name, "content": f.content} for f in sorted(files, key=lambda f: f.name)]
+
+
+@pass_context
+def lumi_render(ctx: Context, text: str) -> str:
+    """Render plugin-supplied template text with the project's answers."""
+    return ctx.environment.from_string(text).render(ctx.get_all())
+
+
+class LumiExtension(Extension):
+    """Registers the ``lumi_*`` globals and filters on Copier's Jinja environment."""
+
+    def __init__(self, environment) -> None:
+        super().__init__(environment)
+        environment.globals.update(
+            lumi_choices=lumi_choices,
+            lumi_default=lumi_default,
+            lumi_check=lumi_check,
+            lumi_resolve=lumi_resolve,
+            lumi_notices=lumi_notices,
+            lumi_framework_text=lumi_framework_text,
+            lumi_plugin_files=lumi_plugin_files,
+        )
+        environment.filters["lumi_render"] = lumi_render
+        _share_compiled_code(environment)

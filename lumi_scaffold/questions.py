@@ -1,0 +1,468 @@
+"""The questionnaire's logic: choices, defaults, checks and the plugin-data snapshot.
+
+copier.yml stays thin: each question calls ``lumi_choices``, ``lumi_default`` or
+``lumi_check`` (see :mod:`lumi_scaffold.copier_ext`), which land here with the
+answers given so far. Messages name the question, the value and the fix.
+
+:func:`resolve` computes ``plugin_data``: every value the templates take from plugin
+data (container path and generation, binds, env, pins, masks). It is recorded in the
+answers file, so ``copier update`` replays the old project exactly and brings in only
+what changed in the catalogue.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ._types import check_abs_path, slurm_time_seconds
+from .plugins import Catalogue
+from .models import ContainerImage, Site
+
+__all__ = ["CONTAINER_SPECIAL", "check", "choices", "default", "resolve", "notices"]
+
+PLUGIN_DATA_SCHEMA = 1
+CONTAINER_SPECIAL = ("recommended", "custom", "cotainr")
+_PROJECT_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+_REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9,._-]+\])?(?:(?:[=<>!~]=?|===)[A-Za-z0-9.*+!-]+(?:,(?:[=<>!~]=?)[A-Za-z0-9.*+!-]+)*)?$")
+_ARCHIVE = (".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz")
+
+
+class Answers:
+    """Typed view of the answers given so far (missing ones are None)."""
+
+    def __init__(self, answers: Mapping[str, Any], catalogue: Catalogue) -> None:
+        self.raw = answers
+        self.cat = catalogue
+
+    def get(self, name: str) -> Any:
+        value = self.raw.get(name)
+        return None if _is_undefined(value) else value
+
+    @property
+    def site(self) -> Site | None:
+        return self.cat.sites.get(str(self.get("site")))
+
+    def int(self, name: str, fallback: int = 0) -> int:
+        try:
+            return int(self.get(name))
+        except (TypeError, ValueError):
+            return fallback
+
+
+def _is_undefined(value: Any) -> bool:
+    return value is None or type(value).__name__.endswith("Undefined")
+
+
+# ---------------------------------------------------------------- choices
+
+
+def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
+    """Label -> value choices for a question (labels explain, values are stored)."""
+    a = Answers(answers, cat)
+    site = a.site
+    if name == "site":
+        return {f"{s.name}: {s.title}": s.name for s in cat.sites.values()}
+    if name == "framework":
+        names = cat.frameworks_for(site.name) if site else []
+        return {f"{n}: {cat.frameworks[n].title}": n for n in names}
+    if name == "container":
+        return _container_choices(a)
+    if name == "partition":
+        if not site:
+            return {}
+        return {f"{p.name}: {p.allocation}, up to {p.max_nodes} nodes, {p.max_walltime}": p.name for p in site.partitions}
+    if name == "launcher":
+        fw = cat.frameworks.get(str(a.get("framework")))
+        labels = {"srun": "srun: one task per GPU (recommended)", "torchrun": "torchrun: one task per node spawning one worker per GPU"}
+        return {labels[x]: x for x in (fw.launchers if fw else ["srun"])}
+    if name == "data_location":
+        if not site:
+            return {}
+        return {f"{s.name}: {s.resolve(str(a.get('account') or '{account}'))} ({s.note})": s.name for s in site.storage if s.data}
+    if name == "profiler":
+        fw = cat.frameworks.get(str(a.get("framework")))
+        names = fw.profilers if fw else ["none"]
+        return {f"{n}: {cat.profilers[n].title}": n for n in names if n in cat.profilers}
+    raise KeyError(f"no choices for question {name!r}")
+
+
+def _container_choices(a: Answers) -> dict[str, str]:
+    site, fw = a.site, str(a.get("framework"))
+    out: dict[str, str] = {}
+    recommended = a.cat.recommended_image(site.name, fw) if site else None
+    out[f"recommended: follow the catalogue ({recommended.title if recommended else 'none'})"] = "recommended"
+    for image in a.cat.images(site.name, fw, include_removed=True) if site else []:
+        out[f"{image.id}: {image.title} [{image.status}]"] = image.id
+    out["custom: my own .sif file (asked next)"] = "custom"
+    out["cotainr: build my own image with cotainr (conda environment file)"] = "cotainr"
+    return out
+
+
+# ---------------------------------------------------------------- defaults
+
+
+def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
+    a = Answers(answers, cat)
+    site = a.site
+    if name == "site":
+        return "lumi" if "lumi" in cat.sites else next(iter(cat.sites), "")
+    if name == "account":
+        return site.account.example if site else ""
+    if name == "framework":
+        names = cat.frameworks_for(site.name) if site else []
+        return "pytorch" if "pytorch" in names else (names[0] if names else "")
+    if name == "gpus_per_node":
+        return site.node.gpus if site else 1
+    if name == "partition":
+        if not site:
+            return ""
+        whole = a.int("gpus_per_node") == site.node.gpus
+        return site.whole_node_partition if whole else site.partial_node_partition
+    if name == "data_location":
+        if not site:
+            return ""
+        areas = [s.name for s in site.storage if s.data]
+        return "scratch" if "scratch" in areas else areas[0]
+    if name == "dataset_archive":
+        area = site.storage_area(str(a.get("data_location"))) if site else None
+        root = area.resolve(str(a.get("account"))) if area else "/data"
+        return f"{root}/datasets/{a.get('project_name')}.tar"
+    raise KeyError(f"no computed default for question {name!r}")
+
+
+# ---------------------------------------------------------------- checks
+
+
+def check(name: str, value: Any, answers: Mapping[str, Any], cat: Catalogue) -> str:
+    """An error message for an invalid answer, or '' when the value is fine."""
+    a = Answers({**answers, name: value}, cat)
+    checker = _CHECKS.get(name)
+    return checker(value, a) if checker else ""
+
+
+def _project_name(value: Any, a: Answers) -> str:
+    if not isinstance(value, str) or not _PROJECT_NAME.match(value) or len(value) > 64:
+        return (
+            f"{value!r} is not a valid project name. Use lowercase letters, digits and single dashes, "
+            "starting with a letter (e.g. vit-pretraining); the Python package name derives from it."
+        )
+    return ""
+
+
+def _site(value: Any, a: Answers) -> str:
+    if value not in a.cat.sites:
+        return f"unknown site {value!r}. Choose one of {sorted(a.cat.sites)} or install the site's plugin."
+    return ""
+
+
+def _account(value: Any, a: Answers) -> str:
+    site = a.site
+    if site and not site.account.matches(str(value)):
+        return f"{value!r} is not a {site.name} project account (like {site.account.example}). {site.account.help}"
+    return ""
+
+
+def _framework(value: Any, a: Answers) -> str:
+    site = a.site
+    if site and value not in a.cat.frameworks_for(site.name):
+        have = a.cat.frameworks_for(site.name)
+        return f"site {site.name!r} has no container image for framework {value!r}. Choose one of {have}."
+    return ""
+
+
+def _container(value: Any, a: Answers) -> str:
+    site, fw = a.site, str(a.get("framework"))
+    if value in CONTAINER_SPECIAL or site is None:
+        return ""
+    ids = [c.id for c in a.cat.images(site.name, fw, include_removed=True)]
+    if value not in ids:
+        return f"{value!r} is not a {fw} image for {site.name}. Use recommended, custom, cotainr or one of {ids}."
+    return ""
+
+
+def _container_path(value: Any, a: Answers) -> str:
+    if a.get("container") != "custom":
+        return ""
+    try:
+        check_abs_path(str(value))
+    except ValueError as exc:
+        return f"{exc}. Give the absolute path of your .sif file, e.g. /project/project_465000000/containers/my.sif."
+    if not str(value).endswith(".sif"):
+        return f"{value!r} does not end in .sif. Give the absolute path of a Singularity image file."
+    return ""
+
+
+def _max_nodes(site: Site) -> int:
+    return max(p.max_nodes for p in site.partitions)
+
+
+def _nodes(value: Any, a: Answers) -> str:
+    site = a.site
+    n = a.int("nodes", -1)
+    top = _max_nodes(site) if site else 1
+    if n < 1 or n > top:
+        return f"{value!r} nodes is out of range. Use 1 to {top} (the largest partition's limit)."
+    return ""
+
+
+def _gpus(value: Any, a: Answers) -> str:
+    site = a.site
+    if not site:
+        return ""
+    g, n, full = a.int("gpus_per_node", -1), a.int("nodes", 1), site.node.gpus
+    if g < 1 or g > full:
+        return f"{value!r} GPUs per node is out of range: {site.name} nodes have {full} GPUs (GCDs). Use 1 to {full}."
+    if n > 1 and g != full:
+        return f"a job on {n} nodes uses whole nodes. Use gpus_per_node={full}, or nodes=1 for {g} GPUs."
+    return ""
+
+
+def _partition(value: Any, a: Answers) -> str:
+    site = a.site
+    if not site:
+        return ""
+    part = site.partition(str(value))
+    if part is None:
+        return f"unknown partition {value!r} on {site.name}. Use one of {[p.name for p in site.partitions]}."
+    n, g = a.int("nodes", 1), a.int("gpus_per_node", site.node.gpus)
+    if n > part.max_nodes:
+        bigger = [p.name for p in site.partitions if p.max_nodes >= n]
+        return f"{part.name} allows at most {part.max_nodes} nodes, not {n}. Use partition {bigger[0] if bigger else '?'} or fewer nodes."
+    if part.allocation == "whole-node" and g != site.node.gpus:
+        return (
+            f"{part.name} allocates (and bills) whole nodes, so {g} of {site.node.gpus} GPUs would waste the rest. "
+            f"Use gpus_per_node={site.node.gpus} or partition {site.partial_node_partition}."
+        )
+    return ""
+
+
+def _walltime(value: Any, a: Answers) -> str:
+    try:
+        seconds = slurm_time_seconds(str(value))
+    except ValueError as exc:
+        return str(exc) + "."
+    site = a.site
+    part = site.partition(str(a.get("partition"))) if site else None
+    if seconds <= 0:
+        return f"{value!r} is zero. Give a positive time such as 01:00:00."
+    if part and seconds > part.max_seconds:
+        return f"{value!r} exceeds the {part.name} limit of {part.max_walltime}. Use at most {part.max_walltime}."
+    return ""
+
+
+def _supported_by_framework(field: str, noun: str):
+    """A check that the answer is one of the framework's ``field`` (launchers, profilers)."""
+
+    def checker(value: Any, a: Answers) -> str:
+        fw = a.cat.frameworks.get(str(a.get("framework")))
+        allowed = getattr(fw, field) if fw else []
+        if fw and value not in allowed:
+            return f"{fw.name} does not support {noun} {value!r}. Use one of {allowed}."
+        return ""
+
+    return checker
+
+
+def _data_location(value: Any, a: Answers) -> str:
+    site = a.site
+    areas = [s.name for s in site.storage if s.data] if site else []
+    if site and value not in areas:
+        return f"{value!r} is not a data area on {site.name}. Use one of {areas}."
+    return ""
+
+
+def _dataset_archive(value: Any, a: Answers) -> str:
+    if not a.get("prestage"):
+        return ""
+    try:
+        check_abs_path(str(value))
+    except ValueError as exc:
+        return f"{exc}. Give the absolute path of a .tar archive, e.g. /flash/project_465000000/data.tar."
+    if not str(value).endswith(_ARCHIVE):
+        return f"{value!r} is not a tar archive ({', '.join(_ARCHIVE)}). Pack the dataset with tar first."
+    return ""
+
+
+def _profile_rank(value: Any, a: Answers) -> str:
+    if a.get("profiler") in (None, "none"):
+        return ""
+    ranks = a.int("nodes", 1) * a.int("gpus_per_node", 1)
+    r = a.int("profile_rank", -1)
+    if not 0 <= r < ranks:
+        return f"rank {value!r} does not exist: the job has {ranks} ranks (0 to {ranks - 1})."
+    return ""
+
+
+def _extra_requirements(value: Any, a: Answers) -> str:
+    for item in split_requirements(value):
+        if not _REQUIREMENT.match(item):
+            return f"{item!r} is not a pip requirement like name or name==1.2 (separate several with spaces or commas)."
+    return ""
+
+
+def split_requirements(value: Any) -> list[str]:
+    return [part for part in re.split(r"[\s,]+(?![=<>!~])", str(value or "").strip()) if part]
+
+
+_CHECKS = {
+    "project_name": _project_name,
+    "site": _site,
+    "account": _account,
+    "framework": _framework,
+    "container": _container,
+    "container_path": _container_path,
+    "nodes": _nodes,
+    "gpus_per_node": _gpus,
+    "partition": _partition,
+    "walltime": _walltime,
+    "launcher": _supported_by_framework("launchers", "launcher"),
+    "data_location": _data_location,
+    "dataset_archive": _dataset_archive,
+    "profiler": _supported_by_framework("profilers", "profiler"),
+    "profile_rank": _profile_rank,
+    "extra_requirements": _extra_requirements,
+}
+
+
+def check_all(answers: Mapping[str, Any], cat: Catalogue) -> list[str]:
+    """Every problem with a complete set of answers, as 'question=value: message' lines."""
+    problems = []
+    for name in _CHECKS:
+        if name in answers:
+            message = check(name, answers[name], answers, cat)
+            if message:
+                problems.append(f"{name}={answers[name]!r}: {message}")
+    return problems
+
+
+# ---------------------------------------------------------------- plugin data
+
+
+def _image(a: Answers) -> ContainerImage | None:
+    site, fw, choice = a.site, str(a.get("framework")), a.get("container")
+    if site is None or choice in ("custom", "cotainr"):
+        return None
+    if choice in (None, "recommended"):
+        return a.cat.recommended_image(site.name, fw)
+    return a.cat.containers.get(str(choice))
+
+
+def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
+    """The plugin-derived values the templates use, as plain JSON-able data."""
+    a = Answers(answers, cat)
+    site = a.site
+    fw = cat.frameworks.get(str(a.get("framework")))
+    if site is None or fw is None:
+        return {}
+    nodes, gpus = a.int("nodes", 1), a.int("gpus_per_node", site.node.gpus)
+    account = str(a.get("account"))
+    part = site.partition(str(a.get("partition"))) or site.partition(default("partition", answers, cat))
+    whole_node = gpus == site.node.gpus
+    multi = nodes > 1
+    image = _image(a)
+    choice = a.get("container") or "recommended"
+    if image is not None:
+        generation = site.generation(image.generation)
+        container = {
+            "id": image.id,
+            "title": image.title,
+            "path": image.path,
+            "status": image.status,
+            "replaced_by": image.replaced_by or "",
+            "source": image.source,
+        }
+        pins = dict(sorted(image.versions.items()))
+    else:
+        generation = site.generation("explicit") or site.generations[-1]
+        path = str(a.get("container_path")) if choice == "custom" else f"container/{a.get('project_name')}.sif"
+        container = {"id": choice, "title": f"{choice} image", "path": path, "status": choice, "replaced_by": "", "source": ""}
+        pins = {}
+    container.update(
+        generation=generation.name,
+        run_verb=generation.run_verb,
+        activate_var=generation.activate_var or "",
+        module_use=generation.bindings_module.use or "" if generation.bindings_module else "",
+        module=generation.bindings_module.name if generation.bindings_module else "",
+        binds=list(dict.fromkeys(generation.binds + (generation.multi_node_binds if multi else []))),
+        relative=container["path"].startswith("container/"),
+    )
+    cache_root = site.storage_area(site.cache_area).resolve(account)
+    profiler = cat.profilers.get(str(a.get("profiler") or "none")) or cat.profilers.get("none")
+    env = [e for e in site.env + fw.env if e.scope == "all" or multi]
+    data_area = site.storage_area(str(a.get("data_location"))) or next(s for s in site.storage if s.data)
+    return {
+        "schema": PLUGIN_DATA_SCHEMA,
+        "plugins": dict(sorted(cat.plugin_versions().items())),
+        "site": {
+            "name": site.name,
+            "title": site.title,
+            "runtime": site.container_runtime,
+            "gpus_per_node": site.node.gpus,
+            "gpu_type": site.node.gpu_type,
+            "cpus_per_gpu": site.node.cpus_per_gpu,
+            "cpu_masks": site.node.cpu_masks,
+            "mem_per_gpu_gb": site.node.mem_per_gpu_gb,
+            "mem_per_node_gb": site.node.mem_per_node_gb,
+            "node_local_tmp": site.node_local_tmp,
+            "bind_roots": site.bind_roots,
+            "miopen_cache": site.miopen_cache or "",
+        },
+        "partition": {
+            "name": part.name,
+            "allocation": part.allocation,
+            "max_walltime": part.max_walltime,
+            "purpose": part.purpose,
+            "billing": part.billing,
+            "source": part.source,
+        },
+        "job": {
+            "smoke_partition": site.partial_node_partition,
+            "whole_node": whole_node,
+            "exclusive": whole_node and part.allocation == "by-resource",
+            "tasks": nodes * gpus,
+            "signal_lead": _signal_lead(str(a.get("walltime") or "01:00:00")),
+        },
+        "container": container,
+        "pins": pins,
+        "framework": {"name": fw.name, "title": fw.title, "needs_master_addr": fw.needs_master_addr, "distributed_init": fw.distributed_init},
+        "env": [e.model_dump() for e in env],
+        "caches": [{"name": v, "value": f"{cache_root}/${{USER}}/cache/{v.lower()}"} for v in fw.cache_vars],
+        "data_dir": data_area.resolve(account),
+        "dataset_dir": f"{data_area.resolve(account)}/datasets/{a.get('project_name')}",
+        "output_root": f"{cache_root}/${{USER}}/{a.get('project_name')}/outputs",
+        "storage": [{"name": s.name, "path": s.resolve(account), "note": s.note} for s in site.storage],
+        "profiler": {
+            "name": profiler.name,
+            "title": profiler.title,
+            "kind": profiler.kind,
+            "command": profiler.command,
+            "env": [e.model_dump() for e in profiler.env],
+            "view": profiler.view,
+        },
+        "requirements": sorted(dict.fromkeys(fw.requirements + split_requirements(a.get("extra_requirements")))),
+    }
+
+
+def _signal_lead(walltime: str) -> int:
+    """Seconds before the time limit at which the job is told to copy its outputs back."""
+    try:
+        seconds = slurm_time_seconds(walltime)
+    except ValueError:
+        return 300
+    return 300 if seconds >= 3600 else max(30, seconds // 4)
+
+
+def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
+    """Warnings for the end of copy/update: legacy or removed images, plugin version skew."""
+    out = []
+    container = plugin_data.get("container") or {}
+    current = cat.containers.get(container.get("id", ""))
+    status = current.status if current else container.get("status")
+    if status in ("legacy", "removed"):
+        target = cat.containers.get((current.replaced_by if current else None) or container.get("replaced_by") or "")
+        advice = f" Move to {target.id} ({target.path}) with: copier update --trust --defaults -d container={target.id}" if target else ""
+        out.append(f"Container image {container.get('id')} is {status}.{advice}")
+    return out
+

@@ -1,0 +1,162 @@
+"""Distributed training example for demo (PyTorch DDP).
+
+Runs one process per GPU under srun (RANK/LOCAL_RANK/WORLD_SIZE/MASTER_ADDR come from
+scripts/run.sh) or under torchrun. On a machine without GPUs it trains on the CPU with
+the gloo backend, so the same script can be tested anywhere.
+
+Data: --data DIR reads *.npz shards with arrays ``x`` (float32, N x features) and ``y``
+(int64, N); without it the script trains on synthetic data. Checkpoints go to
+--output DIR every --checkpoint-every steps and training resumes from the newest one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", help="directory of *.npz shards (x, y); synthetic data if omitted")
+    parser.add_argument("--output", default="outputs", help="checkpoint directory")
+    parser.add_argument("--steps", type=int, default=200, help="optimizer steps in total")
+    parser.add_argument("--batch-size", type=int, default=64, help="per-process batch size")
+    parser.add_argument("--num-workers", type=int, default=int(os.environ.get("SLURM_CPUS_PER_TASK", "1")) - 1)
+    parser.add_argument("--checkpoint-every", type=int, default=50)
+    parser.add_argument("--seconds-per-step", type=float, default=0.0, help="throttle (to test time limits)")
+    return parser.parse_args()
+
+
+def load_dataset(data_dir: str | None, features: int = 32, classes: int = 4) -> TensorDataset:
+    if data_dir:
+        shards = sorted(glob.glob(os.path.join(data_dir, "*.npz")))
+        if not shards:
+            raise SystemExit(f"--data {data_dir}: no *.npz shards found")
+        arrays = [np.load(path) for path in shards]
+        x = torch.from_numpy(np.concatenate([a["x"] for a in arrays]).astype(np.float32))
+        y = torch.from_numpy(np.concatenate([a["y"] for a in arrays]).astype(np.int64))
+        return TensorDataset(x, y)
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(4096, features, generator=generator)
+    y = (x[:, :classes].argmax(dim=1)).long()  # a learnable rule
+    return TensorDataset(x, y)
+
+
+def setup() -> tuple[int, int, int, torch.device]:
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.cuda.is_available():  # ROCm GPUs appear as cuda devices
+        device = torch.device("cuda", local_rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+        backend = "nccl"  # RCCL on LUMI
+    else:
+        device = torch.device("cpu")
+        backend = "gloo"
+    if world > 1:
+        dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world)
+    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    print(f"rank {rank}/{world} local_rank {local_rank} device {device} backend {backend} cpus {affinity}", flush=True)
+    return rank, world, local_rank, device
+
+
+def newest_checkpoint(output: str) -> str | None:
+    found = sorted(glob.glob(os.path.join(output, "checkpoint-*.pt")))
+    return found[-1] if found else None
+
+
+def main() -> None:
+    args = parse_args()
+    rank, world, _, device = setup()
+    dataset = load_dataset(args.data)
+    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True)
+    loader = DataLoader(
+        dataset,
+        batch_size=args.batch_size,
+        sampler=sampler,
+        num_workers=max(args.num_workers, 0),
+        # fork is not safe with Slingshot-11 in DataLoader workers; spawn is. [WS-09]
+        multiprocessing_context="spawn" if args.num_workers > 0 else None,
+        persistent_workers=args.num_workers > 0,
+    )
+    features, classes = dataset.tensors[0].shape[1], int(dataset.tensors[1].max()) + 1
+    model = nn.Sequential(nn.Linear(features, 64), nn.ReLU(), nn.Linear(64, classes)).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = 0
+    os.makedirs(args.output, exist_ok=True)
+    checkpoint = newest_checkpoint(args.output)
+    if checkpoint:
+        state = torch.load(checkpoint, map_location=device)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        step = state["step"]
+        if rank == 0:
+            print(f"resumed from {checkpoint} at step {step}", flush=True)
+    ddp = DistributedDataParallel(model) if world > 1 else model
+    loss_fn = nn.CrossEntropyLoss()
+    profiler = start_profiler()
+    epoch = 0
+    while step < args.steps:
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(ddp(x), y)
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if profiler is not None:
+                profiler.step()
+            if args.seconds_per_step:
+                time.sleep(args.seconds_per_step)
+            if rank == 0 and (step % 20 == 0 or step == args.steps):
+                print(f"step {step} loss {loss.item():.4f}", flush=True)
+            if rank == 0 and step % args.checkpoint_every == 0:
+                save(args.output, step, model, optimizer)
+            if step >= args.steps:
+                break
+        epoch += 1
+    if rank == 0:
+        save(args.output, step, model, optimizer)
+        print(f"done: {step} steps on {world} process(es)", flush=True)
+    if profiler is not None:
+        profiler.stop()
+    if world > 1:
+        dist.destroy_process_group()
+
+
+def save(output: str, step: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    path = os.path.join(output, f"checkpoint-{step:08d}.pt")
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, path + ".tmp")
+    os.replace(path + ".tmp", path)  # never leave a half-written checkpoint behind
+
+
+def start_profiler():
+    """torch.profiler on the rank scripts/run-profile.sh selected (LUMI_SCAFFOLD_PROFILE_DIR set)."""
+    out = os.environ.get("LUMI_SCAFFOLD_PROFILE_DIR")
+    if not out:
+        return None
+    from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    # A few steps only: Perfetto struggles with traces over ~2 GB. [AIG-06]
+    prof = profile(activities=activities, schedule=schedule(wait=2, warmup=2, active=4, repeat=1),
+                   on_trace_ready=tensorboard_trace_handler(out))
+    prof.start()
+    return prof
+
+
+if __name__ == "__main__":
+    # Workaround for pytorch/pytorch#119845 with Slingshot; must run before any worker starts. [WS-09]
+    torch.multiprocessing.set_start_method("spawn")
+    main()
+

@@ -1,0 +1,61 @@
+#!/bin/bash
+# Runs INSIDE the container, once per task: sets up the environment, then runs the
+# command it was given. Every job step goes through it:
+#   srun ... singularity exec ... "$SIF" scripts/run.sh python -u src/demo/train.py
+# It also works outside Slurm (defaults below), e.g. for scripts/setup-venv.sh.
+set -euo pipefail
+
+PROJECT_DIR="${PROJECT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+# Defaults for use outside a Slurm job (login node, local tests).
+: "${USER:=$(id -un)}" "${SLURM_JOB_ID:=0}" "${SLURM_NODEID:=0}"
+
+# Former LUST images keep Python in a conda env that must be activated first. [EBC-PT]
+eval "${WITH_CONDA:?this image should define WITH_CONDA}"
+
+# Our venv on top of the container's Python (scripts/setup-venv.sh): it sees the
+# container's packages and pins the framework, so pip never replaces it.
+if [ -f "${PROJECT_DIR}/venv/bin/activate" ]; then
+    # shellcheck source=/dev/null
+    source "${PROJECT_DIR}/venv/bin/activate"
+fi
+# Packages in ~/.local would shadow the container's (Singularity mounts $HOME). [seed-000]
+export PYTHONNOUSERSITE=1
+
+# One process per GPU; torch.distributed (env://) reads these. [AIG-05]
+export RANK="${SLURM_PROCID:-0}"
+export LOCAL_RANK="${SLURM_LOCALID:-0}"
+export WORLD_SIZE="${SLURM_NTASKS:-1}"
+export LOCAL_WORLD_SIZE="${SLURM_NTASKS_PER_NODE:-1}"
+
+# Interconnect and runtime settings for lumi.
+export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"   # RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
+export NCCL_NET_GDR_LEVEL="PHB"   # let RCCL use GPU-direct RDMA between GCD and NIC [WS-09, WS-2026]
+export HSA_FORCE_FINE_GRAIN_PCIE="1"   # fine-grained PCIe memory, recommended with the RCCL OFI plugin [WS-2026]
+export FI_MR_CACHE_MONITOR="userfaultfd"   # libfabric memory-registration cache monitor (kdreg2 is another valid option) [WS-2026]
+export FI_CXI_DISABLE_HOST_REGISTER="1"   # HPE RCCL tuning for the CXI provider [WS-2026]
+export FI_CXI_DEFAULT_CQ_SIZE="131072"   # larger completion queue avoids CXI queue overruns at scale [WS-2026]
+export FI_CXI_RDZV_PROTO="alt_read"   # HPE RCCL tuning (rendezvous protocol) used by the 2026 LUMI workshop [WS-2026]
+export FI_CXI_RX_MATCH_MODE="hybrid"   # allow software matching when hardware match entries run out [WS-2026]
+export FI_CXI_RDZV_EAGER_SIZE="0"   # HPE RCCL tuning for the CXI provider [WS-2026]
+export FI_CXI_RDZV_THRESHOLD="0"   # HPE RCCL tuning for the CXI provider [WS-2026]
+export FI_CXI_RDZV_GET_MIN="0"   # HPE RCCL tuning for the CXI provider [WS-2026]
+export FI_CXI_DEFAULT_TX_SIZE="2048"   # HPE RCCL tuning for the CXI provider [WS-2026]
+export TOKENIZERS_PARALLELISM="false"   # Hugging Face tokenizers would fork threads into DataLoader workers [WS-ref]
+
+# MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks), so one
+# directory per node in node-local /tmp. [WS-ref], [EBC-PT]
+export MIOPEN_USER_DB_PATH="/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
+export MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_USER_DB_PATH}"
+mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits for another
+
+# Framework caches off $HOME (20 GB quota). [AIG], [WS-03]
+export TORCH_HOME="/scratch/project_465000000/${USER}/cache/torch_home"
+export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"
+
+# RCCL debug output, one file per rank: submit with LUMI_RCCL_DEBUG=1 sbatch ... [WS-09]
+if [ "${LUMI_RCCL_DEBUG:-0}" = 1 ]; then
+    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL
+    export NCCL_DEBUG_FILE="${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank${SLURM_PROCID:-0}.txt"
+fi
+
+exec "$@"

@@ -1,0 +1,119 @@
+"""Answers: each invalid answer is refused with the question, the value and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from lumi_scaffold.plugins import get_catalogue
+from lumi_scaffold.questions import check, check_all, choices, default, resolve
+
+BASE = {
+    "project_name": "demo",
+    "site": "lumi",
+    "account": "project_465000000",
+    "framework": "pytorch",
+    "container": "recommended",
+    "nodes": 1,
+    "gpus_per_node": 8,
+    "partition": "standard-g",
+    "walltime": "01:00:00",
+    "launcher": "srun",
+    "data_location": "scratch",
+    "prestage": False,
+    "profiler": "none",
+    "extra_requirements": "",
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "question", "message"),
+    [
+        ({"account": "foo"}, "account", "is not a lumi project account (like project_465000000)"),
+        ({"account": "project_465000000; rm -rf ~"}, "account", "is not a lumi project account"),
+        ({"account": "project_463000000"}, "account", "is not a lumi project account"),
+        ({"gpus_per_node": 9}, "gpus_per_node", "lumi nodes have 8 GPUs (GCDs). Use 1 to 8."),
+        ({"gpus_per_node": 0}, "gpus_per_node", "Use 1 to 8"),
+        ({"nodes": 0}, "nodes", "Use 1 to 1024"),
+        ({"nodes": 2, "gpus_per_node": 4, "partition": "small-g"}, "gpus_per_node", "a job on 2 nodes uses whole nodes. Use gpus_per_node=8"),
+        ({"nodes": 5, "partition": "small-g"}, "partition", "small-g allows at most 4 nodes, not 5. Use partition standard-g"),
+        ({"nodes": 33, "partition": "dev-g"}, "partition", "dev-g allows at most 32 nodes"),
+        ({"gpus_per_node": 2, "partition": "standard-g"}, "partition", "standard-g allocates (and bills) whole nodes"),
+        ({"walltime": "2-00:00:01"}, "walltime", "exceeds the standard-g limit of 2-00:00:00"),
+        ({"partition": "dev-g", "gpus_per_node": 1, "walltime": "04:00:00"}, "walltime", "exceeds the dev-g limit of 03:00:00"),
+        ({"walltime": "1h"}, "walltime", "is not a Slurm time"),
+        ({"walltime": "00:00:00"}, "walltime", "is zero"),
+        ({"framework": "tensorflow"}, "framework", "has no container image for framework 'tensorflow'"),
+        ({"container": "lust-jax-0.4.35"}, "container", "is not a pytorch image for lumi"),
+        ({"container": "custom", "container_path": "my.sif"}, "container_path", "must be an absolute path"),
+        ({"container": "custom", "container_path": "/p/x.img"}, "container_path", "does not end in .sif"),
+        ({"container": "custom", "container_path": "/p/$(id).sif"}, "container_path", "may only contain"),
+        ({"project_name": "My Project"}, "project_name", "is not a valid project name"),
+        ({"project_name": "x;rm -rf ~"}, "project_name", "is not a valid project name"),
+        ({"project_name": "1abc"}, "project_name", "starting with a letter"),
+        ({"launcher": "mpirun"}, "launcher", "does not support launcher 'mpirun'"),
+        ({"framework": "jax", "launcher": "torchrun"}, "launcher", "jax does not support launcher 'torchrun'"),
+        ({"data_location": "home"}, "data_location", "is not a data area on lumi"),
+        ({"prestage": True, "dataset_archive": "data.tar"}, "dataset_archive", "must be an absolute path"),
+        ({"prestage": True, "dataset_archive": "/flash/p/data.zip"}, "dataset_archive", "is not a tar archive"),
+        ({"profiler": "nsys"}, "profiler", "does not support profiler 'nsys'"),
+        ({"profiler": "rocprof", "profile_rank": 8}, "profile_rank", "the job has 8 ranks (0 to 7)"),
+        ({"extra_requirements": "numpy; rm -rf ~"}, "extra_requirements", "is not a pip requirement"),
+        ({"extra_requirements": "--index-url=http://evil"}, "extra_requirements", "is not a pip requirement"),
+    ],
+)
+def test_invalid_answer_is_refused(changes, question, message):
+    answers = {**BASE, **changes}
+    error = check(question, answers[question], answers, get_catalogue())
+    assert message in error
+    assert [line for line in check_all(answers, get_catalogue()) if line.startswith(f"{question}=")]
+
+
+def test_valid_answers_pass():
+    assert check_all(BASE, get_catalogue()) == []
+    ok = {**BASE, "extra_requirements": "transformers>=4.40 datasets, accelerate==1.2.0 numpy<2"}
+    assert check_all(ok, get_catalogue()) == []
+
+
+def test_skipped_questions_are_not_checked():
+    """container_path/dataset_archive/profile_rank only matter when their gate is on."""
+    answers = {**BASE, "container_path": "junk", "dataset_archive": "junk", "profile_rank": 99}
+    assert check_all(answers, get_catalogue()) == []
+
+
+def test_partition_default_follows_shape():
+    cat = get_catalogue()
+    assert default("partition", {**BASE, "gpus_per_node": 8}, cat) == "standard-g"
+    assert default("partition", {**BASE, "gpus_per_node": 2}, cat) == "small-g"
+
+
+def test_choices_come_from_the_catalogue():
+    cat = get_catalogue()
+    assert set(choices("framework", BASE, cat).values()) == {"pytorch", "jax"}
+    containers = list(choices("container", BASE, cat).values())
+    assert containers[0] == "recommended" and containers[-2:] == ["custom", "cotainr"]
+    assert "lust-pytorch-2.7.1" in containers and "lust-jax-0.4.35" not in containers
+    assert list(choices("launcher", {**BASE, "framework": "jax"}, cat).values()) == ["srun"]
+
+
+def test_resolve_whole_node_multi_node_legacy_image():
+    data = resolve({**BASE, "nodes": 2, "container": "lust-pytorch-2.7.1"}, get_catalogue())
+    c = data["container"]
+    assert (c["generation"], c["run_verb"], c["activate_var"], c["module"]) == ("legacy-sif", "exec", "WITH_CONDA", "")
+    assert c["binds"][-3:] == ["/var/spool/slurmd", "/opt/cray", "/usr/lib64/libcxi.so.1"]
+    assert data["pins"] == {"torch": "2.7.1"}
+    assert data["job"] == {"smoke_partition": "small-g", "whole_node": True, "exclusive": False, "tasks": 16, "signal_lead": 300}
+    assert {e["name"] for e in data["env"]} >= {"NCCL_SOCKET_IFNAME", "NCCL_NET_GDR_LEVEL", "FI_CXI_DEFAULT_CQ_SIZE"}
+
+
+def test_resolve_single_node_legacy_has_no_cpe_binds_and_jax_pins():
+    data = resolve({**BASE, "framework": "jax", "container": "lust-jax-0.4.28", "gpus_per_node": 1, "partition": "small-g"}, get_catalogue())
+    assert "/opt/cray" not in data["container"]["binds"]
+    assert data["pins"] == {"flax": "0.8.3", "jax": "0.4.28", "jaxlib": "0.4.28", "optax": "0.2.2"}
+    assert data["job"]["whole_node"] is False
+
+
+def test_resolve_small_g_whole_node_is_exclusive_and_custom_image_untouched():
+    data = resolve({**BASE, "partition": "small-g", "container": "custom", "container_path": "/project/p/my.sif"}, get_catalogue())
+    assert data["job"]["exclusive"] is True
+    assert data["container"]["path"] == "/project/p/my.sif" and data["container"]["generation"] == "explicit"
+    assert data["pins"] == {}

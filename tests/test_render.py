@@ -1,0 +1,178 @@
+"""Rendering: every combination of choice answers, lint, determinism, golden projects."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lumi_scaffold.plugins import get_catalogue
+from lumi_scaffold.testing import answer_matrix, lint_projects, render_many
+
+from .helpers import read_tree, render
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE_GOLDEN = os.environ.get("LUMI_SCAFFOLD_UPDATE_GOLDEN") == "1"
+
+
+def expected_files(a: dict) -> set[str]:
+    pkg = a["project_name"].replace("-", "_")
+    files = {
+        ".copier-answers.yml", ".gitignore", ".shellcheckrc", "README.md", "constraints.txt", "requirements.txt",
+        "logs/.gitkeep", "jobs/train.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh",
+        "scripts/job-env.sh", "scripts/run.sh", "scripts/setup-venv.sh", "scripts/attach.sh",
+        f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py",
+    }
+    if a.get("profiler", "none") != "none":
+        files |= {"jobs/profile.sbatch", "scripts/run-profile.sh"}
+    if a.get("prestage"):
+        files.add("scripts/prestage.sh")
+    if a.get("container") == "cotainr":
+        files |= {"container/environment.yml", "container/build.sh"}
+    return files
+
+
+def test_full_matrix_renders_lints_and_fits_the_site(template, tmp_path):
+    matrix = list(answer_matrix())
+    assert len(matrix) > 1000  # sites x frameworks x containers x launchers x data x prestage x profilers x shapes
+    failures = render_many(template, tmp_path, matrix)
+    assert failures == []
+    projects = sorted(tmp_path.iterdir())
+    for project, answers in zip(projects, matrix):
+        files = {str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()}
+        assert files == expected_files(answers), (project, answers)
+        not_executable = [f for f in files if f.endswith(".sh") and not os.access(project / f, os.X_OK)]
+        assert not_executable == [], project
+    assert lint_projects(projects) == []
+
+
+def test_same_answers_give_the_same_bytes(template, tmp_path):
+    answers = {"nodes": 2, "prestage": True, "profiler": "rocprofv3", "container": "lust-pytorch-2.7.1"}
+    first = read_tree(render(template, tmp_path / "a", **answers))
+    second = read_tree(render(template, tmp_path / "b", **answers))
+    assert first == second
+
+
+CANONICAL = {
+    "pytorch-2node": {"nodes": 2, "gpus_per_node": 8, "walltime": "12:00:00"},
+    "jax-1gpu": {"framework": "jax", "gpus_per_node": 1, "container": "lust-jax-0.4.28"},
+    "pytorch-legacy-prestage-rocprof": {
+        "nodes": 2, "container": "lust-pytorch-2.7.1", "prestage": True, "data_location": "flash",
+        "dataset_archive": "/flash/project_465000000/data/imagenet.tar", "profiler": "rocprof", "profile_rank": 14,
+    },
+    "pytorch-torchrun-cotainr-smallg": {"launcher": "torchrun", "container": "cotainr", "partition": "small-g", "profiler": "framework"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CANONICAL))
+def test_golden_project(template, tmp_path, name):
+    project = render(template, tmp_path / name, **CANONICAL[name])
+    tree = {k: v.replace(str(template).encode(), b"TEMPLATE") for k, v in read_tree(project).items()}
+    golden = GOLDEN / name
+    if UPDATE_GOLDEN:
+        shutil.rmtree(golden, ignore_errors=True)
+        for rel, data in tree.items():
+            (golden / rel).parent.mkdir(parents=True, exist_ok=True)
+            (golden / rel).write_bytes(data)
+    assert tree == read_tree(golden), f"rerun with LUMI_SCAFFOLD_UPDATE_GOLDEN=1 and review `git diff tests/golden/{name}`"
+
+
+def test_two_node_pytorch_project_has_everything(template, tmp_path):
+    p = render(template, tmp_path / "p", nodes=2)
+    train = (p / "jobs/train.sbatch").read_text()
+    for option in ("--account=project_465000000", "--partition=standard-g", "--time=01:00:00", "--nodes=2",
+                   "--ntasks-per-node=8", "--gpus-per-node=8", "--cpus-per-task=7", "--mem=480G", "--output=logs/%x-%j.out"):
+        assert f"#SBATCH {option}\n" in train
+    assert "--cpu-bind=verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000," in train
+    assert "--kill-on-bad-exit=1" in train
+    env = (p / "scripts/job-env.sh").read_text()
+    assert 'MASTER_ADDR="$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)"' in env
+    assert "module load lumi-aif-singularity-bindings" in env and "singularity run" in env
+    run = (p / "scripts/run.sh").read_text()
+    for line in ('export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"', 'export NCCL_NET_GDR_LEVEL="PHB"', "export PYTHONNOUSERSITE=1",
+                 'export RANK="${SLURM_PROCID:-0}"', 'export MIOPEN_USER_DB_PATH="/tmp/', 'exec "$@"'):
+        assert line in run
+    assert "WITH_CONDA" not in run
+    assert "torch==2.10.*" in (p / "constraints.txt").read_text()
+    assert 'set_start_method("spawn")' in (p / "src/demo/train.py").read_text()
+    assert "sbatch jobs/train.sbatch" in (p / "README.md").read_text()
+
+
+def test_one_gpu_jax_project_has_everything(template, tmp_path):
+    p = render(template, tmp_path / "j", framework="jax", gpus_per_node=1, container="lust-jax-0.4.28")
+    train = (p / "jobs/train.sbatch").read_text()
+    assert "#SBATCH --partition=small-g\n" in train and "#SBATCH --mem-per-gpu=60G\n" in train
+    assert "mask_cpu" not in train and "--exclusive" not in train
+    assert (p / "constraints.txt").read_text().splitlines()[-4:] == ["flax==0.8.3", "jax==0.4.28", "jaxlib==0.4.28", "optax==0.2.2"]
+    run = (p / "scripts/run.sh").read_text()
+    assert 'eval "${WITH_CONDA:?' in run
+    assert "MASTER_ADDR" not in (p / "scripts/job-env.sh").read_text()
+    assert "jax.distributed.initialize()" in (p / "src/demo/train.py").read_text()
+    assert "/var/spool/slurmd" not in (p / "scripts/job-env.sh").read_text()  # single node: no CPE binds
+
+
+def test_skipped_questions_given_as_data_do_not_leak(template, tmp_path):
+    p = render(template, tmp_path / "p", container_path="/evil/x.sif", profile_rank=3, dataset_archive="/x.tar")
+    assert "/evil/x.sif" not in (p / "scripts/job-env.sh").read_text()
+    assert not (p / "jobs/profile.sbatch").exists() and not (p / "scripts/prestage.sh").exists()
+    assert "/x.tar" not in (p / "README.md").read_text() + (p / "jobs/train.sbatch").read_text()
+
+
+@pytest.mark.parametrize(
+    ("answers", "question"),
+    [
+        ({"account": "foo"}, "account"),
+        ({"gpus_per_node": 9}, "gpus_per_node"),
+        ({"nodes": 0}, "nodes"),
+        ({"nodes": 5, "partition": "small-g"}, "partition"),
+        ({"walltime": "3-00:00:00"}, "walltime"),
+        ({"framework": "tensorflow"}, "framework"),
+        ({"project_name": "x;rm -rf ~"}, "project_name"),
+    ],
+)
+def test_invalid_answer_leaves_nothing(template, tmp_path, answers, question):
+    dest = tmp_path / "out"
+    with pytest.raises(ValueError, match=rf"'{question}'"):
+        render(template, dest, **answers)
+    assert not dest.exists()
+
+
+def new(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "lumi_scaffold.cli", "new", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_cli_new_reports_bad_answer_cleanly(template, tmp_path):
+    result = new(str(tmp_path / "p"), "--template", str(template), "--defaults", "-d", "gpus_per_node=9", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith("lumi-scaffold: error: gpus_per_node: 9 GPUs per node is out of range: lumi nodes have 8 GPUs (GCDs). Use 1 to 8.")
+    assert "Traceback" not in result.stderr and not (tmp_path / "p").exists()
+    result = new(str(tmp_path / "p"), "--template", str(template), "--defaults", "-d", "nodes=two", cwd=tmp_path)
+    assert (result.returncode, result.stderr.strip()) == (1, "lumi-scaffold: error: nodes='two': not a whole number. Fix: e.g. --data nodes=1")
+
+
+def test_cli_new_generates_with_defaults(template, tmp_path):
+    result = new(str(tmp_path / "p"), "--template", str(template), "--defaults", "-q", "-d", "project_name=vit", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "p/src/vit/train.py").exists()
+    assert re.search(r"^plugin_data:", (tmp_path / "p/.copier-answers.yml").read_text(), re.M)
+
+
+def test_plugin_template_files_render_only_for_their_owner(template, tmp_path, monkeypatch):
+    from lumi_scaffold.models import TemplateFile
+
+    files = [
+        TemplateFile(owner="framework", owner_name="pytorch", name="ds_config.json", content='{"name": "{{ project_name }}"}\n'),
+        TemplateFile(owner="site", owner_name="lumi", directory="scripts", name="site-extra.sh", content="#!/bin/bash\necho '{{ account }}'\n"),
+    ]
+    monkeypatch.setattr(get_catalogue(), "files", files)
+    p = render(template, tmp_path / "p")
+    assert (p / "config/ds_config.json").read_text() == '{"name": "demo"}\n'
+    assert (p / "scripts/site-extra.sh").read_text() == "#!/bin/bash\necho 'project_465000000'\n"
+    assert (p / "scripts/run.sh").exists()  # siblings of a plugin slot still render
+    j = render(template, tmp_path / "j", framework="jax")
+    assert not (j / "config").exists() and (j / "scripts/site-extra.sh").exists()

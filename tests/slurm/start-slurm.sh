@@ -203,6 +203,9 @@ CONF
     printf 'PartitionName=small-g Default=YES MaxTime=3-00:00:00 MaxNodes=4 %s\n' "${common}"
     printf 'PartitionName=standard-g MaxTime=2-00:00:00 MaxNodes=1024 OverSubscribe=EXCLUSIVE %s\n' "${common}"
     printf 'PartitionName=dev-g MaxTime=03:00:00 MaxNodes=32 %s\n' "${common}"
+    # The "local" site plugin's partitions (plugins/lumi-site-local).
+    printf 'PartitionName=debug MaxTime=1-00:00:00 MaxNodes=1 %s\n' "${common}"
+    printf 'PartitionName=batch MaxTime=1-00:00:00 MaxNodes=2 OverSubscribe=EXCLUSIVE %s\n' "${common}"
 }
 
 write_gres_conf() {

@@ -27,6 +27,7 @@ __all__ = [
     "Profiler",
     "Site",
     "StorageArea",
+    "WalltimeBin",
     "TemplateFile",
 ]
 
@@ -77,15 +78,30 @@ class ProfilerEnvSetting(EnvSetting):
     _value = field_validator("value")(_profiler_word)
 
 
-class Partition(Model):
-    """A Slurm partition and the limits a generated job must respect."""
+class WalltimeBin(Model):
+    """A wall-time limit that applies to jobs of up to ``max_nodes`` nodes."""
 
-    name: Slug = Field(description="Partition name as given to --partition.")
+    max_nodes: PositiveInt
+    max_walltime: SlurmTime
+
+
+class Partition(Model):
+    """A Slurm partition (or a partition plus QOS) and the limits a generated job must respect."""
+
+    name: Slug = Field(description="Name used in answers; also the --partition value unless slurm_partition is set.")
+    slurm_partition: Slug | None = Field(
+        default=None, description="The --partition value when it differs from name (e.g. a QOS entry on batch)."
+    )
+    qos: Slug | None = Field(default=None, description="--qos value jobs need (e.g. Frontier's debug QOS).")
     allocation: Literal["whole-node", "by-resource"] = Field(
         description="'whole-node': every job gets whole nodes; 'by-resource': GPUs, cores and memory are shared."
     )
     max_nodes: PositiveInt = Field(description="Most nodes one job may use.")
     max_walltime: SlurmTime = Field(description="Longest --time, D-HH:MM:SS.")
+    walltime_bins: list[WalltimeBin] = Field(
+        default_factory=list,
+        description="Shorter limits for smaller jobs (Frontier batch: 1-91 nodes 2 h, ...), by ascending max_nodes.",
+    )
     purpose: str = Field(default="", description="What the partition is for, one line.")
     billing: str = Field(default="", description="How jobs are billed, one line.")
     source: str = Field(default="", description="Source key of the limits.")
@@ -95,6 +111,26 @@ class Partition(Model):
     @property
     def max_seconds(self) -> int:
         return slurm_time_seconds(self.max_walltime)
+
+    @property
+    def slurm_name(self) -> str:
+        return self.slurm_partition or self.name
+
+    def walltime_limit(self, nodes: int) -> str:
+        """The longest --time for a job of ``nodes`` nodes."""
+        for limit in self.walltime_bins:
+            if nodes <= limit.max_nodes:
+                return limit.max_walltime
+        return self.max_walltime
+
+    @model_validator(mode="after")
+    def _bins(self) -> Partition:
+        edges = [b.max_nodes for b in self.walltime_bins]
+        if edges != sorted(set(edges)):
+            raise ValueError("walltime_bins must have strictly ascending max_nodes")
+        if any(slurm_time_seconds(b.max_walltime) > self.max_seconds for b in self.walltime_bins):
+            raise ValueError("a walltime bin exceeds the partition's max_walltime")
+        return self
 
 
 class NodeLayout(Model):
@@ -277,13 +313,18 @@ class Site(Model):
             value = getattr(self, field)
             if value not in by_name:
                 raise ValueError(f"{field}={value!r} is not one of the partitions {names}")
-        if by_name[self.partial_node_partition].allocation != "by-resource":
-            raise ValueError("partial_node_partition must be a by-resource partition")
+        if by_name[self.partial_node_partition].allocation != "by-resource" and self.has_partial_nodes:
+            raise ValueError("partial_node_partition must be a by-resource partition when the site has one")
         if self.cache_area not in {s.name for s in self.storage}:
             raise ValueError(f"cache_area={self.cache_area!r} is not one of the storage areas")
         if not any(s.data for s in self.storage):
             raise ValueError("at least one storage area must have data: true")
         return self
+
+    @property
+    def has_partial_nodes(self) -> bool:
+        """Whether any partition shares nodes (otherwise every job gets whole nodes)."""
+        return any(p.allocation == "by-resource" for p in self.partitions)
 
     def partition(self, name: str) -> Partition | None:
         return next((p for p in self.partitions if p.name == name), None)

@@ -230,7 +230,7 @@ def _partition(value: Any, a: Answers) -> str:
     if n > part.max_nodes:
         bigger = [p.name for p in site.partitions if p.max_nodes >= n]
         return f"{part.name} allows at most {part.max_nodes} nodes, not {n}. Use partition {bigger[0] if bigger else '?'} or fewer nodes."
-    if part.allocation == "whole-node" and g != site.node.gpus:
+    if part.allocation == "whole-node" and g != site.node.gpus and site.has_partial_nodes:
         return (
             f"{part.name} allocates (and bills) whole nodes, so {g} of {site.node.gpus} GPUs would waste the rest. "
             f"Use gpus_per_node={site.node.gpus} or partition {site.partial_node_partition}."
@@ -247,8 +247,11 @@ def _walltime(value: Any, a: Answers) -> str:
     part = site.partition(str(a.get("partition"))) if site else None
     if seconds <= 0:
         return f"{value!r} is zero. Give a positive time such as 01:00:00."
-    if part and seconds > part.max_seconds:
-        return f"{value!r} exceeds the {part.name} limit of {part.max_walltime}. Use at most {part.max_walltime}."
+    if part:
+        limit = part.walltime_limit(a.int("nodes", 1))
+        if seconds > slurm_time_seconds(limit):
+            scope = f" for {a.int('nodes', 1)} node(s)" if part.walltime_bins else ""
+            return f"{value!r} exceeds the {part.name} limit of {limit}{scope}. Use at most {limit}."
     return ""
 
 
@@ -411,14 +414,17 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
         },
         "partition": {
             "name": part.name,
+            "slurm_partition": part.slurm_name,
+            "qos": part.qos or "",
             "allocation": part.allocation,
-            "max_walltime": part.max_walltime,
+            "max_walltime": part.walltime_limit(nodes),
             "purpose": part.purpose,
             "billing": part.billing,
             "source": part.source,
         },
         "job": {
-            "smoke_partition": site.partial_node_partition,
+            "smoke_partition": site.partition(site.partial_node_partition).slurm_name,
+            "smoke_qos": site.partition(site.partial_node_partition).qos or "",
             "whole_node": whole_node,
             "exclusive": whole_node and part.allocation == "by-resource",
             "tasks": nodes * gpus,

@@ -101,7 +101,7 @@ def test_resolve_whole_node_multi_node_legacy_image():
     assert (c["generation"], c["run_verb"], c["activate_var"], c["module"]) == ("legacy-sif", "exec", "WITH_CONDA", "")
     assert c["binds"][-3:] == ["/var/spool/slurmd", "/opt/cray", "/usr/lib64/libcxi.so.1"]
     assert data["pins"] == {"torch": "2.7.1"}
-    assert data["job"] == {"smoke_partition": "small-g", "whole_node": True, "exclusive": False, "tasks": 16, "signal_lead": 300}
+    assert data["job"] == {"smoke_partition": "small-g", "smoke_qos": "", "whole_node": True, "exclusive": False, "tasks": 16, "signal_lead": 300}
     assert {e["name"] for e in data["env"]} >= {"NCCL_SOCKET_IFNAME", "NCCL_NET_GDR_LEVEL", "FI_CXI_DEFAULT_CQ_SIZE"}
 
 
@@ -117,3 +117,23 @@ def test_resolve_small_g_whole_node_is_exclusive_and_custom_image_untouched():
     assert data["job"]["exclusive"] is True
     assert data["container"]["path"] == "/project/p/my.sif" and data["container"]["generation"] == "explicit"
     assert data["pins"] == {}
+
+
+def test_walltime_bins_and_qos_partitions(monkeypatch):
+    """Limits that depend on node count (Frontier batch) and a QOS on top of a partition."""
+    from lumi_scaffold.models import Partition
+
+    cat = get_catalogue()
+    site = cat.sites["lumi"]
+    batch = Partition(name="batch", allocation="whole-node", max_nodes=9408, max_walltime="12:00:00",
+                      walltime_bins=[{"max_nodes": 91, "max_walltime": "02:00:00"}, {"max_nodes": 183, "max_walltime": "06:00:00"}])
+    debug = Partition(name="debug", slurm_partition="batch", qos="debug", allocation="whole-node", max_nodes=9408, max_walltime="02:00:00")
+    monkeypatch.setitem(cat.sites, "lumi", site.model_copy(update={"partitions": [*site.partitions, batch, debug]}))
+    answers = {**BASE, "partition": "batch", "nodes": 2}
+    assert "exceeds the batch limit of 02:00:00 for 2 node(s)" in check("walltime", "06:00:00", answers, cat)
+    assert check("walltime", "06:00:00", {**answers, "nodes": 100}, cat) == ""
+    data = resolve({**BASE, "partition": "debug"}, cat)
+    assert (data["partition"]["slurm_partition"], data["partition"]["qos"]) == ("batch", "debug")
+    with pytest.raises(ValueError, match="strictly ascending"):
+        Partition(name="p", allocation="whole-node", max_nodes=9, max_walltime="12:00:00",
+                  walltime_bins=[{"max_nodes": 5, "max_walltime": "01:00:00"}, {"max_nodes": 2, "max_walltime": "02:00:00"}])

@@ -7,13 +7,15 @@
 # The archive (a plain .tar: its size is the space it needs). Override: DATASET_ARCHIVE=... sbatch ...
 DATASET_ARCHIVE="${DATASET_ARCHIVE:-/flash/project_465000000/data/imagenet.tar}"
 NODE_TMP="${NODE_TMP:-/tmp}"
-STAGE_DIR="${NODE_TMP}/${USER}-demo-${SLURM_JOB_ID:-0}"
+# Computed once in the batch script and inherited by the per-node extract tasks.
+STAGE_DIR="${STAGE_DIR:-${NODE_TMP}/${USER:-$(id -un)}-demo-${SLURM_JOB_ID:-0}}"
 export DATASET_ARCHIVE NODE_TMP STAGE_DIR
 
 # On every node: check that the archive fits, then extract it.
 prestage_extract() {
-    srun --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 --kill-on-bad-exit=1 \
-        bash "${PROJECT_DIR}/scripts/prestage.sh" --extract
+    # --ntasks too: the step would otherwise inherit the job's task count.
+    srun --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 \
+        --kill-on-bad-exit=1 bash "${PROJECT_DIR}/scripts/prestage.sh" --extract
 }
 
 # Copy outputs written on this (the first) node back to OUTPUT_ROOT; never deletes
@@ -33,8 +35,9 @@ extract() {
         return 1
     fi
     local need_kb avail_kb mem_mb budget_kb
+    mkdir -p "${STAGE_DIR}/data" "${STAGE_DIR}/outputs"
     need_kb=$(( $(stat -c %s "${DATASET_ARCHIVE}") / 1024 + 1 ))
-    avail_kb="$(df -Pk "${NODE_TMP}" | awk 'NR == 2 {print $4}')"
+    avail_kb="$(df -Pk "${STAGE_DIR}" | awk 'NR == 2 {print $4}')"
     # The job's memory on this node: --mem gives SLURM_MEM_PER_NODE, --mem-per-gpu gives SLURM_MEM_PER_GPU (MiB).
     mem_mb="${SLURM_MEM_PER_NODE:-$(( ${SLURM_MEM_PER_GPU:-0} * ${SLURM_GPUS_ON_NODE:-1} ))}"
     budget_kb=$(( mem_mb * 1024 * 3 / 4 ))   # leave a quarter of the job's memory for training
@@ -43,7 +46,6 @@ extract() {
         echo "Fix: request more memory (whole nodes: --mem=480G), shard the data, or read it from flash without pre-staging." >&2
         return 1
     fi
-    mkdir -p "${STAGE_DIR}/data" "${STAGE_DIR}/outputs"
     tar -C "${STAGE_DIR}/data" -xf "${DATASET_ARCHIVE}"
     echo "prestage: node ${SLURM_NODEID:-0}: extracted $(( need_kb / 1024 )) MiB into ${STAGE_DIR}/data" >&2
 }

@@ -4,6 +4,9 @@
 # The container path, binds and modules come from plugin_data in .copier-answers.yml,
 # so `copier update` moves them when lumi moves its images.
 
+# USER is always set on LUMI; the default keeps `set -u` jobs working in bare shells.
+export USER="${USER:-$(id -un)}"
+
 # The project directory: where sbatch was run (the README runs every job from there).
 PROJECT_DIR="${SLURM_SUBMIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 export PROJECT_DIR

@@ -88,6 +88,8 @@ def main() -> None:
     rank, world = jax.process_index(), jax.process_count()
     print(f"rank {rank}/{world} devices {jax.local_devices()} cpus {sorted(os.sched_getaffinity(0))}", flush=True)
     x, y = load_dataset(args.data, rank, world)
+    if rank == 0:
+        print(f"data: {len(x)} samples per process from {args.data or 'synthetic data'}", flush=True)
     params = init_params(jax.random.PRNGKey(0), x.shape[1], int(y.max()) + 1)
     grad_fn = jax.jit(jax.value_and_grad(loss_fn))
     update = jax.jit(lambda p, g: jax.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g))
@@ -121,4 +123,3 @@ def save(output: str, step: int, params) -> None:
 
 if __name__ == "__main__":
     main()
-

@@ -78,6 +78,8 @@ def main() -> None:
     args = parse_args()
     rank, world, _, device = setup()
     dataset = load_dataset(args.data)
+    if rank == 0:
+        print(f"data: {len(dataset)} samples from {args.data or 'synthetic data'}", flush=True)
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True)
     loader = DataLoader(
         dataset,
@@ -159,4 +161,3 @@ if __name__ == "__main__":
     # Workaround for pytorch/pytorch#119845 with Slingshot; must run before any worker starts. [WS-09]
     torch.multiprocessing.set_start_method("spawn")
     main()
-

@@ -147,6 +147,54 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def cmd_update(args: argparse.Namespace) -> int:
+    from .errors import UserMessageError
+    from .update import update_project
+
+    data = parse_data(args.data, args.data_file)
+    _check_types(data)
+    try:
+        result = update_project(args.project, data, pretend=args.pretend, vcs_ref=args.vcs_ref, quiet=args.quiet)
+    except UserMessageError as exc:
+        raise CliError(exc.message) from None
+    if args.pretend:
+        print(result.diff or "No changes.", end="" if result.diff else "\n")
+    for notice in result.notices:
+        print(f"lumi-scaffold: warning: {notice}", file=sys.stderr)
+    if result.conflicts:
+        verb = "would conflict" if args.pretend else "conflict"
+        listing = "\n  ".join(result.conflicts)
+        raise CliError(
+            f"{len(result.conflicts)} file(s) {verb} with your edits:\n  {listing}\n"
+            "Fix: edit each file to keep the right lines between <<<<<<< and >>>>>>> (or apply the .rej hunks), "
+            "delete the markers and .rej files, then git add and commit."
+        )
+    if not args.pretend and not args.quiet:
+        print(f"Updated {len(result.changed)} file(s); review with `git diff`, then commit." if result.changed else "Already up to date.")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .errors import UserMessageError
+    from .lint import lint_project
+    from .plugins import get_catalogue
+    from .update import project_notices
+
+    project = Path(args.project)
+    try:
+        notices = project_notices(project)
+    except UserMessageError as exc:
+        raise CliError(exc.message) from None
+    problems = lint_project(project, get_catalogue())
+    for line in notices:
+        print(f"warning: {line}")
+    for line in problems:
+        print(f"problem: {line}")
+    if not notices and not problems:
+        print("No problems found.")
+    return 1 if problems else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lumi-scaffold", description="ML projects for LUMI and other MI250X Slurm sites.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -165,6 +213,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vcs-ref", default=None, help="template git ref (default: latest tag, or HEAD)")
     p.add_argument("-q", "--quiet", action="store_true")
     p.set_defaults(func=cmd_new)
+
+    p = sub.add_parser("update", help="copier update with trust; fails when conflicts are left, --pretend shows the diff")
+    p.add_argument("project", nargs="?", default=".")
+    p.add_argument("-d", "--data", action="append", default=[], metavar="NAME=VALUE", help="change an answer")
+    p.add_argument("--data-file", help="YAML file of answers to change")
+    p.add_argument("--pretend", action="store_true", help="show the diff the update would make; change nothing")
+    p.add_argument("--vcs-ref", default=None, help="template git ref (default: the newest version tag)")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=cmd_update)
+
+    p = sub.add_parser("doctor", help="legacy images, plugin version skew and lint problems of a project")
+    p.add_argument("project", nargs="?", default=".")
+    p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("lint", help="bash -n, shellcheck and #SBATCH checks on a generated project")
     p.add_argument("project", nargs="?", default=".")

@@ -20,6 +20,10 @@ def _isolated(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("COPIER_SETTINGS_PATH", str(settings))
     monkeypatch.delenv(plugins.ENV_LOAD, raising=False)
     monkeypatch.delenv(plugins.ENV_DISABLE, raising=False)
+    for var in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+        monkeypatch.setenv(var, "lumi-scaffold tests")
+    for var in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(var, "tests@lumi-scaffold.invalid")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,204 @@
+"""copier update: new container paths arrive, the group's own edits survive.
+
+The template is a temporary git repository tagged like releases; the catalogue of each
+"era" is the real one with changes applied (the same mechanism serves built-in and
+third-party plugin data: both arrive through the catalogue).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import copier
+import pytest
+
+from lumi_scaffold import cli, plugins
+from lumi_scaffold.models import ContainerImage
+
+from .helpers import DEFAULTS, template_copy
+
+LAIF_NEW = "/appl/local/laifs/containers/lumi-multitorch-u24r70f21m50t211-20261101_000000/lumi-multitorch-full-u24r70f21m50t211-20261101_000000.sif"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def commit(repo: Path, message: str, tag: str | None = None) -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", message)
+    if tag:
+        git(repo, "tag", tag)
+
+
+@pytest.fixture
+def template_repo(tmp_path) -> Path:
+    repo = template_copy(tmp_path / "template")
+    git(repo, "init", "-q")
+    commit(repo, "v1", "v1.0.0")
+    return repo
+
+
+@pytest.fixture
+def era(monkeypatch):
+    """Switch the catalogue the template sees: 'jan2025' (legacy image recommended),
+    'now' (the built-in data), 'nov2026' (a newer LAIF image became recommended)."""
+    real = plugins.get_catalogue()
+
+    def switch(name: str):
+        cat = plugins.Catalogue(**{**vars(real), "containers": dict(real.containers)})
+        if name == "jan2025":
+            for image_id in [i for i in cat.containers if i.startswith("laif")]:
+                del cat.containers[image_id]
+            old = cat.containers["lust-pytorch-2.7.1"]
+            cat.containers[old.id] = old.model_copy(update={"status": "recommended", "replaced_by": None})
+        elif name == "nov2026":
+            current = cat.containers["laif-multitorch-20260513"]
+            cat.containers[current.id] = current.model_copy(update={"status": "legacy", "replaced_by": "laif-multitorch-20261101"})
+            cat.containers["laif-multitorch-20261101"] = ContainerImage(
+                id="laif-multitorch-20261101", site="lumi", framework="pytorch", title="LAIF torch 2.11 (test)",
+                path=LAIF_NEW, generation="laif", status="recommended", versions={"torch": "2.11.*"})
+        monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
+        return cat
+
+    return switch
+
+
+def copy_project(template: Path, dest: Path, ref: str = "v1.0.0", **answers) -> Path:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        copier.run_copy(str(template), str(dest), data={**DEFAULTS, **answers}, defaults=True, unsafe=True,
+                        quiet=True, vcs_ref=ref, settings=copier.Settings())
+    git(dest, "init", "-q")
+    commit(dest, "generated")
+    return dest
+
+
+def update(project: Path, *args: str) -> int:
+    return cli.main(["update", str(project), "-q", *args])
+
+
+def replace_in(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_showcase_legacy_image_moves_to_laif_and_edits_survive(template_repo, tmp_path, era):
+    era("jan2025")
+    p = copy_project(template_repo, tmp_path / "p", nodes=2)
+    run = p / "scripts/run.sh"
+    assert 'eval "${WITH_CONDA:?' in run.read_text() and "/opt/cray" in (p / "scripts/job-env.sh").read_text()
+    # The group's own edits.
+    replace_in(run, 'exec "$@"', 'export OUR_LAB_SETTING=1   # ours\nexec "$@"')
+    replace_in(p / "jobs/train.sbatch", "#SBATCH --time=01:00:00", "#SBATCH --time=12:00:00")
+    replace_in(p / "src/demo/train.py", "nn.Linear(64, classes)", "nn.Linear(64, classes)  # our model head")
+    commit(p, "our edits")
+    # A new template release and the January 2026 move of the catalogue.
+    replace_in(template_repo / "project-templates/project/README.md.jinja", "## Interactive work", "## Interactive work (v2)")
+    commit(template_repo, "v2", "v2.0.0")
+    era("now")
+
+    assert update(p) == 0
+    run_text, env_text = run.read_text(), (p / "scripts/job-env.sh").read_text()
+    assert "WITH_CONDA" not in run_text and "export OUR_LAB_SETTING=1   # ours" in run_text
+    assert "module load lumi-aif-singularity-bindings" in env_text
+    assert "lumi-multitorch-u24r70f21m50t210-20260513_121430" in env_text and "sif-images" not in env_text
+    assert 'BINDS="${BINDS:-/pfs}"' in env_text and "singularity run" in env_text
+    assert (p / "constraints.txt").read_text().splitlines()[-1] == "torch==2.10.*"
+    assert "#SBATCH --time=12:00:00" in (p / "jobs/train.sbatch").read_text()
+    assert "# our model head" in (p / "src/demo/train.py").read_text()
+    assert "## Interactive work (v2)" in (p / "README.md").read_text()
+    assert "_commit: v2.0.0" in (p / ".copier-answers.yml").read_text()
+    assert "<<<<<<<" not in "".join(f.read_text() for f in p.rglob("*") if f.is_file() and ".git" not in f.parts)
+
+
+def test_update_with_nothing_new_changes_nothing(template_repo, tmp_path, era):
+    era("now")
+    p = copy_project(template_repo, tmp_path / "p", prestage=True, profiler="rocprof")
+    assert update(p) == 0
+    assert git(p, "status", "--porcelain") == ""
+    commit(template_repo, "no template change", "v1.0.1")
+    assert update(p) == 0
+    assert git(p, "status", "--porcelain").split() == ["M", ".copier-answers.yml"]  # only _commit moves
+
+
+def test_catalogue_change_arrives_without_a_template_release(template_repo, tmp_path, era):
+    era("now")
+    p = copy_project(template_repo, tmp_path / "p")
+    era("nov2026")
+    assert update(p) == 0
+    assert LAIF_NEW in (p / "scripts/job-env.sh").read_text()
+    assert "torch==2.11.*" in (p / "constraints.txt").read_text()
+
+
+def test_pinned_image_stays_and_is_reported(template_repo, tmp_path, era, capsys):
+    era("now")
+    p = copy_project(template_repo, tmp_path / "p", container="laif-multitorch-20260513")
+    era("nov2026")
+    assert update(p) == 0
+    assert LAIF_NEW not in (p / "scripts/job-env.sh").read_text()
+    # Scripts untouched; the README and the recorded status now say the image is legacy.
+    assert git(p, "status", "--porcelain").split() == ["M", ".copier-answers.yml", "M", "README.md"]
+    assert "**This image is legacy**: move with `copier update --trust --defaults -d container=laif-multitorch-20261101`" in (p / "README.md").read_text()
+    err = capsys.readouterr().err
+    assert "Container image laif-multitorch-20260513 is legacy. Move to laif-multitorch-20261101" in err
+    assert "-d container=laif-multitorch-20261101" in err
+
+
+def test_custom_image_path_is_never_touched(template_repo, tmp_path, era):
+    era("now")
+    p = copy_project(template_repo, tmp_path / "p", container="custom", container_path="/project/project_465000000/our.sif")
+    era("nov2026")
+    assert update(p) == 0
+    assert git(p, "status", "--porcelain") == ""
+    assert 'SIF="${SIF:-/project/project_465000000/our.sif}"' in (p / "scripts/job-env.sh").read_text()
+
+
+def test_conflicting_edit_leaves_markers_and_fails(template_repo, tmp_path, era, capsys):
+    era("now")
+    p = copy_project(template_repo, tmp_path / "p")
+    env = p / "scripts/job-env.sh"
+    replace_in(env, 'SIF="${SIF:-/appl/local/laifs/containers/', 'SIF="${SIF:-/project/project_465000000/copy-of/')
+    commit(p, "our own copy of the image")
+    era("nov2026")
+    assert update(p) == 1
+    err = capsys.readouterr().err
+    assert "1 file(s) conflict with your edits:\n  scripts/job-env.sh" in err and "Fix:" in err
+    text = env.read_text()
+    assert "<<<<<<< before updating" in text and ">>>>>>> after updating" in text and LAIF_NEW in text
+
+
+def test_dirty_project_is_refused_with_a_clear_message(template_repo, tmp_path, era, capsys):
+    era("now")
+    p = copy_project(template_repo, tmp_path / "p")
+    (p / "notes.txt").write_text("not committed\n")
+    assert update(p) == 1
+    assert "has uncommitted changes (notes.txt). Fix: commit or stash them, then update." in capsys.readouterr().err
+    shutil.rmtree(p / ".git")
+    assert update(p) == 1
+    assert "is not under git" in capsys.readouterr().err
+
+
+def test_pretend_shows_the_diff_and_writes_nothing(template_repo, tmp_path, era, capsys):
+    era("now")
+    p = copy_project(template_repo, tmp_path / "p")
+    before = (p / "scripts/job-env.sh").read_text()
+    era("nov2026")
+    assert cli.main(["update", str(p), "--pretend"]) == 0
+    out = capsys.readouterr().out
+    assert f'+SIF="${{SIF:-{LAIF_NEW}}}"' in out and "diff --git a/scripts/job-env.sh" in out
+    assert (p / "scripts/job-env.sh").read_text() == before and git(p, "status", "--porcelain") == ""
+
+
+def test_doctor_reports_legacy_image_and_plugin_version_skew(template_repo, tmp_path, era, capsys):
+    era("now")
+    p = copy_project(template_repo, tmp_path / "p", container="lust-pytorch-2.7.1")
+    replace_in(p / ".copier-answers.yml", "        lumi: builtin", "        lumi: 0.9.0")
+    assert cli.main(["doctor", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: Container image lust-pytorch-2.7.1 is legacy. Move to laif-multitorch-20260513" in out
+    assert "warning: plugin lumi was 0.9.0 when this project was made, now builtin" in out

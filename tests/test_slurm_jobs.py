@@ -238,3 +238,19 @@ def test_time_limit_still_copies_the_checkpoints_back(timeout_job):
     checkpoints = sorted(Path(env["OUTPUT_ROOT"], str(job_id)).glob("checkpoint-*.pt"))
     assert checkpoints, log
     assert torch.load(checkpoints[-1])["step"] >= 5
+
+
+def test_jax_project_trains_on_two_processes(slurm_cluster, template, tmp_path, site_root):
+    """jax.distributed.initialize() finds the Slurm step itself; legacy image, $WITH_CONDA."""
+    if slurm_required():
+        import jax  # noqa: F401  (CI installs it; a missing JAX must fail there)
+    else:
+        pytest.importorskip("jax", reason="the JAX job test needs CPU JAX (pip install jax)")
+    project = render(template, tmp_path / "p", framework="jax", gpus_per_node=2)
+    env = job_env(slurm_cluster, tmp_path, site_root, SINGULARITYENV_WITH_CONDA="true")
+    job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--steps", "20")
+    log = log_of(project, job_id)
+    assert result.state == "COMPLETED", log
+    assert re.search(r"^rank 0/2 devices", log, re.M) and re.search(r"^rank 1/2 devices", log, re.M), log
+    assert "done: 20 steps on 2 process(es)" in log
+    assert (tmp_path / "outputs" / str(job_id) / "params-00000020.npz").exists()

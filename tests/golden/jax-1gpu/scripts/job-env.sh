@@ -22,7 +22,11 @@ export BINDS
 
 # Every step runs through this command.
 # shellcheck disable=SC2034  # used by the jobs that source this file
-CONTAINER=(singularity exec --bind "${BINDS}" "${SIF}")
+CONTAINER=(singularity exec)
+if [ -n "${BINDS}" ]; then
+    CONTAINER+=(--bind "${BINDS}")
+fi
+CONTAINER+=("${SIF}")
 
 # Data and outputs: never under $HOME (20 GB quota). Override by exporting before sbatch.
 DATA_DIR="${DATA_DIR:-/scratch/project_465000000/datasets/demo}"

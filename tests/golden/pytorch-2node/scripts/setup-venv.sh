@@ -34,7 +34,6 @@ if [ ! -x venv/bin/python ]; then
 fi
 # shellcheck source=/dev/null
 source venv/bin/activate
-python -m pip install --upgrade --quiet pip
 python -m pip install --constraint constraints.txt --requirement requirements.txt
 after="$(versions)"
 if [ "${before}" != "${after}" ]; then

@@ -22,7 +22,11 @@ export BINDS
 
 # Every step runs through this command.
 # shellcheck disable=SC2034  # used by the jobs that source this file
-CONTAINER=(singularity exec --bind "${BINDS}" "${SIF}")
+CONTAINER=(singularity exec)
+if [ -n "${BINDS}" ]; then
+    CONTAINER+=(--bind "${BINDS}")
+fi
+CONTAINER+=("${SIF}")
 
 # Rendezvous for torch.distributed, computed out here because there are no Slurm tools
 # inside the container. [WS-09], [AIG-05]

@@ -236,10 +236,11 @@ def time_limit_job(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPat
 def test_cluster_has_lumi_partitions(slurm_cluster: SlurmCluster, time_limit_job: int) -> None:
     proc = slurm_cluster.run(["scontrol", "show", "partition", "-o"], check=True)
     parts = {p["PartitionName"]: p for p in map(parse_scontrol_line, proc.stdout.splitlines())}
-    assert set(parts) == {"small-g", "standard-g", "dev-g"}
+    # LUMI-G's partitions, plus debug/batch of the local site plugin (plugins/lumi-site-local).
+    assert set(parts) == {"small-g", "standard-g", "dev-g", "debug", "batch"}
     limits = {name: (p["MaxTime"], p["MaxNodes"]) for name, p in parts.items()}
     assert limits == {"small-g": ("3-00:00:00", "4"), "standard-g": ("2-00:00:00", "1024"),
-                      "dev-g": ("03:00:00", "32")}
+                      "dev-g": ("03:00:00", "32"), "debug": ("1-00:00:00", "1"), "batch": ("1-00:00:00", "2")}
     assert parts["small-g"]["Default"] == "YES"
     assert parts["standard-g"]["OverSubscribe"] == "EXCLUSIVE"
     nodes = slurm_cluster.run(["scontrol", "show", "node", "-o"], check=True).stdout

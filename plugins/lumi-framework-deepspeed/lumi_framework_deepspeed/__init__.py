@@ -1,0 +1,35 @@
+"""lumi-scaffold framework plugin: DeepSpeed on the LUMI AI Factory image.
+
+Registers the framework (deepspeed.yaml, with the smoke test and example training script
+from examples/), its LUMI image (containers.yaml) and config/ds_config.json, the engine
+configuration the example reads.
+"""
+
+from pathlib import Path
+
+from lumi_scaffold import ContainerImage, Framework, TemplateFile, hookimpl, load_data_file
+
+__version__ = "0.1.0"
+HERE = Path(__file__).parent
+
+
+def _text(name: str) -> str:
+    return (HERE / name).read_text(encoding="utf-8")
+
+
+@hookimpl
+def register_frameworks(register):
+    register(load_data_file(HERE / "deepspeed.yaml", Framework,
+                            smoke_test=_text("examples/smoke.py"), example=_text("examples/train.py")))
+
+
+@hookimpl
+def register_containers(register):
+    for image in load_data_file(HERE / "containers.yaml", ContainerImage, many=True):
+        register(image)
+
+
+@hookimpl
+def register_template_files(register):
+    register(TemplateFile(owner="framework", owner_name="deepspeed", directory="config",
+                          name="ds_config.json", content=_text("ds_config.json"), source="AIG-05"))

@@ -1,0 +1,173 @@
+"""Distributed training example for {{ project_name }} (DeepSpeed).
+
+Started like PyTorch DDP: srun runs one process per GPU, scripts/run.sh sets RANK,
+LOCAL_RANK and WORLD_SIZE from Slurm, scripts/job-env.sh sets MASTER_ADDR and
+MASTER_PORT, and deepspeed.init_distributed() joins them. [AIG-05]
+
+The engine (batch size, optimizer, ZeRO stage, bf16) comes from config/ds_config.json;
+pass --deepspeed_config FILE to use another. Without GPUs DeepSpeed runs on its CPU
+accelerator with gloo, so the script can be tried anywhere DeepSpeed is installed;
+without DeepSpeed it stops with a message saying so.
+
+Data: --data DIR reads *.npz shards with arrays ``x`` (float32, N x features) and ``y``
+(int64, N); without it the script trains on synthetic data. Checkpoints (DeepSpeed's
+format, one directory per tag) go to --output DIR; training resumes from the latest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+try:
+    import deepspeed
+    from deepspeed.accelerator import get_accelerator
+except ImportError as exc:
+    raise SystemExit(
+        f"train.py needs DeepSpeed, which this Python cannot import ({exc}). The LUMI AI Factory "
+        "'full' image ships it; with another image add deepspeed to requirements.txt and rerun "
+        "scripts/setup-venv.sh."
+    ) from None
+
+PROJECT_DIR = Path(os.environ.get("PROJECT_DIR") or Path(__file__).resolve().parents[2])
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", help="directory of *.npz shards (x, y); synthetic data if omitted")
+    parser.add_argument("--output", default="outputs", help="checkpoint directory")
+    parser.add_argument("--steps", type=int, default=200, help="optimizer steps in total")
+    parser.add_argument("--num-workers", type=int, default=int(os.environ.get("SLURM_CPUS_PER_TASK", "1")) - 1)
+    parser.add_argument("--checkpoint-every", type=int, default=50)
+    parser.add_argument("--seconds-per-step", type=float, default=0.0, help="throttle (to test time limits)")
+    deepspeed.add_config_arguments(parser)  # --deepspeed, --deepspeed_config
+    args = parser.parse_args()
+    args.deepspeed = True
+    args.deepspeed_config = args.deepspeed_config or str(PROJECT_DIR / "config" / "ds_config.json")
+    return args
+
+
+def load_dataset(data_dir: str | None, features: int = 32, classes: int = 4) -> TensorDataset:
+    if data_dir:
+        shards = sorted(glob.glob(os.path.join(data_dir, "*.npz")))
+        if not shards:
+            raise SystemExit(f"--data {data_dir}: no *.npz shards found")
+        arrays = [np.load(path) for path in shards]
+        x = torch.from_numpy(np.concatenate([a["x"] for a in arrays]).astype(np.float32))
+        y = torch.from_numpy(np.concatenate([a["y"] for a in arrays]).astype(np.int64))
+        return TensorDataset(x, y)
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(4096, features, generator=generator)
+    return TensorDataset(x, x[:, :classes].argmax(dim=1))  # a rule the model can learn
+
+
+def setup() -> tuple[int, int]:
+    """Join the process group; returns (rank, world size)."""
+    world = int(os.environ.setdefault("WORLD_SIZE", "1"))
+    if world == 1:  # a plain `python train.py`: a group of one on this host
+        for name, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29500")):
+            os.environ.setdefault(name, value)
+    accelerator = get_accelerator()
+    if accelerator.device_name() != "cpu":  # ROCm GPUs are DeepSpeed's cuda accelerator
+        accelerator.set_device(int(os.environ["LOCAL_RANK"]) % accelerator.device_count())
+    deepspeed.init_distributed(dist_backend=accelerator.communication_backend_name())
+    rank = int(os.environ["RANK"])
+    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    print(f"rank {rank}/{world} local_rank {os.environ['LOCAL_RANK']} accelerator {accelerator.device_name()} "
+          f"backend {accelerator.communication_backend_name()} cpus {affinity}", flush=True)
+    return rank, world
+
+
+def main() -> None:
+    args = parse_args()
+    rank, world = setup()
+    dataset = load_dataset(args.data)
+    features, classes = dataset.tensors[0].shape[1], int(dataset.tensors[1].max()) + 1
+    model = nn.Sequential(nn.Linear(features, 64), nn.ReLU(), nn.Linear(64, classes))
+    engine, _, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
+    if rank == 0:
+        print(f"data: {len(dataset)} samples from {args.data or 'synthetic data'}; config {args.deepspeed_config}", flush=True)
+    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True)
+    loader = DataLoader(
+        dataset,
+        batch_size=engine.train_micro_batch_size_per_gpu(),
+        sampler=sampler,
+        num_workers=max(args.num_workers, 0),
+        # fork is not safe with Slingshot-11 in DataLoader workers; spawn is. [WS-09]
+        multiprocessing_context="spawn" if args.num_workers > 0 else None,
+        persistent_workers=args.num_workers > 0,
+    )
+    dtype = torch.bfloat16 if engine.bfloat16_enabled() else torch.float16 if engine.fp16_enabled() else torch.float32
+    os.makedirs(args.output, exist_ok=True)
+    step = resume(engine, args.output, rank)
+    loss_fn = nn.CrossEntropyLoss()
+    profiler = start_profiler()
+    epoch = 0
+    while step < args.steps:
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            x, y = x.to(engine.device, dtype=dtype), y.to(engine.device)
+            loss = loss_fn(engine(x).float(), y)
+            engine.backward(loss)
+            engine.step()
+            step += 1
+            if profiler is not None:
+                profiler.step()
+            if args.seconds_per_step:
+                time.sleep(args.seconds_per_step)
+            if rank == 0 and (step % 20 == 0 or step == args.steps):
+                print(f"step {step} loss {loss.item():.4f}", flush=True)
+            if step % args.checkpoint_every == 0:
+                save(engine, args.output, step)
+            if step >= args.steps:
+                break
+        epoch += 1
+    save(engine, args.output, step)
+    if profiler is not None:
+        profiler.stop()
+    if rank == 0:
+        print(f"done: {step} steps on {world} process(es)", flush=True)
+
+
+def save(engine, output: str, step: int) -> None:
+    """Every rank writes its part (ZeRO shards its optimizer state); `latest` names the tag."""
+    engine.save_checkpoint(output, tag=f"step-{step:08d}", client_state={"step": step})
+
+
+def resume(engine, output: str, rank: int) -> int:
+    if not os.path.exists(os.path.join(output, "latest")):
+        return 0
+    path, state = engine.load_checkpoint(output)
+    step = int((state or {}).get("step", 0)) if path else 0
+    if rank == 0 and path:
+        print(f"resumed from {path} at step {step}", flush=True)
+    return step
+
+
+def start_profiler():
+    """torch.profiler on the rank scripts/run-profile.sh selected (LUMI_SCAFFOLD_PROFILE_DIR set)."""
+    out = os.environ.get("LUMI_SCAFFOLD_PROFILE_DIR")
+    if not out:
+        return None
+    from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    # A handful of steps: traces over ~2 GB do not open in Perfetto. [AIG-06]
+    prof = profile(activities=activities, schedule=schedule(wait=2, warmup=2, active=4, repeat=1),
+                   on_trace_ready=tensorboard_trace_handler(out))
+    prof.start()
+    return prof
+
+
+if __name__ == "__main__":
+    # Workaround for pytorch/pytorch#119845 with Slingshot; set before any worker starts. [WS-09]
+    torch.multiprocessing.set_start_method("spawn")
+    main()

@@ -1,0 +1,92 @@
+"""The DeepSpeed framework plugin: registration, every project it adds, the example script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import lumi_framework_deepspeed
+from lumi_scaffold.testing import catalogue_fixture, check_conformance, plugin_matrix, render_project, template_source
+
+PLUGIN = "lumi-framework-deepspeed"
+PACKAGE = Path(lumi_framework_deepspeed.__file__).parent
+# A Python with DeepSpeed installed, to run the example on the CPU (skipped without one).
+DEEPSPEED_PYTHON = os.environ.get("LUMI_SCAFFOLD_DEEPSPEED_PYTHON", sys.executable)
+
+catalogue = catalogue_fixture(lumi_framework_deepspeed)
+
+
+@pytest.fixture(scope="module")
+def project(catalogue, tmp_path_factory) -> Path:
+    template = template_source(tmp_path_factory.mktemp("template"))
+    answers = {"site": "lumi", "framework": "deepspeed", "account": "project_465000000", "nodes": 2}
+    return render_project(template, tmp_path_factory.mktemp("projects") / "demo", answers)
+
+
+def test_registers_framework_image_and_config(catalogue):
+    registered = next(p for p in catalogue.plugins if p.name == PLUGIN).registered
+    assert registered == {"framework": ["deepspeed"], "container": ["laif-deepspeed-20260513"],
+                          "template file": ["ds_config.json"]}
+    assert catalogue.frameworks["deepspeed"].launchers == ["srun"]
+    assert "deepspeed" in catalogue.frameworks_for("lumi")
+
+
+def test_image_is_the_recommended_laif_pytorch_image(catalogue):
+    """The LAIF full image ships DeepSpeed; when lumi-scaffold moves its recommended PyTorch
+    image, this plugin must follow (this test fails until it does)."""
+    deepspeed, pytorch = (catalogue.recommended_image("lumi", f) for f in ("deepspeed", "pytorch"))
+    assert deepspeed.path == pytorch.path
+    assert deepspeed.versions == pytorch.versions
+    assert deepspeed.generation == pytorch.generation == "laif"
+
+
+def test_every_project_renders_and_lints_clean(catalogue):
+    matrix = plugin_matrix(catalogue, PLUGIN)
+    assert {a["framework"] for a in matrix} == {"deepspeed"}
+    assert {a["container"] for a in matrix} == {"recommended", "laif-deepspeed-20260513", "custom", "cotainr"}
+    assert len(matrix) == 384  # 4 containers x 3 data areas x 2 prestage x 4 profilers x 4 job shapes
+    assert check_conformance(catalogue, PLUGIN) == []
+
+
+def test_project_has_config_launch_and_pins(project):
+    config = (project / "config" / "ds_config.json").read_text()
+    assert json.loads(config) == json.loads((PACKAGE / "ds_config.json").read_text())
+    train = (project / "src" / "demo" / "train.py").read_text()
+    assert "deepspeed.init_distributed(" in train and "Distributed training example for demo" in train
+    assert "torch==2.10.*" in (project / "constraints.txt").read_text()
+    sbatch = (project / "jobs" / "train.sbatch").read_text()
+    assert "--cpu-bind=verbose,mask_cpu:" in sbatch and "torch.distributed.run" not in sbatch
+    assert "MASTER_ADDR=" in (project / "scripts" / "job-env.sh").read_text()
+
+
+def test_example_without_deepspeed_stops_with_a_message(project, tmp_path):
+    (tmp_path / "deepspeed.py").write_text("raise ImportError('no deepspeed here')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    result = subprocess.run([sys.executable, str(project / "src/demo/train.py")], capture_output=True, text=True, env=env)
+    assert result.returncode == 1
+    assert "train.py needs DeepSpeed" in result.stderr and "Traceback" not in result.stderr
+
+
+def _has_deepspeed() -> bool:
+    probe = subprocess.run([DEEPSPEED_PYTHON, "-c", "import deepspeed"], capture_output=True)
+    return probe.returncode == 0
+
+
+@pytest.mark.slow
+def test_example_trains_and_resumes_on_the_cpu(project, tmp_path):
+    if not _has_deepspeed():
+        pytest.skip(f"{DEEPSPEED_PYTHON} cannot import deepspeed (set LUMI_SCAFFOLD_DEEPSPEED_PYTHON)")
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")}
+    env["MASTER_PORT"] = str(20000 + os.getpid() % 10000)
+    cmd = [DEEPSPEED_PYTHON, str(project / "src/demo/train.py"), "--output", str(tmp_path / "out"), "--num-workers", "0"]
+    first = subprocess.run([*cmd, "--steps", "30"], capture_output=True, text=True, env=env, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "done: 30 steps on 1 process(es)" in first.stdout
+    second = subprocess.run([*cmd, "--steps", "40"], capture_output=True, text=True, env=env, timeout=600)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "at step 30" in second.stdout and "done: 40 steps" in second.stdout

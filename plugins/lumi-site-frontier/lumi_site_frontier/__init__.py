@@ -1,0 +1,18 @@
+"""lumi-scaffold site plugin: OLCF Frontier (facts from lumi-facts.md section 8.1).
+
+Frontier has no central directory of AI images: users pull their own [OLCF-CT]. So this
+plugin registers the site only, no container image. See README.md for what that means
+for the framework question.
+"""
+
+from pathlib import Path
+
+from lumi_scaffold import Site, hookimpl, load_data_file
+
+__version__ = "0.1.0"
+DATA = Path(__file__).with_name("frontier.yaml")
+
+
+@hookimpl
+def register_sites(register):
+    register(load_data_file(DATA, Site))

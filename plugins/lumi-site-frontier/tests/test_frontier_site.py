@@ -1,0 +1,103 @@
+"""The Frontier site plugin: its data against the fact sheet, and its projects.
+
+Frontier has no central AI image (users pull their own [OLCF-CT]), so the plugin
+registers no image and, with today's SDK, offers no framework. The project tests add a
+stand-in for an image a user pulled; its path and version are test data, not facts.
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+
+import lumi_site_frontier
+from lumi_scaffold import ContainerImage, hookimpl
+from lumi_scaffold.questions import check_all
+from lumi_scaffold.testing import catalogue_fixture, check_conformance, plugin_catalogue, plugin_matrix, render_project, template_source
+
+PLUGIN = "lumi-site-frontier"
+
+
+@hookimpl
+def register_containers(register):
+    register(ContainerImage(
+        id="standin-frontier-pytorch", site="frontier", framework="pytorch", title="Stand-in for a pulled image",
+        path="/lustre/orion/myproject/proj-shared/containers/pytorch.sif", generation="explicit",
+        status="recommended", versions={"torch": "0.0.0"},
+    ))
+
+
+STAND_IN = ("standin-image", types.SimpleNamespace(register_containers=register_containers))
+
+catalogue = catalogue_fixture(lumi_site_frontier, STAND_IN)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    return template_source(tmp_path_factory.mktemp("template"))
+
+
+def test_site_matches_the_fact_sheet(catalogue):
+    site = catalogue.sites["frontier"]
+    assert catalogue.provenance[("site", "frontier")] == PLUGIN
+    assert site.container_runtime == "apptainer"
+    assert (site.node.gpus, site.node.usable_cores, site.node.cpus_per_gpu) == (8, 56, 7)
+    # Same NUMA/GPU map as LUMI, so the same masks. [OLCF-FUG]
+    assert site.node.cpu_masks == catalogue.sites["lumi"].node.cpu_masks
+    batch, extended, debug = (site.partition(n) for n in ("batch", "extended", "debug"))
+    assert [batch.walltime_limit(n) for n in (1, 91, 92, 183, 184, 9472)] == [
+        "02:00:00", "02:00:00", "06:00:00", "06:00:00", "12:00:00", "12:00:00"]
+    assert (extended.max_nodes, extended.max_walltime) == (64, "1-00:00:00")
+    assert (debug.slurm_name, debug.qos, debug.max_walltime) == ("batch", "debug", "02:00:00")
+    assert not site.has_partial_nodes
+    assert site.generations[0].bindings_module.name == "rccl-net-plugin"
+    assert site.storage_area("scratch").resolve("abc123") == "/lustre/orion/abc123/scratch/${USER}"
+
+
+def test_without_an_image_no_framework_is_offered():
+    """Pins today's SDK: a framework needs a recommended image on the site. When the SDK
+    offers frameworks on custom-image-only sites, this test fails on purpose: update it."""
+    cat = plugin_catalogue(lumi_site_frontier)
+    assert cat.frameworks_for("frontier") == []
+    assert check_conformance(cat, PLUGIN) == [
+        "site 'frontier' offers no framework: no framework has a recommended image there"]
+
+
+def test_every_project_renders_and_lints_clean(catalogue):
+    matrix = plugin_matrix(catalogue, PLUGIN)
+    assert {a["partition"] for a in matrix} == {"batch", "extended", "debug"}
+    assert len(matrix) > 100
+    assert check_conformance(catalogue, PLUGIN) == []
+
+
+def test_debug_qos_job_lines(catalogue, template, tmp_path):
+    answers = {"site": "frontier", "account": "abc123", "partition": "debug", "nodes": 2, "walltime": "01:30:00"}
+    project = render_project(template, tmp_path / "p", answers)
+    header = [line for line in (project / "jobs/train.sbatch").read_text().splitlines() if line.startswith("#SBATCH")]
+    assert "#SBATCH --partition=batch" in header
+    assert "#SBATCH --qos=debug" in header
+    assert "#SBATCH --time=01:30:00" in header
+    assert "#SBATCH --mem=480G" in header and "#SBATCH --exclusive" not in header
+    env = (project / "scripts/job-env.sh").read_text()
+    assert "module load rccl-net-plugin" in env and "CONTAINER=(apptainer exec" in env
+
+
+@pytest.mark.parametrize(
+    ("answers", "error"),
+    [
+        ({"partition": "debug", "walltime": "02:30:00"}, "exceeds the debug limit of 02:00:00"),
+        ({"partition": "batch", "nodes": 91, "walltime": "03:00:00"}, "exceeds the batch limit of 02:00:00 for 91 node(s)"),
+        ({"partition": "batch", "nodes": 92, "walltime": "06:00:00"}, None),
+        ({"partition": "extended", "nodes": 65, "walltime": "20:00:00"}, "extended allows at most 64 nodes"),
+        ({"partition": "extended", "nodes": 64, "walltime": "1-00:00:00"}, None),
+    ],
+)
+def test_walltime_and_node_limits(catalogue, answers, error):
+    full = {"site": "frontier", "account": "abc123", "framework": "pytorch", "gpus_per_node": 8, **answers}
+    problems = check_all(full, catalogue)
+    if error is None:
+        assert problems == []
+    else:
+        assert any(error in p for p in problems), problems

@@ -214,6 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true")
     p.set_defaults(func=cmd_new)
 
+    from .newplugin import add_subcommand as add_new_plugin
+
+    add_new_plugin(sub)
+
     p = sub.add_parser("update", help="copier update with trust; fails when conflicts are left, --pretend shows the diff")
     p.add_argument("project", nargs="?", default=".")
     p.add_argument("-d", "--data", action="append", default=[], metavar="NAME=VALUE", help="change an answer")

@@ -138,3 +138,251 @@ def lint_projects(projects: Iterable[Path], cat: Catalogue | None = None, worker
         for found in pool.map(shellcheck, batches):
             problems += found
     return problems
+
+
+# ---------------------------------------------------------------- for plugin authors
+#
+# An isolated catalogue holds the built-in plugins plus the plugins under test, and none
+# of the plugins installed in the environment, so a plugin's tests do not depend on what
+# else is installed. ``isolated_catalogue`` also makes it the catalogue Copier's extension
+# and the CLI see while the block runs, so projects render from it::
+#
+#     import lumi_site_mycluster
+#     from lumi_scaffold.testing import catalogue_fixture, check_conformance
+#
+#     catalogue = catalogue_fixture(lumi_site_mycluster)
+#
+#     def test_conformance(catalogue):
+#         assert check_conformance(catalogue, "lumi-site-mycluster") == []
+
+import contextlib  # noqa: E402  (kept beside the helpers that use them)
+import functools  # noqa: E402
+import importlib  # noqa: E402
+import importlib.metadata  # noqa: E402
+import multiprocessing  # noqa: E402
+import os  # noqa: E402
+import types  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+from . import plugins as _plugins  # noqa: E402
+from .errors import PluginProblem  # noqa: E402
+
+__all__ += ["catalogue_fixture", "check_conformance", "isolated_catalogue", "plugin_catalogue", "plugin_matrix", "use_catalogue"]
+
+
+def _named_plugin(item: Any) -> tuple[str, Any, _plugins.PluginInfo]:
+    """(name, object, info) for a plugin given as an object, a module path or (name, either)."""
+    name = None
+    if isinstance(item, tuple):
+        name, item = item
+    if isinstance(item, str):
+        item = importlib.import_module(item)
+    label = getattr(item, "__name__", None) or type(item).__qualname__
+    ep = None
+    if isinstance(item, types.ModuleType):  # use its entry-point name, as when it is installed
+        ep = next((e for e in importlib.metadata.entry_points(group=_plugins.ENTRY_POINT_GROUP) if e.value == label), None)
+    name = name or (ep.name if ep else label)
+    dist = ep.dist if ep is not None else None
+    info = _plugins.PluginInfo(name, label, builtin=False, distribution=dist.name if dist else None,
+                               version=dist.version if dist else None)
+    return name, item, info
+
+
+def _build(items: Iterable[Any], builtins: Iterable[str] | None, installed: bool):
+    import pluggy
+
+    from . import hookspecs
+
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    if installed:  # built-ins and entry points, with the LUMI_SCAFFOLD_* switches
+        infos, problems = _plugins._load_plugins(pm)
+    else:
+        infos, problems = [], []
+        for name in _plugins.DEFAULT_PLUGINS if builtins is None else builtins:
+            path = _plugins.DEFAULT_PLUGINS[name]
+            pm.register(importlib.import_module(path), name=name)
+            infos.append(_plugins.PluginInfo(name, path, builtin=True))
+    for item in items:
+        name, obj, info = _named_plugin(item)
+        if pm.get_plugin(name) is obj:
+            continue  # already loaded from its entry point
+        try:
+            pm.register(obj, name=name)
+        except Exception as exc:  # reported like a broken installed plugin
+            problems.append(PluginProblem(name, f"cannot load: {_plugins._describe(exc)}"))
+            continue
+        infos.append(info)
+    problems += _plugins._unknown_hooks(pm, infos)
+    for info in infos:
+        plugin = pm.get_plugin(info.name)
+        info.hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or []) if plugin else []
+    return pm, _plugins.build_catalogue(pm, infos, problems)
+
+
+def plugin_catalogue(*items: Any, builtins: Iterable[str] | None = None, installed: bool = False) -> Catalogue:
+    """A new catalogue of the built-in plugins plus ``items``.
+
+    Each item is a plugin module or object with ``@hookimpl`` functions, a module path, or
+    ``(name, plugin)``. A module is named after its installed entry point when it has one.
+    ``builtins`` limits the built-in plugins (e.g. ``["lumi", "profilers"]``);
+    ``installed=True`` loads the installed plugins too, as ``get_catalogue()`` does (then
+    ``builtins`` is ignored and the LUMI_SCAFFOLD_* switches apply). Problems are in
+    ``.problems``.
+    """
+    return _build(items, builtins, installed)[1]
+
+
+@contextlib.contextmanager
+def use_catalogue(cat: Catalogue, pm: Any = None) -> Iterator[Catalogue]:
+    """Make ``cat`` the process-wide catalogue (what Copier's extension, lint and the CLI
+    use) until the block ends; the previous one comes back afterwards."""
+    import pluggy
+
+    from . import hookspecs
+
+    manager = pm if pm is not None else pluggy.PluginManager(hookspecs.PROJECT)
+    saved = _plugins._cached
+    _plugins._cached = functools.cache(lambda: (manager, cat))
+    try:
+        yield cat
+    finally:
+        _plugins._cached = saved
+
+
+@contextlib.contextmanager
+def isolated_catalogue(*items: Any, builtins: Iterable[str] | None = None, installed: bool = False) -> Iterator[Catalogue]:
+    """:func:`plugin_catalogue`, made the process-wide catalogue inside the block."""
+    pm, cat = _build(items, builtins, installed)
+    with use_catalogue(cat, pm):
+        yield cat
+
+
+def catalogue_fixture(*items: Any, scope: str = "module", builtins: Iterable[str] | None = None,
+                      installed: bool = False) -> Callable[..., Any]:
+    """A pytest fixture yielding an :func:`isolated_catalogue` of ``items``::
+
+        catalogue = catalogue_fixture(my_plugin)   # at module level of a test file
+    """
+    import pytest
+
+    @pytest.fixture(scope=scope)
+    def isolated_catalogue_fixture() -> Iterator[Catalogue]:
+        with isolated_catalogue(*items, builtins=builtins, installed=installed) as cat:
+            yield cat
+
+    return isolated_catalogue_fixture
+
+
+def _registered(cat: Catalogue, plugin_name: str) -> dict[str, list[str]]:
+    info = next((p for p in cat.plugins if p.name == plugin_name), None)
+    return info.registered if info else {}
+
+
+def _pairs(cat: Catalogue, plugin_name: str) -> list[tuple[str, str]]:
+    """(site, framework) pairs whose projects change because of the plugin."""
+    reg = _registered(cat, plugin_name)
+    offered = {(s, f) for s in cat.sites for f in cat.frameworks_for(s)}
+    pairs = {(s, f) for s, f in offered if s in reg.get("site", []) or f in reg.get("framework", [])}
+    for image_id in reg.get("container", []):
+        image = cat.containers.get(image_id)
+        if image is not None:
+            pairs |= {(s, f) for s, f in offered if (s, f) == (image.site, image.framework)}
+    for tf in _plugin_files(cat, plugin_name):
+        pairs |= {(s, f) for s, f in offered if (s if tf.owner == "site" else f) == tf.owner_name}
+    for profiler in reg.get("profiler", []):
+        pairs |= {(s, f) for s, f in offered if profiler in cat.frameworks[f].profilers}
+    return sorted(pairs)
+
+
+def _plugin_files(cat: Catalogue, plugin_name: str) -> list:
+    names = set(_registered(cat, plugin_name).get("template file", []))
+    return [f for f in cat.files if f.name in names]
+
+
+def plugin_matrix(cat: Catalogue, plugin_name: str) -> list[dict[str, Any]]:
+    """Every answer combination whose project the plugin adds or changes: its sites with
+    every framework offered there, its frameworks on every site, its images, the owners
+    of its template files, the frameworks that list its profilers."""
+    return [a for site, fw in _pairs(cat, plugin_name) for a in answer_matrix(cat, sites=[site], frameworks=[fw])]
+
+
+def _shown(answers: dict[str, Any]) -> str:
+    keys = ("site", "framework", "container", "launcher", "partition", "nodes", "gpus_per_node", "data_location",
+            "prestage", "profiler")
+    return " ".join(f"{k}={answers[k]}" for k in keys if k in answers)
+
+
+def _first(lines: list[str], limit: int = 20) -> list[str]:
+    return lines if len(lines) <= limit else lines[:limit] + [f"... and {len(lines) - limit} more"]
+
+
+def check_conformance(catalogue: Catalogue, plugin_name: str, *, template: Path | str | None = None,
+                      workers: int = 2) -> list[str]:
+    """Problems with everything ``plugin_name`` registered in ``catalogue`` ([] if none).
+
+    Checks that the plugin loaded without recorded problems and registered something;
+    that its images name a registered site and framework; that each of its frameworks is
+    offered on some site and each of its sites offers some framework; that its template
+    files belong to a registered site or framework; and that every project in
+    :func:`plugin_matrix` renders, passes bash -n, shellcheck and the #SBATCH checks, and
+    contains the plugin's template files. ``template`` defaults to $LUMI_SCAFFOLD_TEMPLATE, else the
+    template of this source checkout.
+    """
+    cat = catalogue
+    loaded = [p.name for p in cat.plugins]
+    out = [f"problem: {p.message}" for p in cat.problems if p.plugin == plugin_name]
+    if plugin_name not in loaded:
+        return out + [f"plugin {plugin_name!r} is not loaded; loaded plugins: {loaded}"]
+    reg = _registered(cat, plugin_name)
+    if not reg:
+        out.append("registers nothing: no hook of the plugin called register()")
+    for image_id in reg.get("container", []):
+        image = cat.containers.get(image_id)
+        if image is not None and (image.site not in cat.sites or image.framework not in cat.frameworks):
+            out.append(f"container {image_id!r}: site {image.site!r} or framework {image.framework!r} is not registered")
+    for fw in reg.get("framework", []):
+        if fw in cat.frameworks and not any(fw in cat.frameworks_for(s) for s in cat.sites):
+            out.append(f"framework {fw!r} is offered on no site: no site has a recommended image for it")
+    for site in reg.get("site", []):
+        if site in cat.sites and not cat.frameworks_for(site):
+            out.append(f"site {site!r} offers no framework: no framework has a recommended image there")
+    for tf in _plugin_files(cat, plugin_name):
+        owners = cat.sites if tf.owner == "site" else cat.frameworks
+        if tf.owner_name not in owners:
+            out.append(f"template file {tf.name!r} belongs to {tf.owner} {tf.owner_name!r}, which is not registered")
+    return out + _render_and_lint(cat, plugin_name, template, workers)
+
+
+def _render_and_lint(cat: Catalogue, plugin_name: str, template: Path | str | None, workers: int) -> list[str]:
+    matrix = plugin_matrix(cat, plugin_name)
+    if not matrix:
+        return []
+    template = template or os.environ.get("LUMI_SCAFFOLD_TEMPLATE")
+    if template is None:
+        if not (REPO_ROOT / "copier.yml").is_file():
+            return ["cannot render: lumi_scaffold is not a source checkout; pass template= or set "
+                    "LUMI_SCAFFOLD_TEMPLATE (a checkout of lumi-scaffold, or gh:org/lumi-scaffold)"]
+        template = template_source()
+    if multiprocessing.get_start_method() != "fork":
+        workers = 1  # spawned workers would not see the catalogue swapped in below
+    files = _plugin_files(cat, plugin_name)
+    root = Path(tempfile.mkdtemp(prefix="lumi-conformance-"))
+    projects = {f"{i:05d}": (root / f"{i:05d}", a) for i, a in enumerate(matrix)}
+    try:
+        with use_catalogue(cat):
+            failed = dict(render_many(template, root, matrix, workers=workers))
+            out = [f"does not render ({_shown(a)}): {failed[str(p)]}" for p, a in projects.values() if str(p) in failed]
+            rendered = [(p, a) for p, a in projects.values() if str(p) not in failed]
+            lint = lint_projects([p for p, _ in rendered], cat, workers=workers) if rendered else []
+        for line in lint:  # name the answers rather than the temporary directory
+            rel = line.replace(f"{root}/", "")
+            answers = projects.get(rel[:5], (None, None))[1]
+            out.append(f"{rel}  [{_shown(answers)}]" if answers else rel)
+        for project, answers in rendered:
+            owners = {"site": answers["site"], "framework": answers["framework"]}
+            out += [f"{tf.directory}/{tf.name} missing ({_shown(answers)})"
+                    for tf in files if owners[tf.owner] == tf.owner_name and not (project / tf.directory / tf.name).is_file()]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return _first(out)

@@ -19,7 +19,10 @@ def _isolated(monkeypatch, tmp_path_factory):
     settings.write_text("{}\n")
     monkeypatch.setenv("COPIER_SETTINGS_PATH", str(settings))
     monkeypatch.delenv(plugins.ENV_LOAD, raising=False)
-    monkeypatch.delenv(plugins.ENV_DISABLE, raising=False)
+    # The example plugins under plugins/ are tested in tests/test_plugin_packages.py and
+    # their own tests; everywhere else the catalogue is the built-ins plus the local site.
+    monkeypatch.setenv(plugins.ENV_DISABLE, "lumi-site-frontier,lumi-framework-deepspeed")
+    plugins.reset()
     for var in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
         monkeypatch.setenv(var, "lumi-scaffold tests")
     for var in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):

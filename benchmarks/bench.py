@@ -1,0 +1,525 @@
+#!/usr/bin/env python
+"""Benchmarks: copier copy/update of our template against Copier's own floor, the full
+answer matrix, and the CLI's start-up.
+
+    python benchmarks/bench.py            # full run, a few minutes on 2 cores
+    python benchmarks/bench.py --quick    # fewer runs and a sample of the matrix (~1 min)
+    python benchmarks/bench.py --check    # exit 1 when a target is missed
+
+Everything runs on this machine in one go, so the ratios compare like with like:
+
+* ``copier copy`` (the CLI, as a user runs it: ``copier copy --trust --defaults
+  --vcs-ref=HEAD SRC DST``) of our template with default answers, against the same
+  command on a one-file template made on the fly (Copier's floor). Both templates are
+  local git repositories made in a temp directory (ours from copier.yml and
+  project-templates/ of --template, so uncommitted work is measured as it is on disk);
+  runs are interleaved floor, ours, floor, ours... and the ratio judged is the median of
+  the per-round ratios (paired, so slow drifts in the machine's load cancel); the ratio
+  of the medians is shown beside it.
+* ``copier update --trust --defaults --skip-answered --vcs-ref=HEAD`` of a project
+  generated from tag v1.0.0 to tag v2.0.0 of that temp repository (v2 appends a line to
+  the README template), against our copy time. Every run updates a fresh, committed
+  copy of the generated project, prepared outside the timed region. Copier's update
+  floor (the one-file template, v1 -> v2) is shown for context.
+* In-process render of every combination of choice answers (answer_matrix,
+  render_many with 2 workers) and lint_projects over them, timed separately; plus the
+  median of single in-process renders (warm) for the per-combination cost.
+* ``lumi-scaffold --help`` (a subprocess) and plugin discovery: a fresh
+  ``python -c "from lumi_scaffold.plugins import get_catalogue; get_catalogue()"``
+  minus a bare ``python -c pass``.
+
+Every row shows the median wall time and the median CPU time (user + system of the
+process and the children it waited for, git included); on a shared machine the CPU
+column and the interleaved ratios move much less than the wall times. ``--variant
+PATH`` times a scratch checkout with a candidate fix (its template, and its
+lumi_scaffold through PYTHONPATH) in the same interleaved copy/update/start-up rounds;
+for the matrix, run the whole script with ``PYTHONPATH=PATH --template PATH``.
+
+Only the standard library, copier and lumi_scaffold are needed. Console scripts are run
+from the interpreter's own bin directory (not through a version-manager shim, which
+would add the same ~50 ms to both sides of every ratio). Copier runs with an empty
+settings file (COPIER_SETTINGS_PATH) so the user's settings play no part; the plugins
+are whatever is installed (LUMI_SCAFFOLD_PLUGINS / _DISABLE_PLUGINS apply). Temp
+directories (--tmpdir, default $TMPDIR or /tmp) are removed at the end unless --keep.
+See docs/performance.md for the numbers and what dominates them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# (measurement key) -> (target, kind): "ratio" targets compare to a reference, "seconds"
+# targets are absolute.
+TARGETS = {
+    "copy": (1.3, "ratio"),
+    "update": (2.5, "ratio"),
+    "matrix": (60.0, "seconds"),
+    "help": (0.3, "seconds"),
+}
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "lumi-scaffold bench",
+    "GIT_AUTHOR_EMAIL": "bench@lumi-scaffold.invalid",
+    "GIT_COMMITTER_NAME": "lumi-scaffold bench",
+    "GIT_COMMITTER_EMAIL": "bench@lumi-scaffold.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@dataclass
+class Row:
+    name: str
+    median: float | None  # seconds
+    detail: str = ""  # ratio or extra figures
+    target: str = ""
+    ok: bool | None = None  # None: informational
+    samples: list[float] = field(default_factory=list)
+    cpu: float | None = None  # median CPU seconds (process + children), where measured
+
+    def status(self) -> str:
+        return "" if self.ok is None else ("OK" if self.ok else "MISSED")
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def script(name: str) -> str:
+    """A console script of this interpreter's environment (no pyenv/asdf shim)."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(name)
+    if not found:
+        raise SystemExit(f"bench: {name!r} is not installed (pip install -e '.[test]')")
+    return found
+
+
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process and of its waited-for children.
+
+    A child's CPU includes the grandchildren it waited for (Copier's git processes), so
+    the delta around subprocess.run is the command's whole CPU cost. On a shared machine
+    it is steadier than wall time, which other processes stretch.
+    """
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+CPU: dict[str, list[float]] = {}  # measurement key -> CPU seconds per run (beside the wall times)
+
+
+def run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, key: str | None = None) -> float:
+    """Run cmd, fail loudly on a non-zero exit, return its wall time in seconds."""
+    cpu0 = cpu_seconds()
+    start = time.perf_counter()
+    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if key:
+        CPU.setdefault(key, []).append(cpu_seconds() - cpu0)
+    if result.returncode:
+        raise SystemExit(
+            f"bench: command failed ({result.returncode}): {' '.join(map(str, cmd))}\n"
+            f"{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+        )
+    return elapsed
+
+
+def git(cwd: Path, *args: str, env: dict[str, str]) -> None:
+    run(["git", *args], cwd=cwd, env=env)
+
+
+def git_repo(path: Path, env: dict[str, str], tag: str) -> None:
+    git(path, "init", "-q", "-b", "main", env=env)
+    git(path, "add", "-A", env=env)
+    git(path, "commit", "-q", "-m", tag, env=env)
+    git(path, "tag", tag, env=env)
+
+
+def commit_tag(path: Path, env: dict[str, str], tag: str) -> None:
+    git(path, "add", "-A", env=env)
+    git(path, "commit", "-q", "-m", tag, env=env)
+    git(path, "tag", tag, env=env)
+
+
+@contextmanager
+def workdir(keep: bool):
+    root = Path(tempfile.mkdtemp(prefix="lumi-bench-"))
+    try:
+        yield root
+    finally:
+        if keep:
+            print(f"bench: kept {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def make_floor_template(dest: Path, env: dict[str, str]) -> Path:
+    """Copier's floor: one question and one file, in a local git repo tagged v1.0.0.
+
+    Plus the answers file, without which no template can be updated (ours has it too).
+    """
+    dest.mkdir(parents=True)
+    (dest / "copier.yml").write_text("project_name:\n  type: str\n  default: demo\n")
+    (dest / "README.md.jinja").write_text("# {{ project_name }}\n")
+    (dest / "{{ _copier_conf.answers_file }}.jinja").write_text("{{ _copier_answers | to_nice_yaml -}}\n")
+    git_repo(dest, env, "v1.0.0")
+    return dest
+
+
+def make_our_template(source: Path, dest: Path, env: dict[str, str]) -> Path:
+    """copier.yml and project-templates/ of ``source`` in a local git repo tagged v1.0.0."""
+    dest.mkdir(parents=True)
+    shutil.copy2(source / "copier.yml", dest / "copier.yml")
+    shutil.copytree(
+        source / "project-templates", dest / "project-templates",
+        ignore=shutil.ignore_patterns("__pycache__", "*.py[co]"),
+    )
+    git_repo(dest, env, "v1.0.0")
+    return dest
+
+
+def readme_template(template: Path) -> Path:
+    """The README template of ``template`` (ours: under _subdirectory)."""
+    for candidate in (template / "project-templates" / "project" / "README.md.jinja", template / "README.md.jinja"):
+        if candidate.exists():
+            return candidate
+    raise SystemExit(f"bench: no README.md.jinja in {template}")
+
+
+def make_v2(template: Path, env: dict[str, str]) -> None:
+    """A small template change: one line appended to the README template, tagged v2.0.0."""
+    readme = readme_template(template)
+    readme.write_text(readme.read_text() + "\nGenerated by the lumi-scaffold benchmark (v2).\n")
+    commit_tag(template, env, "v2.0.0")
+
+
+def prepared_project(copier: str, template: Path, dest: Path, env: dict[str, str]) -> Path:
+    """A project generated from v1.0.0 and committed, as a user has it before an update."""
+    run([copier, "copy", "--trust", "--defaults", "--quiet", "--vcs-ref=v1.0.0", str(template), str(dest)], env=env)
+    git_repo(dest, env, "generated")
+    return dest
+
+
+# ---------------------------------------------------------------- CLI: copy and update
+
+
+@dataclass
+class Side:
+    """One template timed by the CLI rounds, with the environment its Copier runs in."""
+
+    key: str  # "floor", "ours", or "variant"
+    label: str
+    template: Path
+    env: dict[str, str]
+    base: Path | None = None  # committed project at v1.0.0, copied fresh for each update
+
+
+def bench_cli(root: Path, template_src: Path, runs: int, env: dict[str, str], with_floor_update: bool,
+              variant: Path | None = None) -> list[Row]:
+    copier = script("copier")
+    sides = [
+        Side("floor", "one-file template (floor)", make_floor_template(root / "floor-template", env), env),
+        Side("ours", "lumi-scaffold defaults", make_our_template(template_src, root / "our-template", env), env),
+    ]
+    if variant is not None:
+        venv = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(variant), env.get("PYTHONPATH")]))}
+        sides.append(Side("variant", f"lumi-scaffold defaults, variant {variant}",
+                          make_our_template(variant, root / "variant-template", venv), venv))
+
+    # Projects at v1 to update from (generated and committed once, copied fresh per run).
+    for side in sides:
+        if side.key != "floor" or with_floor_update:
+            side.base = prepared_project(copier, side.template, root / f"base-{side.key}", side.env)
+        make_v2(side.template, side.env)
+        # one untimed warm-up each (file-system caches, .pyc files)
+        run([copier, "copy", "--trust", "--defaults", "--vcs-ref=HEAD", str(side.template), str(root / f"warm-{side.key}")],
+            env=side.env)
+
+    copy = ["copy", "--trust", "--defaults", "--vcs-ref=HEAD"]
+    update = ["update", "--trust", "--defaults", "--skip-answered", "--vcs-ref=HEAD"]
+    t: dict[str, list[float]] = {}
+    for i in range(runs):
+        print(f"  cli round {i + 1}/{runs}", file=sys.stderr, flush=True)
+        # rotate the order so that drift in the machine's load favours no side
+        shift = i % len(sides)
+        for side in sides[shift:] + sides[:shift]:
+            dest = root / f"copy-{side.key}-{i}"
+            t.setdefault(f"copy:{side.key}", []).append(
+                run([copier, *copy, str(side.template), str(dest)], env=side.env, key=f"copy:{side.key}"))
+            shutil.rmtree(dest, ignore_errors=True)
+        for side in sides[shift:] + sides[:shift]:
+            if side.base is None:
+                continue
+            proj = root / f"update-{side.key}-{i}"
+            shutil.copytree(side.base, proj, symlinks=True)  # not timed
+            t.setdefault(f"update:{side.key}", []).append(
+                run([copier, *update, str(proj)], env=side.env, key=f"update:{side.key}"))
+            if side.key != "floor":
+                check_updated(proj)
+            shutil.rmtree(proj, ignore_errors=True)
+
+    def ratio(a: str, b: str, src: dict[str, list[float]]) -> float:
+        return median([x / y for x, y in zip(src[a], src[b])])
+
+    rows = []
+    for side in sides:
+        k = f"copy:{side.key}"
+        if side.key == "floor":
+            rows.append(Row(f"copier copy, {side.label}", median(t[k]), samples=t[k], cpu=median(CPU[k])))
+            continue
+        r = ratio(k, "copy:floor", t)
+        rows.append(Row(f"copier copy, {side.label}", median(t[k]),
+                        f"{r:.2f}x floor (medians {median(t[k]) / median(t['copy:floor']):.2f}x, "
+                        f"cpu {ratio(k, 'copy:floor', CPU):.2f}x)",
+                        f"<= {TARGETS['copy'][0]}x floor", r <= TARGETS["copy"][0], t[k], median(CPU[k])))
+    for side in sides:
+        k = f"update:{side.key}"
+        if k not in t:
+            continue
+        c = f"copy:{side.key}"
+        r = ratio(k, c, t)
+        if side.key == "floor":
+            rows.append(Row(f"copier update v1->v2, {side.label}", median(t[k]),
+                            f"{r:.2f}x floor copy (cpu {ratio(k, c, CPU):.2f}x)", samples=t[k], cpu=median(CPU[k])))
+            continue
+        rows.append(Row(f"copier update v1->v2, {side.label}", median(t[k]),
+                        f"{r:.2f}x its copy (medians {median(t[k]) / median(t[c]):.2f}x, cpu {ratio(k, c, CPU):.2f}x)",
+                        f"<= {TARGETS['update'][0]}x its copy", r <= TARGETS["update"][0], t[k], median(CPU[k])))
+    return rows
+
+
+def check_updated(project: Path) -> None:
+    readme = (project / "README.md").read_text()
+    if "benchmark (v2)" not in readme:
+        raise SystemExit(f"bench: update of {project} did not bring in the v2 change")
+    answers = (project / ".copier-answers.yml").read_text()
+    if "v2.0.0" not in answers:
+        raise SystemExit(f"bench: {project}/.copier-answers.yml does not record v2.0.0")
+
+
+# ---------------------------------------------------------------- in-process matrix
+
+
+def bench_matrix(root: Path, template_src: Path, sample: int | None, workers: int, singles: int) -> list[Row]:
+    from lumi_scaffold.plugins import get_catalogue
+    from lumi_scaffold.testing import answer_matrix, lint_projects, render_many, render_project
+
+    # a plain directory (no git), as the test suite renders it
+    template = root / "matrix-template"
+    template.mkdir()
+    shutil.copy2(template_src / "copier.yml", template / "copier.yml")
+    shutil.copytree(template_src / "project-templates", template / "project-templates",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.py[co]"))
+
+    start, cpu0 = time.perf_counter(), cpu_seconds()
+    cat = get_catalogue()  # built once per process (each matrix worker builds its own)
+    catalogue_s, catalogue_cpu = time.perf_counter() - start, cpu_seconds() - cpu0
+    full = list(answer_matrix(cat))
+    matrix = full if sample is None or sample >= len(full) else full[:: max(1, len(full) // sample)][:sample]
+    label = f"{len(matrix)} combinations" + ("" if len(matrix) == len(full) else f" (sample of {len(full)})")
+
+    # Single renders in this process: the first compiles the templates, later ones are
+    # warm (what each matrix worker pays per combination after its first).
+    single: list[float] = []
+    single_cpu: list[float] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(singles + 1):
+            start, cpu0 = time.perf_counter(), cpu_seconds()
+            render_project(template, root / f"single-{i}", matrix[i % len(matrix)])
+            single.append(time.perf_counter() - start)
+            single_cpu.append(cpu_seconds() - cpu0)
+            shutil.rmtree(root / f"single-{i}", ignore_errors=True)
+
+    out = root / "matrix"
+    out.mkdir()
+    print(f"  rendering {label} with {workers} workers", file=sys.stderr, flush=True)
+    start, cpu0 = time.perf_counter(), cpu_seconds()
+    failures = render_many(template, out, matrix, workers=workers)
+    render_s, render_cpu = time.perf_counter() - start, cpu_seconds() - cpu0
+    if failures:
+        raise SystemExit(f"bench: {len(failures)} renders failed, first: {failures[0]}")
+    projects = sorted(out.iterdir())
+    print(f"  linting {len(projects)} projects", file=sys.stderr, flush=True)
+    start, cpu0 = time.perf_counter(), cpu_seconds()
+    problems = lint_projects(projects, cat, workers=workers)
+    lint_s, lint_cpu = time.perf_counter() - start, cpu_seconds() - cpu0
+    if problems:
+        print(f"bench: warning: lint found {len(problems)} problems, first: {problems[0]}", file=sys.stderr)
+
+    # A sample is projected to the full matrix (render time scaled; lint, which runs
+    # shellcheck once per distinct file, taken as measured) so --quick judges the same target.
+    scale = len(full) / len(matrix)
+    total = render_s + lint_s
+    projected = render_s * scale + lint_s
+    target = TARGETS["matrix"][0]
+    n = len(matrix)
+    rows = [
+        Row("catalogue build, in-process (first use)", catalogue_s, "imports + entry points + YAML + validation",
+            cpu=catalogue_cpu),
+        Row("in-process render, first in a process", single[0], "compiles the templates", cpu=single_cpu[0]),
+        Row("in-process render, warm (median)", median(single[1:]), f"{len(single) - 1} renders",
+            samples=single[1:], cpu=median(single_cpu[1:])),
+        Row(f"matrix render ({label}, {workers} workers)", render_s,
+            f"{render_s / n * 1000:.0f} ms wall, {render_cpu / n * 1000:.0f} ms cpu per combination", cpu=render_cpu),
+        Row(f"matrix lint ({len(projects)} projects)", lint_s, f"{lint_s / len(projects) * 1000:.1f} ms/project",
+            cpu=lint_cpu),
+    ]
+    if scale == 1:
+        rows.append(Row("matrix render + lint", total, "", f"<= {target:.0f} s", total <= target,
+                        cpu=render_cpu + lint_cpu))
+    else:
+        rows.append(Row("matrix render + lint, projected to full", projected, f"render x{scale:.1f}",
+                        f"<= {target:.0f} s", projected <= target, cpu=render_cpu * scale + lint_cpu))
+    # What the same work takes on `workers` otherwise idle cores: on a shared machine the
+    # wall time above also contains other processes' time slices.
+    idle = (render_cpu * scale + lint_cpu) / workers
+    rows.append(Row(f"  same, CPU / {workers} (idle-machine estimate)", idle, "not judged"))
+    return rows
+
+
+# ---------------------------------------------------------------- start-up
+
+
+def bench_startup(runs: int, variant: Path | None = None) -> list[Row]:
+    cli = script("lumi-scaffold")
+    py = sys.executable
+    discover = "from lumi_scaffold.plugins import get_catalogue; get_catalogue()"
+    env = dict(os.environ)
+    sides = {"": env}
+    if variant is not None:
+        sides[" [variant]"] = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(variant), env.get("PYTHONPATH")]))}
+    for e in sides.values():
+        run([cli, "--help"], env=e)
+        run([py, "-c", discover], env=e)  # warm .pyc files
+    t: dict[str, list[float]] = {}
+    for _ in range(runs):
+        t.setdefault("pass", []).append(run([py, "-c", "pass"], env=env, key="pass"))
+        for tag, e in sides.items():
+            t.setdefault("help" + tag, []).append(run([cli, "--help"], env=e, key="help" + tag))
+            t.setdefault("discover" + tag, []).append(run([py, "-c", discover], env=e, key="discover" + tag))
+    bare = median(t["pass"])
+    target = TARGETS["help"][0]
+    rows = [Row("python -c pass", bare, "interpreter floor", samples=t["pass"], cpu=median(CPU["pass"]))]
+    for tag in sides:
+        help_s = median(t["help" + tag])
+        rows.append(Row("lumi-scaffold --help" + tag, help_s, f"{help_s - bare:.3f} s over python", f"<= {target} s",
+                        help_s <= target, t["help" + tag], median(CPU["help" + tag])))
+    for tag in sides:
+        extra = [d - p for d, p in zip(t["discover" + tag], t["pass"])]
+        extra_cpu = [d - p for d, p in zip(CPU["discover" + tag], CPU["pass"])]
+        rows.append(Row("plugin discovery (get_catalogue, fresh)" + tag, median(extra), "minus python -c pass",
+                        samples=extra, cpu=median(extra_cpu)))
+    return rows
+
+
+# ---------------------------------------------------------------- output
+
+
+def table(rows: list[Row]) -> str:
+    head = ("measurement", "median", "cpu", "ratio / detail", "target", "")
+    body = [
+        (r.name, "-" if r.median is None else f"{r.median:.3f} s", "" if r.cpu is None else f"{r.cpu:.3f} s",
+         r.detail, r.target, r.status())
+        for r in rows
+    ]
+    widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(len(head))]
+    fmt = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--template", type=Path, default=REPO, help="template checkout (copier.yml + project-templates/); default: %(default)s")
+    p.add_argument("--runs", type=int, default=None, help="copy/update rounds (default 7, --quick 3); start-up runs are 2x this")
+    p.add_argument("--quick", action="store_true", help="fewer runs and a sample of 100 combinations of the matrix")
+    p.add_argument("--sample", type=int, default=None, help="render only N combinations of the matrix (projected to the full one)")
+    p.add_argument("--workers", type=int, default=2, help="matrix workers (default 2: the 2-core target)")
+    p.add_argument("--only", action="append", choices=["cli", "matrix", "startup"], help="run only these parts (repeatable)")
+    p.add_argument("--no-floor-update", action="store_true", help="skip timing Copier's update floor")
+    p.add_argument("--variant", type=Path, default=None,
+                   help="a scratch checkout with a candidate fix: its copier.yml, project-templates/ and (through "
+                        "PYTHONPATH) lumi_scaffold/ are timed in the same copy, update and start-up rounds, interleaved")
+    p.add_argument("--json", type=Path, help="also write the rows (with all samples) as JSON here")
+    p.add_argument("--tmpdir", type=Path, default=None,
+                   help="where the temp directories go (default: $TMPDIR or /tmp, as the tests); e.g. /dev/shm")
+    p.add_argument("--keep", action="store_true", help="keep the temp directory (for inspection)")
+    p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = p.parse_args(argv)
+
+    if args.tmpdir:
+        tempfile.tempdir = str(args.tmpdir)
+        os.environ["TMPDIR"] = str(args.tmpdir)  # Copier's clones in the subprocesses too
+    template = args.template.resolve()
+    if not (template / "copier.yml").is_file() or not (template / "project-templates").is_dir():
+        p.error(f"{template} has no copier.yml and project-templates/")
+    runs = args.runs or (3 if args.quick else 7)
+    sample = args.sample or (100 if args.quick else None)
+    parts = args.only or ["startup", "cli", "matrix"]
+
+    settings_dir = Path(tempfile.mkdtemp(prefix="lumi-bench-settings-"))
+    settings = settings_dir / "copier-settings.yml"
+    settings.write_text("{}\n")
+    env = {**os.environ, **GIT_ENV, "COPIER_SETTINGS_PATH": str(settings)}
+    os.environ["COPIER_SETTINGS_PATH"] = str(settings)  # in-process renders too
+
+    rows: list[Row] = []
+    t0 = time.perf_counter()
+    load0 = os.getloadavg()[0]
+    try:
+        with workdir(args.keep) as root:
+            if "startup" in parts:
+                print("bench: start-up", file=sys.stderr, flush=True)
+                rows += bench_startup(runs * 2, args.variant)
+            if "cli" in parts:
+                print("bench: copier copy / update (CLI)", file=sys.stderr, flush=True)
+                rows += bench_cli(root, template, runs, env, not args.no_floor_update, args.variant)
+            if "matrix" in parts:
+                print("bench: answer matrix (in-process)", file=sys.stderr, flush=True)
+                rows += bench_matrix(root, template, sample, args.workers, singles=max(5, runs))
+    finally:
+        shutil.rmtree(settings_dir, ignore_errors=True)
+
+    print()
+    print(table(rows))
+    missed = [r.name for r in rows if r.ok is False]
+    load1 = os.getloadavg()[0]
+    cores = os.cpu_count() or 1
+    print(f"\n{cores} CPUs, python {sys.version.split()[0]}, copier {_version('copier')}, temp {tempfile.gettempdir()}; "
+          f"{runs} runs; {time.perf_counter() - t0:.0f} s in all; load average {load0:.1f} at start, {load1:.1f} at end.")
+    if max(load0, load1) > cores / 2:
+        print("Note: other processes were using the CPUs; wall times are inflated (the cpu column and the "
+              "interleaved ratios are less affected).")
+    print(f"MISSED: {'; '.join(missed)}" if missed else "All targets met.")
+    if args.json:
+        args.json.write_text(json.dumps([r.__dict__ | {"status": r.status()} for r in rows], indent=2))
+    return 1 if args.check and missed else 0
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

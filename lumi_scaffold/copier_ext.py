@@ -20,13 +20,23 @@ _warned = False
 # Compiled template code shared across Jinja environments. Copier builds a new
 # environment for every copy (three for an update) and compiles the same question
 # strings, paths and files each time; the code only depends on the source and on the
-# environment settings in the key below.
+# environment settings in the key below. The code is also kept on disk (like .pyc files),
+# because a user's `copier copy` is one render per process: see _code_dir().
 _COMPILED: dict[tuple, Any] = {}
 _COMPILED_MAX = 8192
+CACHE_ENV = "LUMI_SCAFFOLD_CACHE_DIR"
+_CACHE_MAX_AGE = 30 * 24 * 3600  # entries neither read nor written for this long are removed
+_pruned: list[bool] = []  # prune once per process, at the first write
 
 
 def _env_signature(env) -> tuple:
     autoescape = env.autoescape
+
+    # Jinja decides at compile time whether a filter or test gets the context (the
+    # @pass_context mark), so their names and marks are part of what the code depends on.
+    def callables(table):
+        return tuple(sorted((name, str(getattr(func, "jinja_pass_arg", ""))) for name, func in table.items()))
+
     return (
         env.block_start_string, env.block_end_string, env.variable_start_string,
         env.variable_end_string, env.comment_start_string, env.comment_end_string,
@@ -35,7 +45,79 @@ def _env_signature(env) -> tuple:
         env.optimized, env.is_async, env.finalize is None, type(env).__qualname__,
         tuple(sorted(env.extensions)),
         autoescape if not callable(autoescape) else getattr(autoescape, "__qualname__", "callable"),
+        callables(env.filters), callables(env.tests),
     )
+
+
+def _code_dir():
+    """Where compiled code is kept across processes: ``$LUMI_SCAFFOLD_CACHE_DIR`` (empty:
+    no disk cache), else ``$XDG_CACHE_HOME/lumi-scaffold/jinja-code`` or
+    ``~/.cache/lumi-scaffold/jinja-code``. Entries are keyed by a hash of everything the
+    code depends on, so a new template or Jinja version simply misses."""
+    import os
+    from pathlib import Path
+
+    if CACHE_ENV in os.environ:
+        value = os.environ[CACHE_ENV]
+        return Path(value) / "jinja-code" if value else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "lumi-scaffold" / "jinja-code"
+
+
+def _code_file(directory, key: tuple):
+    import hashlib
+
+    import jinja2
+
+    signature, source, name, _filename, defer_init = key
+    # The filename is left out: for a template from git it is a fresh temp clone's path on
+    # every run. Jinja's tracebacks take the path from the Template object, not the code.
+    text = repr((signature, source, name, defer_init, jinja2.__version__, sys.version, sys.implementation.cache_tag))
+    return directory / hashlib.sha256(text.encode()).hexdigest()
+
+
+def _code_from_disk(key: tuple):
+    import marshal
+
+    directory = _code_dir()
+    if directory is None:
+        return None
+    try:
+        return marshal.loads(_code_file(directory, key).read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None  # absent, unreadable or damaged: compile again
+
+
+def _code_to_disk(key: tuple, code) -> None:
+    """Write one entry (temp file + rename, so readers never see half a file) and drop
+    entries unused for a month. A cache that cannot be written only loses the speed-up."""
+    import marshal
+    import os
+    import tempfile
+    import time
+
+    directory = _code_dir()
+    if directory is None:
+        return
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(marshal.dumps(code))
+            os.replace(tmp, _code_file(directory, key))
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        if not _pruned:
+            _pruned.append(True)
+            cutoff = time.time() - _CACHE_MAX_AGE
+            for entry in os.scandir(directory):
+                info = entry.stat()
+                if max(info.st_atime, info.st_mtime) < cutoff:
+                    os.unlink(entry.path)
+    except (OSError, ValueError):
+        pass
 
 
 def _share_compiled_code(env) -> None:
@@ -49,18 +131,27 @@ def _share_compiled_code(env) -> None:
             signature.append(_env_signature(env))
         key = (signature[0], source, name, filename, defer_init)
         code = _COMPILED.get(key)
+        if code is None:
+            code = _code_from_disk(key)
+            if code is not None:
+                _remember(key, code)
         if code is not None:
             # Extensions' preprocess hooks have side effects (Copier's yield tag resets its
             # state there), so they run on a cache hit too; only parsing and codegen are saved.
             env.preprocess(source, name, filename)
         else:
             code = original(source, name, filename, raw, defer_init)
-            if len(_COMPILED) >= _COMPILED_MAX:
-                _COMPILED.clear()
-            _COMPILED[key] = code
+            _code_to_disk(key, code)
+            _remember(key, code)
         return code
 
     env.compile = compile
+
+
+def _remember(key: tuple, code) -> None:
+    if len(_COMPILED) >= _COMPILED_MAX:
+        _COMPILED.clear()
+    _COMPILED[key] = code
 
 
 def _catalogue() -> plugins.Catalogue:
@@ -125,6 +216,19 @@ def lumi_render(ctx: Context, text: str) -> str:
     return ctx.environment.from_string(text).render(ctx.get_all())
 
 
+def lumi_yaml(data: Any) -> str:
+    """Block-style YAML with 4-space indents: what Copier's ``to_nice_yaml`` writes, byte for
+    byte, through libyaml's emitter when PyYAML has it (the answers file holds the whole
+    ``plugin_data`` snapshot; the pure-Python emitter took 5-10 ms per project)."""
+    import yaml
+
+    # libyaml leaves out the "..." end marker after a lone scalar; the answers file is a
+    # mapping, but the filter stays exact for anything
+    fast = isinstance(data, (dict, list)) and getattr(yaml, "CSafeDumper", None)
+    dumper = fast or yaml.SafeDumper
+    return yaml.dump(data, Dumper=dumper, indent=4, allow_unicode=True, default_flow_style=False)
+
+
 class LumiExtension(Extension):
     """Registers the ``lumi_*`` globals and filters on Copier's Jinja environment."""
 
@@ -140,4 +244,5 @@ class LumiExtension(Extension):
             lumi_plugin_files=lumi_plugin_files,
         )
         environment.filters["lumi_render"] = lumi_render
+        environment.filters["lumi_yaml"] = lumi_yaml
         _share_compiled_code(environment)

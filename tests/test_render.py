@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lumi_scaffold.plugins import get_catalogue
-from lumi_scaffold.testing import answer_matrix, lint_projects, render_many
+from lumi_scaffold.testing import answer_matrix, copier_shortcuts, lint_projects, render_many, scratch_dir
 
 from .helpers import read_tree, render
 
@@ -37,18 +37,58 @@ def expected_files(a: dict) -> set[str]:
     return files
 
 
-def test_full_matrix_renders_lints_and_fits_the_site(template, tmp_path):
+@pytest.fixture
+def scratch(tmp_path):
+    with scratch_dir(tmp_path) as directory:
+        yield directory
+
+
+def test_full_matrix_renders_lints_and_fits_the_site(template, scratch):
     matrix = list(answer_matrix())
     assert len(matrix) > 1000  # sites x frameworks x containers x launchers x data x prestage x profilers x shapes
-    failures = render_many(template, tmp_path, matrix)
+    failures = render_many(template, scratch, matrix)
     assert failures == []
-    projects = sorted(tmp_path.iterdir())
+    projects = sorted(scratch.iterdir())
     for project, answers in zip(projects, matrix):
         files = {str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()}
         assert files == expected_files(answers), (project, answers)
         not_executable = [f for f in files if f.endswith(".sh") and not os.access(project / f, os.X_OK)]
         assert not_executable == [], project
     assert lint_projects(projects) == []
+
+
+def _tree_with_modes(root: Path) -> dict[str, tuple[int, bytes]]:
+    return {str(p.relative_to(root)): (p.stat().st_mode, p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_copier_shortcuts_change_nothing(template, tmp_path):
+    """render_many's shortcuts (lumi_scaffold.testing.copier_shortcuts) only save time."""
+    matrix = list(answer_matrix())[::149]
+    assert len(matrix) >= 10
+    with copier_shortcuts() as taken:
+        pass
+    assert taken == ["filemode", "plain", "context", "bundle", "config", "choices"], "a Copier upgrade removed what a shortcut replaces"
+    assert render_many(template, tmp_path / "fast", matrix, workers=1, shortcuts=True) == []
+    assert render_many(template, tmp_path / "plain", matrix, workers=1, shortcuts=False) == []
+    for i in range(len(matrix)):
+        assert _tree_with_modes(tmp_path / "fast" / f"{i:05d}") == _tree_with_modes(tmp_path / "plain" / f"{i:05d}")
+    import copier._vcs
+
+    assert copier._vcs.is_git_bundle.__module__ == "copier._vcs"  # restored
+
+
+@pytest.mark.parametrize("text", ["plain", "", "two\nlines", "end\n", "a {{ x }}", "{% if 1 %}y{% endif %}", "{# c #}", "cr\r\nlf", "{ braces }", "50% } {"])
+@pytest.mark.parametrize("keep_trailing_newline", [True, False])
+def test_plain_string_shortcut_only_where_jinja_agrees(text, keep_trailing_newline):
+    import jinja2
+
+    from lumi_scaffold.testing import _renders_to_itself
+
+    env = jinja2.Environment(keep_trailing_newline=keep_trailing_newline)
+    if text in ("plain", "", "two\nlines", "{ braces }") or (text == "end\n" and keep_trailing_newline):
+        assert _renders_to_itself(env, text)
+    if _renders_to_itself(env, text):
+        assert env.from_string(text).render(x=1) == text
 
 
 def test_same_answers_give_the_same_bytes(template, tmp_path):

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-import warnings
 from pathlib import Path
 from typing import Any
 
-import copier
+from lumi_scaffold.testing import render_project
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,18 +25,7 @@ def template_copy(dest: Path) -> Path:
 
 def render(template: Path | str, dest: Path, **answers: Any) -> Path:
     """Render a project with ``answers`` (plus DEFAULTS) and defaults for the rest."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        copier.run_copy(
-            str(template),
-            str(dest),
-            data={**DEFAULTS, **answers},
-            defaults=True,
-            unsafe=True,
-            quiet=True,
-            settings=copier.Settings(),
-        )
-    return dest
+    return render_project(template, dest, {**DEFAULTS, **answers})
 
 
 def read_tree(root: Path) -> dict[str, bytes]:

@@ -32,17 +32,32 @@ from .lint import bash_syntax, check_headers, shell_files, shellcheck
 from .models import Site
 from .plugins import Catalogue, get_catalogue
 
-__all__ = ["answer_matrix", "job_shapes", "lint_projects", "render_many", "render_project", "template_source"]
+__all__ = ["answer_matrix", "copier_shortcuts", "job_shapes", "lint_projects", "render_many", "render_project",
+           "scratch_dir", "template_root", "template_source"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def template_root() -> Path | None:
+    """Where this installation's template is: the source checkout (editable installs) or
+    the copy shipped in the wheel (``lumi_scaffold/_template``); None when neither is there."""
+    for root in (REPO_ROOT, Path(__file__).resolve().parent / "_template"):
+        if (root / "copier.yml").is_file() and (root / "project-templates").is_dir():
+            return root
+    return None
+
+
 def template_source(dest: Path | None = None) -> Path:
     """A copy of the template without git history (renders faster than a git source)."""
+    root = template_root()
+    if root is None:
+        raise FileNotFoundError("lumi-scaffold's template is not installed with this lumi_scaffold package: "
+                                "install lumi-scaffold from a wheel or a checkout, or set LUMI_SCAFFOLD_TEMPLATE")
     dest = Path(dest or tempfile.mkdtemp(prefix="lumi-template-"))
     dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(REPO_ROOT / "copier.yml", dest / "copier.yml")
-    shutil.copytree(REPO_ROOT / "project-templates", dest / "project-templates", dirs_exist_ok=True)
+    shutil.copy2(root / "copier.yml", dest / "copier.yml")
+    shutil.copytree(root / "project-templates", dest / "project-templates", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.py[co]"))
     return dest
 
 
@@ -472,7 +487,7 @@ def check_conformance(catalogue: Catalogue, plugin_name: str, *, template: Path 
     files belong to a registered site or framework; and that every project in
     :func:`plugin_matrix` renders, passes bash -n, shellcheck and the #SBATCH checks, and
     contains the plugin's template files. ``template`` defaults to $LUMI_SCAFFOLD_TEMPLATE, else the
-    template of this source checkout.
+    installed template (:func:`template_root`: the source checkout or the wheel's copy).
     """
     cat = catalogue
     loaded = [p.name for p in cat.plugins]
@@ -505,9 +520,10 @@ def _render_and_lint(cat: Catalogue, plugin_name: str, template: Path | str | No
         return []
     template = template or os.environ.get("LUMI_SCAFFOLD_TEMPLATE")
     if template is None:
-        if not (REPO_ROOT / "copier.yml").is_file():
-            return ["cannot render: lumi_scaffold is not a source checkout; pass template= or set "
-                    "LUMI_SCAFFOLD_TEMPLATE (a checkout of lumi-scaffold, or gh:org/lumi-scaffold)"]
+        if template_root() is None:
+            return ["cannot render: this lumi_scaffold has no template (neither a source checkout nor a wheel "
+                    "with lumi_scaffold/_template); pass template= or set LUMI_SCAFFOLD_TEMPLATE "
+                    "(a checkout of lumi-scaffold, or gh:org/lumi-scaffold)"]
         template = template_source()
     if multiprocessing.get_start_method() != "fork":
         workers = 1  # spawned workers would not see the catalogue swapped in below

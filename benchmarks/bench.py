@@ -70,6 +70,7 @@ TARGETS = {
     "update": (2.5, "ratio"),
     "matrix": (60.0, "seconds"),
     "help": (0.3, "seconds"),
+    "memory": (1.5, "ratio"),  # peak resident memory of our copy against the floor's copy
 }
 
 GIT_ENV = {
@@ -124,18 +125,31 @@ def cpu_seconds() -> float:
 CPU: dict[str, list[float]] = {}  # measurement key -> CPU seconds per run (beside the wall times)
 
 
+PEAK_MB: dict[str, list[float]] = {}  # measurement key -> peak resident memory (MiB) per run
+
+
 def run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, key: str | None = None) -> float:
-    """Run cmd, fail loudly on a non-zero exit, return its wall time in seconds."""
+    """Run cmd, fail loudly on a non-zero exit, return its wall time in seconds.
+
+    With ``key``, also records its CPU time and its peak resident memory (the largest of
+    the process and the children it waited for: Copier's git processes are far smaller)."""
     cpu0 = cpu_seconds()
     start = time.perf_counter()
-    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        elapsed = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if key:
         CPU.setdefault(key, []).append(cpu_seconds() - cpu0)
-    if result.returncode:
+        PEAK_MB.setdefault(key, []).append(usage.ru_maxrss / 1024)  # Linux: KiB
+    if proc.returncode:
         raise SystemExit(
-            f"bench: command failed ({result.returncode}): {' '.join(map(str, cmd))}\n"
-            f"{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+            f"bench: command failed ({proc.returncode}): {' '.join(map(str, cmd))}\n"
+            f"{stdout[-2000:]}\n{stderr[-4000:]}"
         )
     return elapsed
 
@@ -288,6 +302,16 @@ def bench_cli(root: Path, template_src: Path, runs: int, env: dict[str, str], wi
                         f"{r:.2f}x floor (medians {median(t[k]) / median(t['copy:floor']):.2f}x, "
                         f"cpu {ratio(k, 'copy:floor', CPU):.2f}x)",
                         f"<= {TARGETS['copy'][0]}x floor", r <= TARGETS["copy"][0], t[k], median(CPU[k])))
+    floor_mb = median(PEAK_MB["copy:floor"])
+    for side in sides:
+        k = f"copy:{side.key}"
+        mb = median(PEAK_MB[k])
+        if side.key == "floor":
+            rows.append(Row(f"peak memory, copier copy, {side.label}", None, f"{mb:.0f} MiB"))
+            continue
+        r = mb / floor_mb
+        rows.append(Row(f"peak memory, copier copy, {side.label}", None, f"{mb:.0f} MiB, {r:.2f}x floor",
+                        f"<= {TARGETS['memory'][0]}x floor", r <= TARGETS["memory"][0]))
     for side in sides:
         k = f"update:{side.key}"
         if k not in t:

@@ -5,10 +5,11 @@ Plugin authors write sites and frameworks as YAML and load them with
 
 Two parsers, one meaning. ruamel.yaml's round-trip loader keeps every node's position,
 which the error messages need, but it is pure Python and was most of the catalogue's
-build time (63 of 85 ms, docs/performance.md). So a file is first read with libyaml
-(PyYAML's ``CSafeLoader``, when present) through a resolver that types plain scalars
-exactly as ruamel's YAML 1.2 loader does for the simple cases and *declines* everything
-else (``0o17``, ``1_000``, dates, ``.inf``, merge keys, duplicate keys, odd tags...).
+build time (63 of 85 ms, docs/performance.md). So a file is first read from libyaml's events
+(PyYAML's ``CSafeLoader``, when present), typing plain scalars exactly as ruamel's YAML
+1.2 loader does for the simple cases and *declining* everything else (``0o17``,
+``1_000``, dates, ``.inf``, merge keys, duplicate keys, tags, anchors, directives,
+tabs...).
 When it declines, when the file is not what the model wants, or when validation
 fails, the file is parsed again with ruamel and everything is reported from there.
 """
@@ -43,100 +44,107 @@ _BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": Fal
 _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
 _SIMPLE_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
 _SIMPLE_FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
-# What else ruamel may type (a superset, to be safe): ints in other bases or with "_"
-# or leading zeros, other floats, .inf/.nan, anything starting like a date, "<<", "=".
+# What else ruamel's YAML 1.2 resolver types (written as supersets of its patterns):
+# ints in other bases or with "_", other floats, .inf/.nan, dates, "<<" and "=".
 _MAYBE_TYPED = re.compile(
-    r"[-+]?(?:0[bBoOxX]?[0-9a-fA-F_]*|[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?"
+    r"[-+]?(?:0[bBoOxX]?[0-9a-fA-F_]*|[0-9_]+(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?"
     r"|\.[0-9_]+(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF|nan|NaN|NAN))\Z"
     r"|[0-9]{4}-[0-9]|<<\Z|=\Z"
 )
-# Private tags: only what the resolver below produced is constructed, so any tag written
-# in the file (!!str, !!binary, !custom...) has no constructor and is declined.
-_STR, _INT, _FLOAT, _BOOL, _NULL, _MAP, _SEQ = (f"lumi-fast:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq"))
-_KEY_TYPES = (str, int, float, bool, type(None))
+# Characters libyaml accepts where ruamel does not, or reads differently (tabs in plain
+# scalars, CR, stray byte-order marks, NEL and the Unicode line and paragraph separators).
+_UNUSUAL = ("\t", "\r", "\ufeff", "\x85", "\u2028", "\u2029")
+_MAX_DEPTH = 200
 
 
 class _Decline(Exception):
-    """The fast path leaves this file to ruamel."""
+    """The fast path leaves this text to ruamel."""
 
 
-_FAST_LOADER: list[Any] = []
-
-
-def _fast_loader() -> Any:
-    """A ``yaml.CSafeLoader`` subclass with the resolver above, or None without libyaml."""
-    if _FAST_LOADER:
-        return _FAST_LOADER[0]
-    try:
-        import yaml
-
-        base = yaml.CSafeLoader
-    except (ImportError, AttributeError):
-        _FAST_LOADER.append(None)
+def _scalar(value: str, implicit: tuple[bool, bool]) -> Any:
+    if not implicit[0]:  # quoted or block scalar
+        return value
+    if value in _BOOLS:
+        return _BOOLS[value]
+    if value in _NULLS:
         return None
-
-    scalars = {_STR: str, _INT: int, _FLOAT: float, _BOOL: _BOOLS.__getitem__, _NULL: lambda value: None}
-
-    def scalar(loader, node) -> Any:
-        return scalars[node.tag](node.value)
-
-    def mapping(loader, node):
-        data: dict[Any, Any] = {}
-        yield data
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, _KEY_TYPES) or key in data:
-                raise _Decline(f"complex or duplicate key {key!r}")
-            data[key] = loader.construct_object(value_node, deep=True)
-
-    def sequence(loader, node):
-        data: list[Any] = []
-        yield data
-        data.extend(loader.construct_object(child, deep=True) for child in node.value)
-
-    def undefined(loader, node):
-        raise _Decline(f"tag {node.tag}")
-
-    class Yaml12Loader(base):  # type: ignore[misc,valid-type]
-        yaml_constructors = {**dict.fromkeys(scalars, scalar), _MAP: mapping, _SEQ: sequence, None: undefined}
-
-        def resolve(self, kind, value, implicit):
-            if kind is yaml.MappingNode:
-                return _MAP
-            if kind is yaml.SequenceNode:
-                return _SEQ
-            if not implicit[0]:  # quoted
-                return _STR
-            if value in _BOOLS:
-                return _BOOL
-            if value in _NULLS:
-                return _NULL
-            if _SIMPLE_INT.match(value):
-                return _INT
-            if _SIMPLE_FLOAT.match(value):
-                return _FLOAT
-            if _MAYBE_TYPED.match(value):
-                raise _Decline(f"plain scalar {value!r}")
-            return _STR
-
-    _FAST_LOADER.append(Yaml12Loader)
-    return Yaml12Loader
+    if _SIMPLE_INT.match(value):
+        return int(value)
+    if _SIMPLE_FLOAT.match(value):
+        return float(value)
+    if _MAYBE_TYPED.match(value):
+        raise _Decline(f"plain scalar {value!r}")
+    return value
 
 
-_DECLINED = object()
+def _from_events(events) -> Any:
+    """Plain dicts, lists and scalars from libyaml's events, declining anything beyond
+    one document of untagged, unanchored block or flow collections and scalars."""
+    import yaml
+
+    stack: list[tuple[Any, list]] = []  # (container, [pending key]) per open collection
+    result: list[Any] = []
+    documents = 0
+
+    def add(value: Any) -> None:
+        if not stack:
+            result.append(value)
+            return
+        container, key = stack[-1]
+        if isinstance(container, list):
+            container.append(value)
+        elif not key:
+            if not isinstance(value, (str, int, float, bool, type(None))) or value in container:
+                raise _Decline(f"complex or duplicate key {value!r}")
+            key.append(value)
+        else:
+            container[key.pop()] = value
+
+    for event in events:
+        if isinstance(event, yaml.ScalarEvent):
+            if event.tag is not None or event.anchor is not None:
+                raise _Decline("tag or anchor")
+            if event.style in ("|", ">") and not event.value.strip():
+                raise _Decline("empty block scalar")  # ruamel may read a '#' line as its content
+            add(_scalar(event.value, event.implicit))
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            if event.tag is not None or event.anchor is not None:
+                raise _Decline("tag or anchor")
+            if len(stack) >= _MAX_DEPTH:
+                raise _Decline("deep nesting")
+            if stack and isinstance(stack[-1][0], dict) and not stack[-1][1]:
+                raise _Decline("a collection as a mapping key")
+            container: Any = {} if isinstance(event, yaml.MappingStartEvent) else []
+            add(container)
+            stack.append((container, []))
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            stack.pop()
+        elif isinstance(event, yaml.AliasEvent):
+            raise _Decline("alias")
+        elif isinstance(event, yaml.DocumentStartEvent):
+            documents += 1
+            if documents > 1 or event.version is not None or event.tags:
+                raise _Decline("directives or several documents")
+    return result[0] if result else None
 
 
 def _fast_load(text: str) -> Any:
     """The data in ``text`` as plain dicts and lists, or ``_DECLINED``."""
-    loader = _fast_loader()
-    if loader is None:
+    if any(char in text for char in _UNUSUAL):
         return _DECLINED
-    import yaml
-
     try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader with core tags only
-    except (yaml.YAMLError, _Decline, RecursionError):
+        import yaml
+
+        loader = yaml.CSafeLoader
+    except (ImportError, AttributeError):  # PyYAML without libyaml: ruamel it is
         return _DECLINED
+    try:
+        return _from_events(yaml.parse(text, Loader=loader))
+    except Exception:  # noqa: BLE001 - a YAML error, _Decline, anything odd: ruamel decides
+        return _DECLINED
+
+
+_DECLINED = object()
 
 
 def locate(root: Any, loc: tuple[Any, ...]) -> tuple[int, int]:
@@ -206,6 +214,8 @@ def _load_careful(text: str, shown: str, model: type[M], many: bool, overrides: 
         mark = exc.problem_mark
         where = f"{shown}:{mark.line + 1}:{mark.column + 1}" if mark else shown
         raise DataFileError(shown, [f"{where}: not valid YAML: {exc.problem}"]) from None
+    except (RecursionError, ValueError, LookupError, TypeError) as exc:  # ruamel's own slips, e.g. `a: -_`
+        raise DataFileError(shown, [f"{shown}: not valid YAML ({type(exc).__name__}: {exc})"]) from None
     if many:
         if not isinstance(data, CommentedSeq):
             raise DataFileError(shown, [f"{shown}:1:1: expected a list of {model.__name__} entries"])

@@ -172,3 +172,34 @@ def test_not_utf8(tmp_path):
     with pytest.raises(DataFileError) as info:
         load_data_file(path, Partition)
     assert info.value.lines == [f"{path}: not UTF-8 text (invalid continuation byte at byte 8); save it as UTF-8"]
+
+
+# Found in review: inputs where libyaml and ruamel part ways; each must be declined.
+REVIEW = [
+    "a: -_1", "a: +_0", "-_1: a", "%YAML 1.1\n---\na: yes", "%YAML 1.1\n---\na: 1:20", "%TAG !l! tag:x:\n---\na: !l!x 1",
+    "a: !", "- !", "! : x", "a: ! 5", "a: !<lumi-fast:int> 1_0", "a:\t1", "a: b\tc", "a: 1\n\ufeff", "- a\x85- b",
+    "a: |\n  x\u2028y\n", "&a [*a]", "  > #c+|\r#", "\n|\n#+! 1#", "a: " + "[" * 300 + "]" * 300, "---\na: 1\n---\nb: 2",
+]
+
+
+@pytest.mark.parametrize("text", REVIEW, ids=range(len(REVIEW)))
+def test_review_cases_are_declined(text):
+    from lumi_scaffold import datafile
+
+    assert datafile._fast_load(text) is datafile._DECLINED
+
+
+def test_very_deep_nesting_does_not_crash(tmp_path):
+    path = tmp_path / "deep.yaml"
+    path.write_text("name: " + "[" * 100000 + "]" * 100000 + "\n")
+    with pytest.raises(DataFileError) as info:
+        load_data_file(path, Partition)
+    assert info.value.lines[0].startswith(f"{path}")
+
+
+def test_ruamel_slip_is_a_clean_error(tmp_path):
+    path = tmp_path / "slip.yaml"
+    path.write_text("name: -_\n")
+    with pytest.raises(DataFileError) as info:
+        load_data_file(path, Partition)
+    assert "not valid YAML" in info.value.lines[0]

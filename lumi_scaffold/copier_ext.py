@@ -7,6 +7,7 @@ Globals are prefixed ``lumi_`` so no answer can shadow them, and they only ever 
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -33,9 +34,14 @@ def _env_signature(env) -> tuple:
     autoescape = env.autoescape
 
     # Jinja decides at compile time whether a filter or test gets the context (the
-    # @pass_context mark), so their names and marks are part of what the code depends on.
+    # @pass_context mark), and with `optimized` it runs filters and tests on constant
+    # arguments while compiling. So their names and marks, and the files they come from
+    # (changed by any upgrade), are part of what the code depends on; so are the
+    # extensions, which take part in parsing.
     def callables(table):
         return tuple(sorted((name, str(getattr(func, "jinja_pass_arg", ""))) for name, func in table.items()))
+
+    code_from = [*env.filters.values(), *env.tests.values(), *map(type, env.extensions.values()), env.finalize]
 
     return (
         env.block_start_string, env.block_end_string, env.variable_start_string,
@@ -45,8 +51,24 @@ def _env_signature(env) -> tuple:
         env.optimized, env.is_async, env.finalize is None, type(env).__qualname__,
         tuple(sorted(env.extensions)),
         autoescape if not callable(autoescape) else getattr(autoescape, "__qualname__", "callable"),
-        callables(env.filters), callables(env.tests),
+        callables(env.filters), callables(env.tests), str(getattr(env.finalize, "jinja_pass_arg", "")),
+        _module_stamps(code_from),
     )
+
+
+def _module_stamps(objects) -> tuple:
+    """(module, file size, file mtime) of the modules defining ``objects``."""
+    import os
+
+    stamps = set()
+    for name in {getattr(obj, "__module__", None) for obj in objects} - {None, "builtins"}:
+        path = getattr(sys.modules.get(name), "__file__", None)
+        try:
+            info = os.stat(path) if path else None
+        except OSError:
+            info = None
+        stamps.add((name, info.st_size, info.st_mtime_ns) if info else (name, None, None))
+    return tuple(sorted(stamps, key=repr))
 
 
 def _code_dir():
@@ -78,14 +100,28 @@ def _code_file(directory, key: tuple):
 
 def _code_from_disk(key: tuple):
     import marshal
+    import types
 
     directory = _code_dir()
     if directory is None:
         return None
     try:
-        return marshal.loads(_code_file(directory, key).read_bytes())
+        code = marshal.loads(_code_file(directory, key).read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
         return None  # absent, unreadable or damaged: compile again
+    if not isinstance(code, types.CodeType):
+        return None
+    filename = key[3]
+    return _with_filename(code, "<template>" if filename is None else filename)  # Jinja's default name
+
+
+def _with_filename(code, filename: str):
+    """``code`` with this run's template path, as a fresh compile would have it: Jinja's
+    Template.filename and tracebacks take it from the code objects."""
+    import types
+
+    consts = tuple(_with_filename(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 def _code_to_disk(key: tuple, code) -> None:
@@ -103,6 +139,7 @@ def _code_to_disk(key: tuple, code) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
         try:
+            os.fchmod(fd, 0o644)  # like .pyc files (mkstemp makes 0600)
             with os.fdopen(fd, "wb") as out:
                 out.write(marshal.dumps(code))
             os.replace(tmp, _code_file(directory, key))
@@ -216,16 +253,44 @@ def lumi_render(ctx: Context, text: str) -> str:
     return ctx.environment.from_string(text).render(ctx.get_all())
 
 
+# Text both YAML emitters write alike (found by differential tests against Copier's
+# to_nice_yaml): printable characters of the Basic Multilingual Plane and newlines, but no
+# space next to a newline (that forces the double-quoted style, which the two fold
+# differently). Keys: printable ASCII, shorter than 128 (the simple-key limit).
+_SAME_TEXT = re.compile(r"(?:[\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd](?<! \n)(?<!\n ))*\Z")
+_SAME_KEY = re.compile(r"[\x20-\x7e]{1,127}\Z")
+
+
+def _same_in_libyaml(data: Any) -> bool:
+    todo = [data]
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind is dict:
+            if not all(type(k) is str and _SAME_KEY.match(k) for k in item):
+                return False
+            todo.extend(item.values())
+        elif kind is list:
+            todo.extend(item)
+        elif kind is str:
+            if not _SAME_TEXT.match(item):
+                return False
+        elif kind not in (int, float, bool, type(None)):
+            return False
+    return True
+
+
 def lumi_yaml(data: Any) -> str:
-    """Block-style YAML with 4-space indents: what Copier's ``to_nice_yaml`` writes, byte for
-    byte, through libyaml's emitter when PyYAML has it (the answers file holds the whole
-    ``plugin_data`` snapshot; the pure-Python emitter took 5-10 ms per project)."""
+    """What Copier's ``to_nice_yaml`` writes, byte for byte: block style, 4-space indents.
+
+    Through libyaml's emitter when the data is plain JSON-like data in which both emitters
+    agree (see _same_in_libyaml), else through the same pure-Python emitter as
+    ``to_nice_yaml``. The answers file holds the whole ``plugin_data`` snapshot; the
+    pure-Python emitter took 5-10 ms of each render."""
     import yaml
 
-    # libyaml leaves out the "..." end marker after a lone scalar; the answers file is a
-    # mapping, but the filter stays exact for anything
-    fast = isinstance(data, (dict, list)) and getattr(yaml, "CSafeDumper", None)
-    dumper = fast or yaml.SafeDumper
+    fast = isinstance(data, (dict, list)) and getattr(yaml, "CDumper", None)
+    dumper = fast if fast and _same_in_libyaml(data) else yaml.Dumper
     return yaml.dump(data, Dumper=dumper, indent=4, allow_unicode=True, default_flow_style=False)
 
 

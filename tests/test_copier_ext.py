@@ -124,3 +124,95 @@ def test_cache_key_follows_what_the_code_depends_on(change):
     same = jinja2.Environment()
     same.filters["f"] = plain
     assert copier_ext._env_signature(base) == copier_ext._env_signature(same)
+
+
+# --- found in review --------------------------------------------------------------------
+
+REVIEW_DATA = [
+    {"description": "My project \U0001F680"}, {"k": "echo\t" * 30}, {"é" * 100: 1}, {"": 1}, {"\r": 1},
+    {"k": "a\x85b"}, {"k": "a\u2028b"}, {"k": "a \nb"}, {"k": "a\n b"}, {"a": (1, 2)}, {1: "int key"},
+    {"k": "x" * 200}, {"k": ("word " * 40).strip()}, {"k": "multi\nline\n"},
+]
+
+
+@pytest.mark.parametrize("data", REVIEW_DATA, ids=range(len(REVIEW_DATA)))
+def test_lumi_yaml_review_cases(data):
+    assert copier_ext.lumi_yaml(data) == to_nice_yaml(data)
+
+
+def test_lumi_yaml_differential(template, tmp_path):
+    import random
+
+    rng = random.Random(20261122)
+    alphabet = list("ab -:#\n'\"\\!&*?|>%@`,[]{}=~.019xyz") + ["é", "中", "\xa0", "  ", "yes", "null", "- ", ": ", " #"]
+    fast = 0
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) * rng.choice([1, 1, 1, 5])
+        key = "".join(rng.choice("ab -:#'\"!&*?|>%@`,[]{}=~.019") for _ in range(rng.randint(1, 20)))
+        data = {"k": text, key: [text, {"n": text}], "list": [text, 1, 2.5, None, True]}
+        fast += copier_ext._same_in_libyaml(data)
+        assert copier_ext.lumi_yaml(data) == to_nice_yaml(data), data
+    assert fast > 2000  # the fast emitter was really compared
+    # and the answers file of a real project takes the fast emitter
+    project = render(template, tmp_path / "p")
+    assert copier_ext._same_in_libyaml(yaml.safe_load((project / ".copier-answers.yml").read_text()))
+
+
+def _run(tmp_path, script: str, *args: str) -> str:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=tmp_path,
+                            env={**__import__("os").environ, copier_ext.CACHE_ENV: str(tmp_path / "cache")})
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+FOLD = """
+import sys, jinja2
+from lumi_scaffold.copier_ext import _share_compiled_code
+sys.path.insert(0, ".")
+from myfilters import f
+env = jinja2.Environment()
+env.filters["f"] = f
+_share_compiled_code(env)
+print(env.from_string('{{ "Hello"|f }} {{ x|f }}').render(x="World"))
+"""
+
+
+def test_cache_misses_when_a_filter_module_changes(tmp_path):
+    """Jinja runs filters on constants while compiling: new filter code, new cache key."""
+    import os
+
+    module = tmp_path / "myfilters.py"
+    module.write_text("def f(value):\n    return value.upper()\n")
+    assert _run(tmp_path, FOLD) == "HELLO WORLD"
+    module.write_text("def f(value):\n    return value.lower()\n\n")
+    os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 10**9))
+    assert _run(tmp_path, FOLD) == "hello world"
+
+
+FILENAME = """
+import sys, traceback, jinja2
+from lumi_scaffold.copier_ext import _share_compiled_code
+env = jinja2.Environment(loader=jinja2.FileSystemLoader(sys.argv[1]))
+_share_compiled_code(env)
+t = env.get_template("a.txt")
+try:
+    t.render(x=0)
+except ZeroDivisionError:
+    print(t.filename, traceback.extract_tb(sys.exc_info()[2])[-1].filename)
+"""
+
+
+def test_cached_code_carries_this_runs_file_name(tmp_path):
+    for clone in ("clone1", "clone2"):
+        (tmp_path / clone).mkdir()
+        (tmp_path / clone / "a.txt").write_text("line1\n{{ 1/x }}\n")
+    first = _run(tmp_path, FILENAME, str(tmp_path / "clone1"))
+    [entry] = (tmp_path / "cache" / "jinja-code").iterdir()
+    written = entry.stat().st_ino
+    second = _run(tmp_path, FILENAME, str(tmp_path / "clone2"))
+    assert first.split() == [str(tmp_path / "clone1" / "a.txt")] * 2
+    assert second.split() == [str(tmp_path / "clone2" / "a.txt")] * 2
+    assert entry.stat().st_ino == written  # the second run read the entry (a miss rewrites it)

@@ -17,6 +17,7 @@ import importlib.metadata
 import itertools
 import multiprocessing
 import os
+import re
 import shutil
 import tempfile
 import types
@@ -187,9 +188,13 @@ def copier_shortcuts() -> Iterator[list[str]]:
 
         return load
 
+    # JSON that YAML 1.1 (PyYAML) reads otherwise: exponents without a dot, NaN and
+    # Infinity, surrogate pairs
+    not_yaml_alike = re.compile(r"[0-9][eE]|NaN|Infinity|\\u[dD][89a-fA-F]")
+
     def json_first(original):
         def parse(string):
-            if string[:1] in ("[", "{"):
+            if string[:1] in ("[", "{") and not not_yaml_alike.search(string):
                 try:
                     return json.loads(string)
                 except ValueError:
@@ -199,9 +204,7 @@ def copier_shortcuts() -> Iterator[list[str]]:
         return parse
 
     def context_once_per_render(original):
-        from collections import ChainMap
-
-        from copier._types import Phase
+        from copier._types import LazyDict, Phase
 
         def context(self):
             if Phase.current() is not Phase.RENDER:
@@ -209,9 +212,12 @@ def copier_shortcuts() -> Iterator[list[str]]:
             cached = self.__dict__.get("_lumi_render_context")
             if cached is None:
                 cached = self.__dict__["_lumi_render_context"] = original(self)
-            # Copier writes into _copier_conf of the context it gets (answers_relpath):
-            # each caller gets its own layer on top of the shared, lazily filled one.
-            return {**cached, "_copier_conf": ChainMap({}, cached["_copier_conf"])}
+            # What Copier builds afresh per call, each caller gets afresh: the top-level
+            # dicts (Copier writes into _copier_conf, see Worker.answers_relpath), the
+            # LazyDict filled from the shared one, the answers file's mapping copied.
+            conf = cached["_copier_conf"]
+            return {**cached, "_copier_conf": LazyDict({k: functools.partial(conf.__getitem__, k) for k in conf}),
+                    "_copier_answers": dict(cached["_copier_answers"])}
 
         return context
 

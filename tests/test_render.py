@@ -77,6 +77,29 @@ def test_copier_shortcuts_change_nothing(template, tmp_path):
     assert copier._vcs.is_git_bundle.__module__ == "copier._vcs"  # restored
 
 
+def test_copier_shortcuts_on_a_template_that_pokes_the_context(tmp_path):
+    """Found in review: templates that mutate or serialise what Copier builds per file."""
+    import contextlib
+
+    from lumi_scaffold.testing import render_project
+
+    tpl = tmp_path / "tpl"
+    tpl.mkdir()
+    (tpl / "copier.yml").write_text("name:\n  type: str\n  default: n\nn:\n  type: int\n  choices: '{{ [1, 2] | tojson }}'\n  default: 1\n")
+    body = ("{{ _copier_answers.pop('name', 'gone') }} {{ _copier_conf.answers_file }} "
+            "{{ (_copier_conf | to_json) | length > 10 }} {{ _copier_conf.sep }}\n")
+    for name in ("a.txt.jinja", "b.txt.jinja"):
+        (tpl / name).write_text(body)
+    (tpl / "{{ _copier_conf.answers_file }}.jinja").write_text("{{ _copier_answers | to_nice_yaml }}")
+    trees = []
+    for use in (False, True):
+        with copier_shortcuts() if use else contextlib.nullcontext():
+            project = render_project(tpl, tmp_path / f"out-{use}", {})
+        trees.append(read_tree(project))
+    assert trees[0] == trees[1]
+    assert trees[1]["b.txt"] == b"n .copier-answers.yml True /\n"
+
+
 @pytest.mark.parametrize("text", ["plain", "", "two\nlines", "end\n", "a {{ x }}", "{% if 1 %}y{% endif %}", "{# c #}", "cr\r\nlf", "{ braces }", "50% } {"])
 @pytest.mark.parametrize("keep_trailing_newline", [True, False])
 def test_plain_string_shortcut_only_where_jinja_agrees(text, keep_trailing_newline):

@@ -20,6 +20,7 @@ __all__ = [
     "BindingsModule",
     "ContainerGeneration",
     "ContainerImage",
+    "EnvModule",
     "EnvSetting",
     "Framework",
     "NodeLayout",
@@ -217,8 +218,36 @@ class StorageArea(Model):
         return self.path.replace("{account}", account)
 
 
+def _plain_word(value: str) -> str:
+    check_shell_word(value)
+    if "$" in value or not value:
+        raise ValueError(f"{value!r} is written unquoted into scripts: give a plain word with no ${{NAME}} references")
+    return value
+
+
+PlainWord = Annotated[str, AfterValidator(_plain_word)]
+
+
+class EnvModule(Model):
+    """An environment module a job loads on the host before it starts the container."""
+
+    use: AbsPath | None = Field(default=None, description="Directory for `module use`, if needed.")
+    name: PlainWord = Field(description="Module to load, e.g. rccl-net-plugin or rocm/6.2.4.")
+    sets_binds: bool = Field(
+        default=False, description="The module sets the runtime's bind paths (SINGULARITY_BIND and the like)."
+    )
+    why: str = Field(default="", description="One line saying why it is loaded; written as a comment.")
+    source: str = ""
+
+    _text = field_validator("why", "source")(_one_line)
+
+
 class BindingsModule(Model):
-    """An environment module that sets SINGULARITY_BIND (and friends) for an image generation."""
+    """An environment module that sets SINGULARITY_BIND (and friends) for an image generation.
+
+    Kept for plugins written before :attr:`ContainerGeneration.modules`; it is loaded like
+    a ``modules`` entry with ``sets_binds: true``.
+    """
 
     use: AbsPath | None = Field(default=None, description="Directory for `module use`, if needed.")
     name: ShellWord = Field(description="Module to load, e.g. lumi-aif-singularity-bindings.")
@@ -235,7 +264,12 @@ class ContainerGeneration(Model):
         default=None,
         description="Variable inside the container holding the activation command (legacy: WITH_CONDA).",
     )
-    bindings_module: BindingsModule | None = Field(default=None, description="Module that sets the binds.")
+    modules: list[EnvModule] = Field(
+        default_factory=list, description="Modules every job loads on the host, in this order (e.g. rocm, then rccl-net-plugin)."
+    )
+    bindings_module: BindingsModule | None = Field(
+        default=None, description="One module that sets the binds (older form of a `modules` entry with sets_binds)."
+    )
     binds: list[AbsPath] = Field(default_factory=list, description="Binds every job needs.")
     multi_node_binds: list[AbsPath] = Field(
         default_factory=list, description="Extra binds for jobs on more than one node (RCCL over Slingshot)."
@@ -244,6 +278,24 @@ class ContainerGeneration(Model):
     source: str = ""
 
     _text = field_validator("title", "note", "source")(_one_line)
+
+    @model_validator(mode="after")
+    def _one_way_to_give_modules(self) -> ContainerGeneration:
+        if self.modules and self.bindings_module:
+            raise ValueError(
+                f"give modules or bindings_module, not both; move bindings_module ({self.bindings_module.name}) "
+                "into modules as an entry with sets_binds: true, where you want it in the load order"
+            )
+        _unique("modules", [m.name for m in self.modules])
+        return self
+
+    @property
+    def load_modules(self) -> list[EnvModule]:
+        """The modules a job loads, in order (``bindings_module`` as a ``modules`` entry)."""
+        if self.bindings_module:
+            bm = self.bindings_module
+            return [EnvModule(use=bm.use, name=bm.name, sets_binds=True, source=bm.source)]
+        return list(self.modules)
 
 
 class AccountRule(Model):

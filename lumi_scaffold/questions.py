@@ -382,12 +382,16 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
         path = str(a.get("container_path")) if choice == "custom" else f"container/{a.get('project_name')}.sif"
         container = {"id": choice, "title": f"{choice} image", "path": path, "status": choice, "replaced_by": "", "source": ""}
         pins = {}
+    modules = generation.load_modules
+    # Template versions before `modules` load one module: the bindings module, else the last.
+    single = next((m for m in modules if m.sets_binds), modules[-1] if modules else None)
     container.update(
         generation=generation.name,
         run_verb=generation.run_verb,
         activate_var=generation.activate_var or "",
-        module_use=generation.bindings_module.use or "" if generation.bindings_module else "",
-        module=generation.bindings_module.name if generation.bindings_module else "",
+        module_use=single.use or "" if single else "",
+        module=single.name if single else "",
+        modules=[m.model_dump() for m in modules],
         binds=list(dict.fromkeys(generation.binds + (generation.multi_node_binds if multi else []))),
         relative=container["path"].startswith("container/"),
     )

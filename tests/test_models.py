@@ -49,6 +49,9 @@ def test_builtin_lumi_site_validates(lumi_data):
         (lambda d: d["env"][0].__setitem__("why", "two\nlines"), "single line"),
         (lambda d: d["storage"][0].__setitem__("path", "relative/{account}"), "must be an absolute path"),
         (lambda d: d["partitions"].append(dict(d["partitions"][0])), "partitions names must be unique"),
+        (lambda d: d["generations"][0].__setitem__("bindings_module", {"name": "x"}), "give modules or bindings_module, not both"),
+        (lambda d: d["generations"][0]["modules"][0].__setitem__("name", "${MOD}"), "is written unquoted into scripts"),
+        (lambda d: d["generations"][0]["modules"].append(d["generations"][0]["modules"][0]), "modules names must be unique"),
     ],
 )
 def test_invalid_site_names_field_and_reason(lumi_data, change, expected):
@@ -60,6 +63,17 @@ def test_invalid_site_names_field_and_reason(lumi_data, change, expected):
 def test_mask_on_reserved_core_names_rank():
     with pytest.raises(ValidationError, match=r"rank 0\) uses reserved core"):
         NodeLayout(gpus=1, cpus=8, cores=8, reserved_cores=[0], cpus_per_gpu=1, cpu_masks=["0x1"], mem_per_gpu_gb=1, mem_per_node_gb=1)
+
+
+def test_bindings_module_still_works_as_one_module(lumi_data):
+    """Plugins written before `modules` give one bindings_module; it loads as a bindings entry."""
+    data = copy.deepcopy(lumi_data)
+    laif = data["generations"][0]
+    laif["bindings_module"] = {"use": "/appl/local/laifs/modules", "name": "lumi-aif-singularity-bindings", "source": "TM-Cont"}
+    laif["modules"] = []
+    modules = Site.model_validate(data).generation("laif").load_modules
+    assert [(m.use, m.name, m.sets_binds, m.source) for m in modules] == [
+        ("/appl/local/laifs/modules", "lumi-aif-singularity-bindings", True, "TM-Cont")]
 
 
 def test_partition_seconds():

@@ -52,7 +52,9 @@ def test_site_matches_the_fact_sheet(catalogue):
     assert (extended.max_nodes, extended.max_walltime) == (64, "1-00:00:00")
     assert (debug.slurm_name, debug.qos, debug.max_walltime) == ("batch", "debug", "02:00:00")
     assert not site.has_partial_nodes
-    assert site.generations[0].bindings_module.name == "rccl-net-plugin"
+    # rccl-net-plugin is loaded after rocm [OLCF-PT]; neither is a bindings module.
+    assert [m.name for m in site.generation("explicit").load_modules] == ["rocm", "rccl-net-plugin"]
+    assert not any(m.sets_binds for m in site.generation("explicit").load_modules)
     assert site.storage_area("scratch").resolve("abc123") == "/lustre/orion/abc123/scratch/${USER}"
 
 
@@ -81,7 +83,8 @@ def test_debug_qos_job_lines(catalogue, template, tmp_path):
     assert "#SBATCH --time=01:30:00" in header
     assert "#SBATCH --mem=480G" in header and "#SBATCH --exclusive" not in header
     env = (project / "scripts/job-env.sh").read_text()
-    assert "module load rccl-net-plugin" in env and "CONTAINER=(apptainer exec" in env
+    assert "CONTAINER=(apptainer exec)" in env
+    assert env.index("module load rocm\n") < env.index("module load rccl-net-plugin\n")
 
 
 @pytest.mark.parametrize(

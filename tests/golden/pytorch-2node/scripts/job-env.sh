@@ -15,8 +15,7 @@ export PROJECT_DIR
 SIF="${SIF:-/appl/local/laifs/containers/lumi-multitorch-u24r70f21m50t210-20260513_121430/lumi-multitorch-full-u24r70f21m50t210-20260513_121430.sif}"
 export SIF
 
-# The bindings module sets SINGULARITY_BIND (file systems, /appl, /var/spool/slurmd)
-# for this image generation. [TM-Cont]
+# lumi-aif-singularity-bindings: sets SINGULARITY_BIND for the workspaces, /appl and /var/spool/slurmd [TM-Cont]
 module use /appl/local/laifs/modules
 module load lumi-aif-singularity-bindings
 

@@ -146,8 +146,12 @@ class NodeLayout(Model):
     cpu_masks: list[str] = Field(
         description="--cpu-bind=mask_cpu masks in local-rank order (rank i -> GPU i), hex."
     )
-    mem_per_gpu_gb: PositiveInt = Field(description="Memory to request per GPU (--mem-per-gpu), GB.")
-    mem_per_node_gb: PositiveInt = Field(description="Memory to request for a whole node (--mem), GB.")
+    mem_per_gpu_gb: PositiveInt | None = Field(
+        default=None, description="Memory to request per GPU (--mem-per-gpu), GB; leave out to request none."
+    )
+    mem_per_node_gb: PositiveInt | None = Field(
+        default=None, description="Memory to request for a whole node (--mem), GB; leave out to request none."
+    )
     source: str = ""
 
     @field_validator("cpu_masks")
@@ -173,8 +177,10 @@ class NodeLayout(Model):
             raise ValueError(
                 f"{self.gpus} GPUs x {self.cpus_per_gpu} cpus_per_gpu needs more than the {self.usable_cores} usable cores"
             )
-        if self.mem_per_gpu_gb * self.gpus > self.mem_per_node_gb:
-            raise ValueError("mem_per_gpu_gb x gpus exceeds mem_per_node_gb")
+        if self.mem_per_gpu_gb and self.mem_per_node_gb and self.mem_per_gpu_gb * self.gpus > self.mem_per_node_gb:
+            raise ValueError(
+                f"mem_per_gpu_gb={self.mem_per_gpu_gb} x {self.gpus} GPUs exceeds mem_per_node_gb={self.mem_per_node_gb}"
+            )
         reserved = sum(1 << c for c in self.reserved_cores)
         seen = 0
         for rank, mask in enumerate(self.cpu_masks):
@@ -367,6 +373,11 @@ class Site(Model):
                 raise ValueError(f"{field}={value!r} is not one of the partitions {names}")
         if by_name[self.partial_node_partition].allocation != "by-resource" and self.has_partial_nodes:
             raise ValueError("partial_node_partition must be a by-resource partition when the site has one")
+        if self.has_partial_nodes and self.node.mem_per_gpu_gb is None:
+            raise ValueError(
+                "node.mem_per_gpu_gb is missing: jobs on part of a node in a by-resource partition need --mem-per-gpu "
+                "(without it they get the partition's default memory); give it, or make every partition whole-node"
+            )
         if self.cache_area not in {s.name for s in self.storage}:
             raise ValueError(f"cache_area={self.cache_area!r} is not one of the storage areas")
         if not any(s.data for s in self.storage):

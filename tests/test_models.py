@@ -49,6 +49,8 @@ def test_builtin_lumi_site_validates(lumi_data):
         (lambda d: d["env"][0].__setitem__("why", "two\nlines"), "single line"),
         (lambda d: d["storage"][0].__setitem__("path", "relative/{account}"), "must be an absolute path"),
         (lambda d: d["partitions"].append(dict(d["partitions"][0])), "partitions names must be unique"),
+        (lambda d: d["node"].__setitem__("mem_per_gpu_gb", 70), "mem_per_gpu_gb=70 x 8 GPUs exceeds mem_per_node_gb=480"),
+        (lambda d: d["node"].__setitem__("mem_per_gpu_gb", None), "node.mem_per_gpu_gb is missing: jobs on part of a node"),
         (lambda d: d["generations"][0].__setitem__("bindings_module", {"name": "x"}), "give modules or bindings_module, not both"),
         (lambda d: d["generations"][0]["modules"][0].__setitem__("name", "${MOD}"), "is written unquoted into scripts"),
         (lambda d: d["generations"][0]["modules"].append(d["generations"][0]["modules"][0]), "modules names must be unique"),
@@ -63,6 +65,16 @@ def test_invalid_site_names_field_and_reason(lumi_data, change, expected):
 def test_mask_on_reserved_core_names_rank():
     with pytest.raises(ValidationError, match=r"rank 0\) uses reserved core"):
         NodeLayout(gpus=1, cpus=8, cores=8, reserved_cores=[0], cpus_per_gpu=1, cpu_masks=["0x1"], mem_per_gpu_gb=1, mem_per_node_gb=1)
+
+
+def test_memory_requests_are_optional_on_whole_node_sites(lumi_data):
+    """Without a figure the jobs request no memory; only sites with shared nodes need mem_per_gpu_gb."""
+    NodeLayout(gpus=1, cpus=8, cores=8, cpus_per_gpu=1, cpu_masks=["0x1"])
+    data = copy.deepcopy(lumi_data)
+    data["node"].update(mem_per_gpu_gb=None, mem_per_node_gb=None)
+    data["partitions"] = [p for p in data["partitions"] if p["allocation"] == "whole-node"]
+    data["partial_node_partition"] = data["whole_node_partition"]
+    assert Site.model_validate(data).node.mem_per_node_gb is None
 
 
 def test_bindings_module_still_works_as_one_module(lumi_data):

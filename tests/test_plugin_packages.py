@@ -136,7 +136,8 @@ def test_frontier_project_has_the_right_partition_qos_and_time(template, tmp_pat
     train, smoke = _header(project / "jobs/train.sbatch"), _header(project / "jobs/smoke-test.sbatch")
     assert {k: train.get(k) for k in expected} == expected
     assert ("qos" in train) == ("qos" in expected)
-    assert (train["mem"], train["cpus-per-task"], train["gpus-per-node"]) == ("480G", "7", "8")
+    assert (train["cpus-per-task"], train["gpus-per-node"]) == ("7", "8")
+    assert "mem" not in train and "mem-per-gpu" not in smoke  # no memory figure in the fact sheet
     assert (smoke["partition"], smoke["qos"], smoke["time"]) == ("batch", "debug", "00:10:00")
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "AccountRule",
     "BindingsModule",
     "ContainerGeneration",
+    "CotainrSupport",
     "ContainerImage",
     "EnvModule",
     "EnvSetting",
@@ -304,6 +305,19 @@ class ContainerGeneration(Model):
         return list(self.modules)
 
 
+class CotainrSupport(Model):
+    """How a site builds images with cotainr; sites without it get no ``cotainr`` choice."""
+
+    system: PlainWord = Field(description="`cotainr build --system` value, e.g. lumi-g (`cotainr info` lists them).")
+    modules: list[PlainWord] = Field(
+        min_length=1, description="What `module load` needs for cotainr, in order, e.g. [LUMI, cotainr]."
+    )
+    base: str = Field(description="One line: what the system's base image contains (written as a comment).")
+    source: str = ""
+
+    _text = field_validator("base", "source")(_one_line)
+
+
 class AccountRule(Model):
     """What a valid Slurm account looks like at a site."""
 
@@ -351,6 +365,17 @@ class Site(Model):
     )
     container_runtime: Literal["singularity", "apptainer"]
     generations: list[ContainerGeneration] = Field(min_length=1)
+    own_image_generation: Slug | None = Field(
+        default=None,
+        description="Generation of a user's own image (custom, cotainr); default: the one named 'explicit', else the last.",
+    )
+    own_image_frameworks: list[Slug] | Literal["all"] = Field(
+        default_factory=list,
+        description="Frameworks offered here without a catalogue image, run from the user's own image; 'all' for every one.",
+    )
+    cotainr: CotainrSupport | None = Field(
+        default=None, description="cotainr support (the `cotainr` container choice); absent: not offered."
+    )
     env: list[EnvSetting] = Field(default_factory=list, description="Interconnect and runtime settings for run.sh.")
     miopen_cache: AbsPath | None = Field(
         default=None, description="Per-node MIOpen cache directory (must not be on Lustre)."
@@ -358,6 +383,13 @@ class Site(Model):
     cache_area: Slug = Field(description="Storage area for framework caches (TORCH_HOME, HF_HOME), never $HOME.")
 
     _text = field_validator("title", "source")(_one_line)
+
+    @field_validator("own_image_frameworks", mode="before")
+    @classmethod
+    def _all_or_list(cls, value: object) -> object:
+        if isinstance(value, str) and value != "all":
+            raise ValueError(f"{value!r} must be 'all' or a list of framework names, e.g. [pytorch, jax]")
+        return value
 
     @model_validator(mode="after")
     def _check_references(self) -> Site:
@@ -382,6 +414,9 @@ class Site(Model):
             raise ValueError(f"cache_area={self.cache_area!r} is not one of the storage areas")
         if not any(s.data for s in self.storage):
             raise ValueError("at least one storage area must have data: true")
+        generations = [g.name for g in self.generations]
+        if self.own_image_generation is not None and self.own_image_generation not in generations:
+            raise ValueError(f"own_image_generation={self.own_image_generation!r} is not one of the generations {generations}")
         return self
 
     @property
@@ -397,6 +432,16 @@ class Site(Model):
 
     def generation(self, name: str) -> ContainerGeneration | None:
         return next((g for g in self.generations if g.name == name), None)
+
+    @property
+    def own_generation(self) -> ContainerGeneration:
+        """The generation a user's own image (``container: custom`` or ``cotainr``) runs with."""
+        name = self.own_image_generation or "explicit"
+        return self.generation(name) or self.generations[-1]
+
+    def runs_own_image(self, framework: str) -> bool:
+        """Whether ``framework`` is offered here from a user's own image even without a catalogue image."""
+        return self.own_image_frameworks == "all" or framework in self.own_image_frameworks
 
 
 class ContainerImage(Model):

@@ -98,7 +98,21 @@ class Catalogue:
         return next((c for c in self.images(site, framework) if c.status == "recommended"), None)
 
     def frameworks_for(self, site: str) -> list[str]:
-        return [f for f in self.frameworks if self.recommended_image(site, f)]
+        """Frameworks offered on ``site``: those with a recommended image there, and those
+        the site runs from a user's own image (``Site.own_image_frameworks``)."""
+        s = self.sites.get(site)
+        return [f for f in self.frameworks if self.recommended_image(site, f) or (s is not None and s.runs_own_image(f))]
+
+    def container_options(self, site: str, framework: str, *, include_removed: bool = True) -> list[str]:
+        """The ``container`` answers for a site and framework, in the order offered:
+        ``recommended`` (only when the site has a recommended image), the image ids,
+        ``custom`` (the user's .sif) and ``cotainr`` (only where the site supports it)."""
+        s = self.sites.get(site)
+        if s is None or framework not in self.frameworks_for(site):
+            return []
+        options = ["recommended"] if self.recommended_image(site, framework) else []
+        options += [c.id for c in self.images(site, framework, include_removed=include_removed)]
+        return options + ["custom"] + (["cotainr"] if s.cotainr else [])
 
     def plugin_versions(self) -> dict[str, str]:
         return {p.name: p.version or "builtin" for p in self.plugins}

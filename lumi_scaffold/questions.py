@@ -88,15 +88,24 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
     raise KeyError(f"no choices for question {name!r}")
 
 
+_CONTAINER_LABELS = {
+    "custom": "custom: my own .sif file (asked next)",
+    "cotainr": "cotainr: build my own image with cotainr (conda environment file)",
+}
+
+
 def _container_choices(a: Answers) -> dict[str, str]:
     site, fw = a.site, str(a.get("framework"))
+    if site is None:
+        return {}
     out: dict[str, str] = {}
-    recommended = a.cat.recommended_image(site.name, fw) if site else None
-    out[f"recommended: follow the catalogue ({recommended.title if recommended else 'none'})"] = "recommended"
-    for image in a.cat.images(site.name, fw, include_removed=True) if site else []:
-        out[f"{image.id}: {image.title} [{image.status}]"] = image.id
-    out["custom: my own .sif file (asked next)"] = "custom"
-    out["cotainr: build my own image with cotainr (conda environment file)"] = "cotainr"
+    for option in a.cat.container_options(site.name, fw):
+        image = a.cat.containers.get(option)
+        if option == "recommended":
+            label = f"recommended: follow the catalogue ({a.cat.recommended_image(site.name, fw).title})"
+        else:
+            label = f"{image.id}: {image.title} [{image.status}]" if image else _CONTAINER_LABELS[option]
+        out[label] = option
     return out
 
 
@@ -113,6 +122,15 @@ def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
     if name == "framework":
         names = cat.frameworks_for(site.name) if site else []
         return "pytorch" if "pytorch" in names else (names[0] if names else "")
+    if name == "container":
+        # No recommended image (a site where users pull their own): their own .sif.
+        fw = str(a.get("framework"))
+        return "recommended" if not site or cat.recommended_image(site.name, fw) else "custom"
+    if name == "container_path":
+        # In the site's first data area; on LUMI /project/<account>/containers/<project>.sif.
+        area = next((s for s in site.storage if s.data), None) if site else None
+        root = area.resolve(str(a.get("account"))) if area else "/project"
+        return f"{root}/containers/{a.get('project_name')}.sif"
     if name == "gpus_per_node":
         return site.node.gpus if site else 1
     if name == "partition":
@@ -168,18 +186,25 @@ def _framework(value: Any, a: Answers) -> str:
     site = a.site
     if site and value not in a.cat.frameworks_for(site.name):
         have = a.cat.frameworks_for(site.name)
-        return f"site {site.name!r} has no container image for framework {value!r}. Choose one of {have}."
+        return (
+            f"site {site.name!r} has no container image for framework {value!r} and does not offer it with "
+            f"your own image. Choose one of {have}."
+        )
     return ""
 
 
 def _container(value: Any, a: Answers) -> str:
     site, fw = a.site, str(a.get("framework"))
-    if value in CONTAINER_SPECIAL or site is None:
+    if site is None or fw not in a.cat.frameworks_for(site.name):
+        return ""  # the framework question reports it
+    options = a.cat.container_options(site.name, fw)
+    if value in options:
         return ""
-    ids = [c.id for c in a.cat.images(site.name, fw, include_removed=True)]
-    if value not in ids:
-        return f"{value!r} is not a {fw} image for {site.name}. Use recommended, custom, cotainr or one of {ids}."
-    return ""
+    if value == "recommended":
+        return f"{site.name} has no recommended {fw} image: users bring their own. Use custom (your .sif) or one of {options}."
+    if value == "cotainr":
+        return f"{site.name} has no cotainr support in the catalogue (no cotainr system to build for). Use one of {options}."
+    return f"{value!r} is not a {fw} image for {site.name}. Use one of {options}."
 
 
 def _container_path(value: Any, a: Answers) -> str:
@@ -365,7 +390,6 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
     whole_node = gpus == site.node.gpus
     multi = nodes > 1
     image = _image(a)
-    choice = a.get("container") or "recommended"
     if image is not None:
         generation = site.generation(image.generation)
         container = {
@@ -378,10 +402,9 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
         }
         pins = dict(sorted(image.versions.items()))
     else:
-        generation = site.generation("explicit") or site.generations[-1]
-        path = str(a.get("container_path")) if choice == "custom" else f"container/{a.get('project_name')}.sif"
-        container = {"id": choice, "title": f"{choice} image", "path": path, "status": choice, "replaced_by": "", "source": ""}
-        pins = {}
+        container = _own_image(a, site)
+        generation = site.own_generation
+        pins = {}  # the user's image: its versions are not in the catalogue
     modules = generation.load_modules
     # Template versions before `modules` load one module: the bindings module, else the last.
     single = next((m for m in modules if m.sets_binds), modules[-1] if modules else None)
@@ -436,7 +459,13 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
         },
         "container": container,
         "pins": pins,
-        "framework": {"name": fw.name, "title": fw.title, "needs_master_addr": fw.needs_master_addr, "distributed_init": fw.distributed_init},
+        "framework": {
+            "name": fw.name,
+            "title": fw.title,
+            "needs_master_addr": fw.needs_master_addr,
+            "distributed_init": fw.distributed_init,
+            "pinned_packages": fw.pinned_packages,
+        },
         "env": [e.model_dump() for e in env],
         "caches": [{"name": v, "value": f"{cache_root}/${{USER}}/cache/{v.lower()}"} for v in fw.cache_vars],
         "data_dir": data_area.resolve(account),
@@ -453,6 +482,16 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
         },
         "requirements": sorted(dict.fromkeys(fw.requirements + split_requirements(a.get("extra_requirements")))),
     }
+
+
+def _own_image(a: Answers, site: Site) -> dict[str, Any]:
+    """Container data for the user's own image: ``custom`` (a .sif path) or a cotainr build."""
+    choice = str(a.get("container"))
+    if choice == "cotainr" and site.cotainr:
+        return {"id": choice, "title": "cotainr image", "path": f"container/{a.get('project_name')}.sif",
+                "status": choice, "replaced_by": "", "source": "", "cotainr": site.cotainr.model_dump()}
+    return {"id": "custom", "title": "custom image", "path": str(a.get("container_path")), "status": "custom",
+            "replaced_by": "", "source": ""}
 
 
 def _signal_lead(walltime: str) -> int:

@@ -86,7 +86,8 @@ def answer_matrix(cat: Catalogue | None = None, *, sites: Iterable[str] | None =
             if fw_name not in cat.frameworks_for(site_name):
                 continue
             fw = cat.frameworks[fw_name]
-            containers = ["recommended", *(c.id for c in cat.images(site_name, fw_name)), "custom", "cotainr"]
+            # recommended only where there is a recommended image, cotainr only where the site has it
+            containers = cat.container_options(site_name, fw_name, include_removed=False)
             areas = [s.name for s in site.storage if s.data]
             for container, launcher, area, prestage, profiler, shape in itertools.product(
                 containers, fw.launchers, areas, (False, True), fw.profilers, job_shapes(site)
@@ -509,10 +510,12 @@ def check_conformance(catalogue: Catalogue, plugin_name: str, *, template: Path 
             out.append(f"container {image_id!r}: site {image.site!r} or framework {image.framework!r} is not registered")
     for fw in reg.get("framework", []):
         if fw in cat.frameworks and not any(fw in cat.frameworks_for(s) for s in cat.sites):
-            out.append(f"framework {fw!r} is offered on no site: no site has a recommended image for it")
+            out.append(f"framework {fw!r} is offered on no site: no site has a recommended image for it "
+                       "or lists it in own_image_frameworks")
     for site in reg.get("site", []):
         if site in cat.sites and not cat.frameworks_for(site):
-            out.append(f"site {site!r} offers no framework: no framework has a recommended image there")
+            out.append(f"site {site!r} offers no framework: no framework has a recommended image there; "
+                       "register one, or set own_image_frameworks to offer frameworks with users' own images")
     for tf in _plugin_files(cat, plugin_name):
         owners = cat.sites if tf.owner == "site" else cat.frameworks
         if tf.owner_name not in owners:

@@ -46,8 +46,10 @@ def test_setup_venv_builds_on_the_container_python_and_keeps_the_framework(templ
     assert check.stdout.strip() == torch.__version__  # the container's framework, seen through the venv
 
 
-def test_setup_venv_refuses_a_requirement_that_replaces_the_framework(template, tmp_path):
-    """A fake 'torch' wheel in a local index stands in for pip pulling a generic build."""
+@pytest.mark.parametrize("image", [{}, {"container": "custom", "container_path": "/project/p/own.sif"}], ids=["catalogue", "custom"])
+def test_setup_venv_refuses_a_requirement_that_replaces_the_framework(template, tmp_path, image):
+    """A fake 'torch' wheel in a local index stands in for pip pulling a generic build. With
+    a custom image nothing is pinned, but the framework's packages are still checked."""
     pytest.importorskip("torch")
     wheels = tmp_path / "wheels"
     wheels.mkdir()
@@ -58,7 +60,7 @@ def test_setup_venv_refuses_a_requirement_that_replaces_the_framework(template, 
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(dist)],
                            capture_output=True, text=True, env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
     assert built.returncode == 0, built.stderr
-    project = render(template, tmp_path / "p", extra_requirements="torch==99.0")
+    project = render(template, tmp_path / "p", extra_requirements="torch==99.0", **image)
     (project / "constraints.txt").write_text("# the user removed the pins\n")
     result = subprocess.run(["bash", "scripts/setup-venv.sh"], cwd=project,
                             env=env_for(tmp_path, PIP_FIND_LINKS=str(wheels)), capture_output=True, text=True, timeout=300)

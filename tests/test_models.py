@@ -54,6 +54,10 @@ def test_builtin_lumi_site_validates(lumi_data):
         (lambda d: d["generations"][0].__setitem__("bindings_module", {"name": "x"}), "give modules or bindings_module, not both"),
         (lambda d: d["generations"][0]["modules"][0].__setitem__("name", "${MOD}"), "is written unquoted into scripts"),
         (lambda d: d["generations"][0]["modules"].append(d["generations"][0]["modules"][0]), "modules names must be unique"),
+        (lambda d: d["cotainr"].__setitem__("system", "lumi-g --evil"), "may only contain"),
+        (lambda d: d["cotainr"].__setitem__("modules", []), "at least 1 item"),
+        (lambda d: d.__setitem__("own_image_generation", "byo"), "own_image_generation='byo' is not one of the generations"),
+        (lambda d: d.__setitem__("own_image_frameworks", "any"), "'any' must be 'all' or a list of framework names"),
     ],
 )
 def test_invalid_site_names_field_and_reason(lumi_data, change, expected):
@@ -86,6 +90,16 @@ def test_bindings_module_still_works_as_one_module(lumi_data):
     modules = Site.model_validate(data).generation("laif").load_modules
     assert [(m.use, m.name, m.sets_binds, m.source) for m in modules] == [
         ("/appl/local/laifs/modules", "lumi-aif-singularity-bindings", True, "TM-Cont")]
+
+
+def test_own_image_generation_defaults_to_explicit_then_the_last(lumi_data):
+    data = copy.deepcopy(lumi_data)
+    assert Site.model_validate(data).own_generation.name == "explicit"
+    data["own_image_generation"] = "laif"
+    assert Site.model_validate(data).own_generation.name == "laif"
+    data["own_image_generation"] = None
+    data["generations"] = data["generations"][:2]  # no 'explicit' any more
+    assert Site.model_validate(data).own_generation.name == "legacy-sif"
 
 
 def test_partition_seconds():

@@ -28,7 +28,6 @@ from .helpers import REPO, write_plugin_dist
 
 FRONTIER, DEEPSPEED = "lumi-site-frontier", "lumi-framework-deepspeed"
 TUTORIAL = REPO / "docs" / "plugins" / "tutorial-plugin"
-NO_FRAMEWORK = "site 'frontier' offers no framework: no framework has a recommended image there"
 
 
 @pytest.fixture(autouse=True)
@@ -75,8 +74,9 @@ def test_installed_plugins_add_their_choices():
     assert [p for p in cat.problems if p.plugin in (FRONTIER, DEEPSPEED)] == []
     versions = cat.plugin_versions()
     assert versions[FRONTIER] == versions[DEEPSPEED] == "0.1.0"
-    # No central Frontier image [OLCF-CT]: the site is offered, no framework on it yet.
-    assert _values(choices("framework", {"site": "frontier"}, cat)) == []
+    # No central Frontier image [OLCF-CT]: every framework, each with the user's own image.
+    assert _values(choices("framework", {"site": "frontier"}, cat)) == ["pytorch", "jax", "deepspeed"]
+    assert _values(choices("container", {"site": "frontier", "framework": "deepspeed"}, cat)) == ["custom"]
 
 
 def test_switching_a_plugin_off_removes_its_choices(monkeypatch):
@@ -106,11 +106,14 @@ def test_a_broken_plugin_beside_them_is_reported_and_they_still_work(fake_site_p
 @pytest.mark.slow
 def test_every_combination_they_add_renders_and_lints_clean():
     cat = plugin_catalogue(STAND_IN, installed=True)
-    assert len(plugin_matrix(cat, DEEPSPEED)) == 384
+    deepspeed = plugin_matrix(cat, DEEPSPEED)
+    assert len([a for a in deepspeed if a["site"] == "lumi"]) == 384
+    # On Frontier DeepSpeed runs from the user's own image only.
+    assert {a["container"] for a in deepspeed if a["site"] == "frontier"} == {"custom"}
     assert {a["partition"] for a in plugin_matrix(cat, FRONTIER)} == {"batch", "extended", "debug"}
     assert check_conformance(cat, DEEPSPEED) == []
     assert check_conformance(cat, FRONTIER) == []
-    assert check_conformance(plugins.get_catalogue(), FRONTIER) == [NO_FRAMEWORK]
+    assert check_conformance(plugins.get_catalogue(), FRONTIER) == []  # no image: the user's own
 
 
 # ---------------------------------------------------------------- Frontier job lines

@@ -137,3 +137,79 @@ def test_walltime_bins_and_qos_partitions(monkeypatch):
     with pytest.raises(ValueError, match="strictly ascending"):
         Partition(name="p", allocation="whole-node", max_nodes=9, max_walltime="12:00:00",
                   walltime_bins=[{"max_nodes": 5, "max_walltime": "01:00:00"}, {"max_nodes": 2, "max_walltime": "02:00:00"}])
+
+
+@pytest.fixture
+def byo_site(monkeypatch):
+    """A copy of LUMI named 'byo' with no catalogue image and no cotainr: users bring their own .sif."""
+    cat = get_catalogue()
+    lumi = cat.sites["lumi"]
+
+    def add(**changes):
+        site = lumi.model_copy(update={"name": "byo", "cotainr": None, **changes})
+        monkeypatch.setitem(cat.sites, "byo", site)
+        return cat
+
+    return add
+
+
+def test_a_site_without_images_offers_only_the_frameworks_it_opts_in(byo_site):
+    cat = byo_site()
+    assert cat.frameworks_for("byo") == []  # not automatic: the site must opt in
+    cat = byo_site(own_image_frameworks=["jax"])
+    assert cat.frameworks_for("byo") == ["jax"]
+    assert "does not offer it with your own image" in check("framework", "pytorch", {**BASE, "site": "byo"}, cat)
+    cat = byo_site(own_image_frameworks="all")
+    assert cat.frameworks_for("byo") == ["pytorch", "jax"]
+
+
+def test_own_image_site_offers_custom_by_default_and_refuses_recommended(byo_site):
+    cat = byo_site(own_image_frameworks="all", own_image_generation="legacy-sif")
+    answers = {**BASE, "site": "byo", "container": "custom", "container_path": "/project/p/own.sif"}
+    assert list(choices("container", answers, cat).values()) == ["custom"]
+    assert default("container", answers, cat) == "custom"
+    assert default("container_path", answers, cat) == "/project/project_465000000/containers/demo.sif"
+    assert "has no recommended pytorch image: users bring their own. Use custom" in check("container", "recommended", answers, cat)
+    assert "has no cotainr support" in check("container", "cotainr", answers, cat)
+    assert check_all(answers, cat) == []
+    data = resolve(answers, cat)
+    assert data["pins"] == {} and data["framework"]["pinned_packages"] == ["torch"]
+    assert (data["container"]["path"], data["container"]["generation"]) == ("/project/p/own.sif", "legacy-sif")
+
+
+def test_cotainr_is_offered_only_where_the_site_has_it():
+    cat = get_catalogue()
+    assert default("container", BASE, cat) == "recommended"
+    assert "cotainr" in choices("container", BASE, cat).values()
+    data = resolve({**BASE, "container": "cotainr"}, cat)
+    assert data["container"]["cotainr"]["system"] == "lumi-g" and data["container"]["path"] == "container/demo.sif"
+    if "local" not in cat.sites:
+        pytest.skip("needs the local site plugin (pip install -e plugins/lumi-site-local)")
+    local = {**BASE, "site": "local", "account": "local", "partition": "debug"}  # images, but no cotainr
+    assert list(choices("container", local, cat).values()) == ["recommended", "local-pytorch-cpu", "custom"]
+    assert "local has no cotainr support" in check("container", "cotainr", local, cat)
+
+
+def test_answer_matrix_offers_what_the_questionnaire_offers(byo_site):
+    from lumi_scaffold.testing import answer_matrix
+
+    cat = byo_site(own_image_frameworks=["jax"])
+    containers = {(a["site"], a["framework"], a["container"]) for a in answer_matrix(cat, sites=["lumi", "byo"])}
+    assert {c for s, f, c in containers if s == "byo"} == {"custom"}
+    assert {(f, c) for s, f, c in containers if s == "byo"} == {("jax", "custom")}
+    assert {"recommended", "custom", "cotainr"} <= {c for s, f, c in containers if s == "lumi"}
+
+
+def test_modules_are_recorded_in_order_with_the_old_single_module_keys(byo_site):
+    from lumi_scaffold.models import EnvModule
+
+    lumi = get_catalogue().sites["lumi"]
+    explicit = lumi.generation("explicit").model_copy(update={"modules": [
+        EnvModule(name="rocm"), EnvModule(name="rccl-net-plugin", why="RCCL network plugin")]})
+    cat = byo_site(own_image_frameworks="all", generations=[explicit])
+    data = resolve({**BASE, "site": "byo", "container": "custom", "container_path": "/p/x.sif"}, cat)
+    assert [m["name"] for m in data["container"]["modules"]] == ["rocm", "rccl-net-plugin"]
+    # Template versions that load one module get the last one (no bindings module here).
+    assert (data["container"]["module"], data["container"]["module_use"]) == ("rccl-net-plugin", "")
+    laif = resolve(BASE, get_catalogue())["container"]
+    assert (laif["module"], laif["module_use"]) == ("lumi-aif-singularity-bindings", "/appl/local/laifs/modules")

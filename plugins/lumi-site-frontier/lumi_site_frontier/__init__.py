@@ -1,8 +1,8 @@
 """lumi-scaffold site plugin: OLCF Frontier (facts from lumi-facts.md section 8.1).
 
 Frontier has no central directory of AI images: users pull their own [OLCF-CT]. So this
-plugin registers the site only, no container image. See README.md for what that means
-for the framework question.
+plugin registers the site only, no container image; the site offers every framework
+with the user's own image (``own_image_frameworks: all`` in frontier.yaml).
 """
 
 from pathlib import Path

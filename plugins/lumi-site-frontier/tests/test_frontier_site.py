@@ -1,12 +1,17 @@
 """The Frontier site plugin: its data against the fact sheet, and its projects.
 
 Frontier has no central AI image (users pull their own [OLCF-CT]), so the plugin
-registers no image and, with today's SDK, offers no framework. The project tests add a
-stand-in for an image a user pulled; its path and version are test data, not facts.
+registers no image and offers every framework with the user's own image
+(``container: custom``). Some tests also add a stand-in for an image a group registers
+in a plugin of its own; its path and version are test data, not facts.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
 import types
 from pathlib import Path
 
@@ -14,7 +19,8 @@ import pytest
 
 import lumi_site_frontier
 from lumi_scaffold import ContainerImage, hookimpl
-from lumi_scaffold.questions import check_all
+from lumi_scaffold.lint import lint_project
+from lumi_scaffold.questions import check_all, choices, default
 from lumi_scaffold.testing import catalogue_fixture, check_conformance, plugin_catalogue, plugin_matrix, render_project, template_source
 
 PLUGIN = "lumi-site-frontier"
@@ -57,23 +63,63 @@ def test_site_matches_the_fact_sheet(catalogue):
     assert not any(m.sets_binds for m in site.generation("explicit").load_modules)
     # How much memory a job may request is not in the fact sheet: no request is made.
     assert (site.node.mem_per_gpu_gb, site.node.mem_per_node_gb) == (None, None)
+    assert site.cotainr is None  # the fact sheet describes cotainr on LUMI only
     assert site.storage_area("scratch").resolve("abc123") == "/lustre/orion/abc123/scratch/${USER}"
 
 
-def test_without_an_image_no_framework_is_offered():
-    """Pins today's SDK: a framework needs a recommended image on the site. When the SDK
-    offers frameworks on custom-image-only sites, this test fails on purpose: update it."""
+def test_without_an_image_every_framework_is_offered_with_your_own_image():
     cat = plugin_catalogue(lumi_site_frontier)
-    assert cat.frameworks_for("frontier") == []
-    assert check_conformance(cat, PLUGIN) == [
-        "site 'frontier' offers no framework: no framework has a recommended image there"]
+    assert cat.frameworks_for("frontier") == ["pytorch", "jax"]
+    answers = {"site": "frontier", "account": "abc123", "framework": "pytorch", "project_name": "demo"}
+    assert list(choices("container", answers, cat).values()) == ["custom"]  # no recommended, no cotainr
+    assert default("container", answers, cat) == "custom"
+    assert default("container_path", answers, cat) == "/lustre/orion/abc123/scratch/${USER}/containers/demo.sif"
+    for refused, fragment in (("recommended", "has no recommended pytorch image"), ("cotainr", "has no cotainr support")):
+        assert any(fragment in p for p in check_all({**answers, "container": refused}, cat)), refused
 
 
-def test_every_project_renders_and_lints_clean(catalogue):
-    matrix = plugin_matrix(catalogue, PLUGIN)
+def test_every_project_renders_and_lints_clean():
+    cat = plugin_catalogue(lumi_site_frontier)
+    matrix = plugin_matrix(cat, PLUGIN)
     assert {a["partition"] for a in matrix} == {"batch", "extended", "debug"}
-    assert len(matrix) > 100
+    assert {(a["framework"], a["container"]) for a in matrix} == {("pytorch", "custom"), ("jax", "custom")}
+    assert check_conformance(cat, PLUGIN) == []
+
+
+def test_a_registered_image_becomes_the_recommended_default(catalogue):
+    """A group that registers the image it pulled gets it as the default, with its pins."""
+    matrix = plugin_matrix(catalogue, PLUGIN)
+    assert {a["container"] for a in matrix if a["framework"] == "pytorch"} == {
+        "recommended", "standin-frontier-pytorch", "custom"}
+    assert {a["container"] for a in matrix if a["framework"] == "jax"} == {"custom"}
     assert check_conformance(catalogue, PLUGIN) == []
+
+
+def test_copier_copy_makes_a_frontier_project_with_your_image(template, tmp_path):
+    """The real `copier copy` command, with the plugin loaded from its entry point."""
+    copier = shutil.which("copier")
+    if copier is None:
+        pytest.skip("the copier command is not on PATH")
+    sif = "/lustre/orion/abc123/proj-shared/containers/pytorch.sif"
+    env = {**os.environ, "COPIER_SETTINGS_PATH": os.devnull, "LUMI_SCAFFOLD_PLUGINS": PLUGIN}
+    env.pop("LUMI_SCAFFOLD_DISABLE_PLUGINS", None)
+    made = subprocess.run(
+        [copier, "copy", "--trust", "--defaults", "-d", "site=frontier", "-d", "account=abc123", "-d", "project_name=demo",
+         "-d", "nodes=2", "-d", f"container_path={sif}", str(template), str(tmp_path / "demo")],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert made.returncode == 0, made.stderr[-2000:]
+    project = tmp_path / "demo"
+    env_sh = (project / "scripts/job-env.sh").read_text()
+    assert re.findall(r"^module (?:use|load) (\S+)$", env_sh, re.M) == ["rocm", "rccl-net-plugin"]
+    assert "sets the container's bind paths" not in env_sh and "_BIND" not in env_sh  # neither module sets binds
+    assert f'SIF="${{SIF:-{sif}}}"' in env_sh and "CONTAINER=(apptainer exec)" in env_sh
+    for job in ("jobs/train.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh"):
+        assert "--mem" not in (project / job).read_text(), job
+    assert "#SBATCH --nodes=2" in (project / "jobs/train.sbatch").read_text()
+    assert 'srun --kill-on-bad-exit=1 --cpu-bind=' in (project / "jobs/train.sbatch").read_text()
+    assert "container: custom" in (project / ".copier-answers.yml").read_text()
+    assert not (project / "container").exists() and (project / "constraints.txt").read_text().count("==") == 0
+    assert lint_project(project, plugin_catalogue(lumi_site_frontier)) == []
 
 
 def test_debug_qos_job_lines(catalogue, template, tmp_path):

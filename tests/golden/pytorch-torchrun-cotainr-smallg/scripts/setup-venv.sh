@@ -2,8 +2,10 @@
 # Create the project's venv INSIDE the container, on top of its Python:
 #   bash scripts/setup-venv.sh        (login node is fine; takes a few minutes)
 # The venv uses --system-site-packages so the container's PyTorch (DDP, RCCL) stays visible,
-# and constraints.txt pins the container's framework versions so pip never replaces
-# them with a generic wheel built without ROCm or Slingshot support. [AIG-02], [seed-000]
+# and the script fails if pip changed the framework packages your image ships
+# (torch): a generic wheel lacks ROCm or Slingshot support. [AIG-02], [seed-000]
+# Your image's versions are not in the catalogue, so constraints.txt pins nothing until
+# you add them there.
 set -euo pipefail
 
 if [ "${1:-}" != "--inside" ]; then
@@ -16,7 +18,7 @@ fi
 
 # Inside the container (run.sh has activated the image's Python, and the venv if present).
 cd "${PROJECT_DIR}"
-pinned=()
+pinned=(torch)
 versions() {
     python - "${pinned[@]}" <<'PY'
 import importlib.metadata as md

@@ -478,6 +478,14 @@ class ContainerImage(Model):
         return self
 
 
+def _train_arg(value: str) -> str:
+    _plain_word(value.replace("{project_dir}", "project"))
+    return value
+
+
+TrainArg = Annotated[str, AfterValidator(_train_arg)]
+
+
 class Framework(Model):
     """A machine-learning framework: how it launches, initialises and what it pins."""
 
@@ -495,6 +503,11 @@ class Framework(Model):
         min_length=1, description="Packages whose container versions go into constraints.txt."
     )
     requirements: list[str] = Field(default_factory=list, description="Packages the example needs in the venv.")
+    train_args: list[TrainArg] = Field(
+        default_factory=list,
+        description="Arguments the jobs pass to the training script, before the user's own; {project_dir} stands for "
+        "the project directory (DeepSpeed: --deepspeed --deepspeed_config {project_dir}/config/ds_config.json).",
+    )
     cache_vars: list[EnvName] = Field(default_factory=list, description="Cache variables moved off $HOME.")
     env: list[EnvSetting] = Field(default_factory=list, description="Framework settings for run.sh.")
     profilers: list[Slug] = Field(default_factory=lambda: ["none"], description="Profilers this framework supports.")

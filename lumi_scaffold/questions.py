@@ -465,6 +465,7 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
             "needs_master_addr": fw.needs_master_addr,
             "distributed_init": fw.distributed_init,
             "pinned_packages": fw.pinned_packages,
+            "train_args": fw.train_args,
         },
         "env": [e.model_dump() for e in env],
         "caches": [{"name": v, "value": f"{cache_root}/${{USER}}/cache/{v.lower()}"} for v in fw.cache_vars],

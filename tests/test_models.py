@@ -124,6 +124,16 @@ def test_profiler_kind_and_command_agree():
     assert Profiler(name="p", title="t", kind="command", command=["x", "-d", "{output}"]).command[-1] == "{output}"
 
 
+def test_framework_train_args_are_plain_words_with_the_project_dir():
+    from lumi_scaffold.models import Framework
+
+    base = dict(name="f", title="F", launchers=["srun"], distributed_init="x", pinned_packages=["f"], smoke_test="", example="")
+    assert Framework(**base, train_args=["--config", "{project_dir}/config/f.json"]).train_args[-1] == "{project_dir}/config/f.json"
+    for bad in ["${HOME}/x", "a b", "$(id)", "x;y"]:
+        with pytest.raises(ValidationError):
+            Framework(**base, train_args=[bad])
+
+
 def test_env_setting_allows_variable_references_only():
     assert EnvSetting(name="A", value="/tmp/${USER}-x", why="w").value == "/tmp/${USER}-x"
     for bad in ["$(whoami)", "`id`", "a b", "x;y", "'q'", "*"]:

@@ -4,8 +4,9 @@ Started like PyTorch DDP: srun runs one process per GPU, scripts/run.sh sets RAN
 LOCAL_RANK and WORLD_SIZE from Slurm, scripts/job-env.sh sets MASTER_ADDR and
 MASTER_PORT, and deepspeed.init_distributed() joins them. [AIG-05]
 
-The engine (batch size, optimizer, ZeRO stage, bf16) comes from config/ds_config.json;
-pass --deepspeed_config FILE to use another. Without GPUs DeepSpeed runs on its CPU
+The engine (batch size, optimizer, ZeRO stage, bf16) comes from config/ds_config.json:
+the jobs pass --deepspeed --deepspeed_config with it, as the AI guide does; run by hand,
+the script reads it too. Pass --deepspeed_config FILE to use another. Without GPUs DeepSpeed runs on its CPU
 accelerator with gloo, so the script can be tried anywhere DeepSpeed is installed;
 without DeepSpeed it stops with a message saying so.
 
@@ -50,6 +51,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seconds-per-step", type=float, default=0.0, help="throttle (to test time limits)")
     deepspeed.add_config_arguments(parser)  # --deepspeed, --deepspeed_config
     args = parser.parse_args()
+    # The jobs pass both (train_args in the plugin's deepspeed.yaml); run by hand, default to them.
     args.deepspeed = True
     args.deepspeed_config = args.deepspeed_config or str(PROJECT_DIR / "config" / "ds_config.json")
     return args

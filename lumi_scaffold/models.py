@@ -360,6 +360,9 @@ class Site(Model):
     node: NodeLayout
     storage: list[StorageArea] = Field(min_length=1)
     node_local_tmp: AbsPath = Field(description="Node-local scratch used for pre-staging and caches (e.g. /tmp).")
+    node_local_tmp_note: str = Field(
+        "", description="What node_local_tmp is, for comments and the README (LUMI: 'RAM, counted in the "
+                        "job's memory'); leave empty when the site's documentation does not say.")
     bind_roots: list[AbsPath] = Field(
         default_factory=list, description="Real roots behind symlinked file systems that must be bound (LUMI: /pfs)."
     )

@@ -436,6 +436,7 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
             "mem_per_gpu_gb": site.node.mem_per_gpu_gb,
             "mem_per_node_gb": site.node.mem_per_node_gb,
             "node_local_tmp": site.node_local_tmp,
+            "node_local_tmp_note": site.node_local_tmp_note,
             "bind_roots": site.bind_roots,
             "miopen_cache": site.miopen_cache or "",
         },

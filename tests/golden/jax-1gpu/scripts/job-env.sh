@@ -4,7 +4,7 @@
 # The container path, binds and modules come from plugin_data in .copier-answers.yml,
 # so `copier update` moves them when lumi moves its images.
 
-# USER is always set on LUMI; the default keeps `set -u` jobs working in bare shells.
+# USER is set in login shells and jobs; the default keeps `set -u` working in bare shells.
 export USER="${USER:-$(id -un)}"
 
 # The project directory: where sbatch was run (the README runs every job from there).
@@ -28,7 +28,7 @@ if [ -n "${BINDS}" ]; then
 fi
 CONTAINER+=("${SIF}")
 
-# Data and outputs: never under $HOME (20 GB quota). Override by exporting before sbatch.
+# Data and outputs: never under $HOME (see README.md). Override by exporting before sbatch.
 DATA_DIR="${DATA_DIR:-/scratch/project_465000000/datasets/demo}"
 OUTPUT_ROOT="${OUTPUT_ROOT:-/scratch/project_465000000/${USER}/demo/outputs}"
 export DATA_DIR OUTPUT_ROOT

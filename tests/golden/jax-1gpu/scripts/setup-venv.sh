@@ -9,7 +9,7 @@ set -euo pipefail
 if [ "${1:-}" != "--inside" ]; then
     # shellcheck source=job-env.sh
     source "$(dirname "${BASH_SOURCE[0]}")/job-env.sh"
-    # Keep pip and Singularity caches off $HOME (20 GB quota). [WS-05]
+    # Keep pip's cache off $HOME. [WS-05]
     export PIP_CACHE_DIR="${PIP_CACHE_DIR:-/tmp/${USER}-pip-cache}"
     exec "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" bash "${PROJECT_DIR}/scripts/setup-venv.sh" --inside
 fi

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Pre-staging: copy the dataset archive into node-local memory (/tmp on lumi is RAM and
-# counts against the job's memory) so training reads from RAM, not from Lustre. [UG-stor], [WS-09]
+# Pre-staging: copy the dataset archive to node-local /tmp (RAM, counted in the job's memory)
+# so that training reads it from there, not from the parallel file system. [UG-stor], [WS-09]
 # Sourced by jobs/train.sbatch, which calls prestage_extract and copy_back; one task per
 # node runs this file with --extract.
 

@@ -41,7 +41,7 @@ export MIOPEN_USER_DB_PATH="/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NO
 export MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_USER_DB_PATH}"
 mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits for another
 
-# Framework caches off $HOME (20 GB quota). [AIG], [WS-03]
+# Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
 export TORCH_HOME="/scratch/project_465000000/${USER}/cache/torch_home"
 export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"
 

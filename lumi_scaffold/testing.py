@@ -142,12 +142,14 @@ def copier_shortcuts() -> Iterator[list[str]]:
     - ``choices``: choices rendered with ``| tojson`` are parsed back with pure-Python YAML;
       JSON is tried first (JSON is YAML, so the result is the same);
     - ``plain``: Copier renders every string of every question (help, default, when...)
-      with Jinja, ~180 per project; ~110 of ours contain no Jinja at all and are returned
-      as they are (only when the environment would render them unchanged);
+      and every part of every path with Jinja; most contain no Jinja at all and are
+      returned as they are (only when the environment would render them unchanged, and
+      after the extensions' preprocess hooks, which reset Copier's yield state);
     - ``context``: ``Worker._render_context`` rebuilds the whole Jinja context (all answers
       merged, the answers file's subset recomputed) for every path part and every file,
-      ~130 times per project; in the render phase the answers are final, so it is built
-      once per project and copied.
+      ~130 times per project, and renders the answers file's path ~45 times; in the
+      render phase the answers are final, so both are built once per project (the
+      context is copied for each caller).
 
     Each patch is applied only where Copier still has the function it replaces, so a
     Copier upgrade can only lose a speed-up; everything is restored on exit. A test renders
@@ -222,6 +224,18 @@ def copier_shortcuts() -> Iterator[list[str]]:
 
         return context
 
+    def answers_path_once_per_render(original):
+        from copier._types import Phase
+
+        def answers_relpath(self):
+            if Phase.current() is not Phase.RENDER:
+                return original.fget(self)
+            if "_lumi_answers_relpath" not in self.__dict__:
+                self.__dict__["_lumi_answers_relpath"] = original.fget(self)
+            return self.__dict__["_lumi_answers_relpath"]
+
+        return property(answers_relpath)
+
     def plain_strings_as_they_are(original):
         def render_value(self, value, extra_answers=None):
             if isinstance(value, str) and _renders_to_itself(self.jinja_env, value):
@@ -230,9 +244,21 @@ def copier_shortcuts() -> Iterator[list[str]]:
 
         return render_value
 
+    def plain_paths_as_they_are(original):
+        def render_string(self, string, extra_context=None):
+            env = self.jinja_env
+            if isinstance(string, str) and _renders_to_itself(env, string):
+                env.preprocess(string)  # what compiling it would do: extensions reset their state
+                return string
+            return original(self, string, extra_context)
+
+        return render_string
+
     patch("filemode", "copier._main", "Worker", "_sync_git_index_executable_bit", no_filemode_sync)
     patch("plain", "copier._user_data", "Question", "render_value", plain_strings_as_they_are)
+    patch("plain", "copier._main", "Worker", "_render_string", plain_paths_as_they_are)
     patch("context", "copier._main", "Worker", "_render_context", context_once_per_render)
+    patch("context", "copier._main", "Worker", "answers_relpath", answers_path_once_per_render)
     patch("bundle", "copier._vcs", None, "is_git_bundle", bundles_are_files)
     patch("config", "copier._template", None, "load_template_config", config_once)
     patch("choices", "copier._user_data", None, "parse_yaml_string", json_first)

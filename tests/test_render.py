@@ -61,20 +61,30 @@ def _tree_with_modes(root: Path) -> dict[str, tuple[int, bytes]]:
     return {str(p.relative_to(root)): (p.stat().st_mode, p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_copier_shortcuts_change_nothing(template, tmp_path):
-    """render_many's shortcuts (lumi_scaffold.testing.copier_shortcuts) only save time."""
-    matrix = list(answer_matrix())[::149]
-    assert len(matrix) >= 10
+@pytest.mark.parametrize("installed", ["default", "all"])
+def test_copier_shortcuts_change_nothing(template, tmp_path, monkeypatch, installed):
+    """render_many's shortcuts (lumi_scaffold.testing.copier_shortcuts) only save time.
+    "all": every installed plugin, so plugin files ({% yield %} paths), Frontier's
+    own-image projects and DeepSpeed's config are in the sample when installed."""
+    from lumi_scaffold import plugins
+
+    if installed == "all":
+        monkeypatch.delenv(plugins.ENV_DISABLE)
+        plugins.reset()
+    matrix = list(answer_matrix())
+    sample = matrix[::149] + [a for a in matrix if a["framework"] not in ("pytorch", "jax")][::37]
+    assert len(sample) >= 10
     with copier_shortcuts() as taken:
         pass
     assert taken == ["filemode", "plain", "context", "bundle", "config", "choices"], "a Copier upgrade removed what a shortcut replaces"
-    assert render_many(template, tmp_path / "fast", matrix, workers=1, shortcuts=True) == []
-    assert render_many(template, tmp_path / "plain", matrix, workers=1, shortcuts=False) == []
-    for i in range(len(matrix)):
+    assert render_many(template, tmp_path / "fast", sample, workers=1, shortcuts=True) == []
+    assert render_many(template, tmp_path / "plain", sample, workers=1, shortcuts=False) == []
+    for i in range(len(sample)):
         assert _tree_with_modes(tmp_path / "fast" / f"{i:05d}") == _tree_with_modes(tmp_path / "plain" / f"{i:05d}")
     import copier._vcs
 
     assert copier._vcs.is_git_bundle.__module__ == "copier._vcs"  # restored
+    plugins.reset()
 
 
 def test_copier_shortcuts_on_a_template_that_pokes_the_context(tmp_path):

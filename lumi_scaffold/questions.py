@@ -207,16 +207,23 @@ def _container(value: Any, a: Answers) -> str:
     return f"{value!r} is not a {fw} image for {site.name}. Use one of {options}."
 
 
-def _container_path(value: Any, a: Answers) -> str:
-    if a.get("container") != "custom":
-        return ""
+def _file_path(value: Any, a: Answers, name: str, suffixes: tuple[str, ...], what: str) -> str:
+    """An absolute path of a file with one of ``suffixes``; the example in the message
+    is this project's default, so it names a file system of the chosen site."""
+    example = default(name, a.raw, a.cat)
     try:
         check_abs_path(str(value))
     except ValueError as exc:
-        return f"{exc}. Give the absolute path of your .sif file, e.g. /project/project_465000000/containers/my.sif."
-    if not str(value).endswith(".sif"):
-        return f"{value!r} does not end in .sif. Give the absolute path of a Singularity image file."
+        return f"{exc}. Give the absolute path of {what}, e.g. {example}."
+    if not str(value).endswith(suffixes):
+        return f"{value!r} does not end in {' or '.join(suffixes)}. Give the absolute path of {what}, e.g. {example}."
     return ""
+
+
+def _container_path(value: Any, a: Answers) -> str:
+    if a.get("container") != "custom":
+        return ""
+    return _file_path(value, a, "container_path", (".sif",), "your container image (.sif)")
 
 
 def _max_nodes(site: Site) -> int:
@@ -304,13 +311,7 @@ def _data_location(value: Any, a: Answers) -> str:
 def _dataset_archive(value: Any, a: Answers) -> str:
     if not a.get("prestage"):
         return ""
-    try:
-        check_abs_path(str(value))
-    except ValueError as exc:
-        return f"{exc}. Give the absolute path of a .tar archive, e.g. /flash/project_465000000/data.tar."
-    if not str(value).endswith(_ARCHIVE):
-        return f"{value!r} is not a tar archive ({', '.join(_ARCHIVE)}). Pack the dataset with tar first."
-    return ""
+    return _file_path(value, a, "dataset_archive", _ARCHIVE, "the dataset packed with tar")
 
 
 def _profile_rank(value: Any, a: Answers) -> str:

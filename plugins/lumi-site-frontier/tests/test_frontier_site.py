@@ -76,6 +76,9 @@ def test_without_an_image_every_framework_is_offered_with_your_own_image():
     assert default("container_path", answers, cat) == "/lustre/orion/abc123/scratch/${USER}/containers/demo.sif"
     for refused, fragment in (("recommended", "has no recommended pytorch image"), ("cotainr", "has no cotainr support")):
         assert any(fragment in p for p in check_all({**answers, "container": refused}, cat)), refused
+    # a wrong path is answered with an example on Frontier's file systems, not LUMI's
+    problems = check_all({**answers, "container": "custom", "container_path": "/x/image.img"}, cat)
+    assert any("e.g. /lustre/orion/abc123/scratch/${USER}/containers/demo.sif" in p for p in problems), problems
 
 
 def test_every_project_renders_and_lints_clean():

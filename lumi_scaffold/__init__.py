@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .hookspecs import hookimpl
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "ContainerGeneration",

@@ -73,7 +73,7 @@ def test_installed_plugins_add_their_choices():
     assert "laif-deepspeed-20260513" in _values(choices("container", {"site": "lumi", "framework": "deepspeed"}, cat))
     assert [p for p in cat.problems if p.plugin in (FRONTIER, DEEPSPEED)] == []
     versions = cat.plugin_versions()
-    assert versions[FRONTIER] == versions[DEEPSPEED] == "0.1.0"
+    assert versions[FRONTIER] == versions[DEEPSPEED] == "0.2.0"
     # No central Frontier image [OLCF-CT]: every framework, each with the user's own image.
     assert _values(choices("framework", {"site": "frontier"}, cat)) == ["pytorch", "jax", "deepspeed"]
     assert _values(choices("container", {"site": "frontier", "framework": "deepspeed"}, cat)) == ["custom"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lumi_scaffold import ContainerImage, Framework, TemplateFile, hookimpl, load_data_file
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 HERE = Path(__file__).parent
 
 

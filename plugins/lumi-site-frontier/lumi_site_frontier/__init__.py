@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lumi_scaffold import Site, hookimpl, load_data_file
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 DATA = Path(__file__).with_name("frontier.yaml")
 
 

@@ -232,14 +232,22 @@ def _plain_word(value: str) -> str:
     return value
 
 
-PlainWord = Annotated[str, AfterValidator(_plain_word)]
+def _name_word(value: str) -> str:
+    _plain_word(value)
+    if not value[:1].isalnum():
+        raise ValueError(f"{value!r} is a name written unquoted after a command (module load, cotainr build): "
+                         "it must start with a letter or digit, not look like an option")
+    return value
+
+
+NameWord = Annotated[str, AfterValidator(_name_word)]
 
 
 class EnvModule(Model):
     """An environment module a job loads on the host before it starts the container."""
 
     use: AbsPath | None = Field(default=None, description="Directory for `module use`, if needed.")
-    name: PlainWord = Field(description="Module to load, e.g. rccl-net-plugin or rocm/6.2.4.")
+    name: NameWord = Field(description="Module to load, e.g. rccl-net-plugin or rocm/6.2.4.")
     sets_binds: bool = Field(
         default=False, description="The module sets the runtime's bind paths (SINGULARITY_BIND and the like)."
     )
@@ -257,8 +265,10 @@ class BindingsModule(Model):
     """
 
     use: AbsPath | None = Field(default=None, description="Directory for `module use`, if needed.")
-    name: ShellWord = Field(description="Module to load, e.g. lumi-aif-singularity-bindings.")
+    name: NameWord = Field(description="Module to load, e.g. lumi-aif-singularity-bindings.")
     source: str = ""
+
+    _text = field_validator("source")(_one_line)
 
 
 class ContainerGeneration(Model):
@@ -308,8 +318,8 @@ class ContainerGeneration(Model):
 class CotainrSupport(Model):
     """How a site builds images with cotainr; sites without it get no ``cotainr`` choice."""
 
-    system: PlainWord = Field(description="`cotainr build --system` value, e.g. lumi-g (`cotainr info` lists them).")
-    modules: list[PlainWord] = Field(
+    system: NameWord = Field(description="`cotainr build --system` value, e.g. lumi-g (`cotainr info` lists them).")
+    modules: list[NameWord] = Field(
         min_length=1, description="What `module load` needs for cotainr, in order, e.g. [LUMI, cotainr]."
     )
     base: str = Field(description="One line: what the system's base image contains (written as a comment).")
@@ -385,7 +395,7 @@ class Site(Model):
     )
     cache_area: Slug = Field(description="Storage area for framework caches (TORCH_HOME, HF_HOME), never $HOME.")
 
-    _text = field_validator("title", "source")(_one_line)
+    _text = field_validator("title", "source", "node_local_tmp_note")(_one_line)
 
     @field_validator("own_image_frameworks", mode="before")
     @classmethod
@@ -411,6 +421,11 @@ class Site(Model):
         if self.has_partial_nodes and self.node.mem_per_gpu_gb is None:
             raise ValueError(
                 "node.mem_per_gpu_gb is missing: jobs on part of a node in a by-resource partition need --mem-per-gpu "
+                "(without it they get the partition's default memory); give it, or make every partition whole-node"
+            )
+        if self.has_partial_nodes and self.node.mem_per_node_gb is None:
+            raise ValueError(
+                "node.mem_per_node_gb is missing: whole-node jobs in a by-resource partition need --mem "
                 "(without it they get the partition's default memory); give it, or make every partition whole-node"
             )
         if self.cache_area not in {s.name for s in self.storage}:
@@ -466,6 +481,14 @@ class ContainerImage(Model):
 
     _text = field_validator("title", "note", "source")(_one_line)
 
+    @field_validator("id")
+    @classmethod
+    def _not_a_special_answer(cls, value: str) -> str:
+        if value in ("recommended", "custom", "cotainr"):
+            raise ValueError(f"{value!r} is one of the container answers (recommended, custom, cotainr); give the image "
+                             "its own id, e.g. <site>-<framework>-<version>")
+        return value
+
     @field_validator("versions")
     @classmethod
     def _versions_are_pins(cls, versions: dict[str, str]) -> dict[str, str]:
@@ -519,7 +542,16 @@ class Framework(Model):
 
     _text = field_validator("title", "source", "distributed_init")(_one_line)
 
-    @field_validator("pinned_packages", "requirements")
+    @field_validator("pinned_packages")
+    @classmethod
+    def _names(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", value):
+                raise ValueError(f"{value!r} is not a package name (pinned_packages names packages, like torch; "
+                                 "their versions come from each image's versions)")
+        return values
+
+    @field_validator("requirements")
     @classmethod
     def _packages(cls, values: list[str]) -> list[str]:
         for value in values:

@@ -311,6 +311,13 @@ def _cross_check(cat: Catalogue) -> None:
             _drop(cat, "container", "containers", image.id, f"generation {image.generation!r} is not one of site {site.name!r}'s generations {names}")
         elif missing := [p for p in fw.pinned_packages if p not in image.versions]:
             _drop(cat, "container", "containers", image.id, f"versions lacks {missing}, which framework {fw.name!r} pins")
+    for site in cat.sites.values():
+        own = site.own_image_frameworks
+        if own != "all" and (unknown := [f for f in own if f not in cat.frameworks]):
+            cat.problems.append(PluginProblem(
+                cat.provenance[("site", site.name)],
+                f"site {site.name!r}: own_image_frameworks names {unknown}, which are not registered frameworks; "
+                f"known: {sorted(cat.frameworks)} (a typo, or a framework plugin that is not installed)"))
     for image in list(cat.containers.values()):
         target = cat.containers.get(image.replaced_by) if image.replaced_by else None
         if image.replaced_by and (target is None or (target.site, target.framework) != (image.site, image.framework)):

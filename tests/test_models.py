@@ -58,6 +58,13 @@ def test_builtin_lumi_site_validates(lumi_data):
         (lambda d: d["cotainr"].__setitem__("modules", []), "at least 1 item"),
         (lambda d: d.__setitem__("own_image_generation", "byo"), "own_image_generation='byo' is not one of the generations"),
         (lambda d: d.__setitem__("own_image_frameworks", "any"), "'any' must be 'all' or a list of framework names"),
+        # found in review
+        (lambda d: d.__setitem__("node_local_tmp_note", "RAM)\ntouch /tmp/x #"), "single line"),
+        (lambda d: d["node"].__setitem__("mem_per_node_gb", None), "node.mem_per_node_gb is missing: whole-node jobs"),
+        (lambda d: d["generations"][0]["modules"][0].__setitem__("name", "--help"), "must start with a letter or digit"),
+        (lambda d: d["generations"][0].update(modules=[], bindings_module={"name": "${BINDMOD}"}), "is written unquoted into scripts"),
+        (lambda d: d["generations"][0].update(modules=[], bindings_module={"name": "b", "source": "a\nb"}), "single line"),
+        (lambda d: d["generations"][0].update(modules=[], bindings_module={"name": ""}), "is written unquoted into scripts"),
     ],
 )
 def test_invalid_site_names_field_and_reason(lumi_data, change, expected):
@@ -114,6 +121,9 @@ def test_container_image_refuses_self_replacement_and_bad_versions():
         ContainerImage(**base, versions={"torch": "2.1; rm"})
     with pytest.raises(ValidationError, match="must be an absolute path"):
         ContainerImage(**{**base, "path": "image.sif"})
+    for special in ("recommended", "custom", "cotainr"):
+        with pytest.raises(ValidationError, match="is one of the container answers"):
+            ContainerImage(**{**base, "id": special})
 
 
 def test_profiler_kind_and_command_agree():
@@ -132,6 +142,17 @@ def test_framework_train_args_are_plain_words_with_the_project_dir():
     for bad in ["${HOME}/x", "a b", "$(id)", "x;y"]:
         with pytest.raises(ValidationError):
             Framework(**base, train_args=[bad])
+
+
+def test_pinned_packages_are_names_only():
+    """They are written into setup-venv.sh as a bash array (found in review)."""
+    from lumi_scaffold.models import Framework
+
+    base = dict(name="f", title="F", launchers=["srun"], distributed_init="x", smoke_test="", example="")
+    assert Framework(**base, pinned_packages=["torch", "jax-lib.x"]).pinned_packages == ["torch", "jax-lib.x"]
+    for bad in ["torch>=2.0", "jax[cuda]", "-e"]:
+        with pytest.raises(ValidationError, match="is not a package name"):
+            Framework(**base, pinned_packages=[bad])
 
 
 def test_env_setting_allows_variable_references_only():

@@ -144,6 +144,18 @@ def register_containers(register):
     assert cat.recommended_image("lumi", "pytorch").id == "laif-multitorch-20260513"
 
 
+def test_unknown_own_image_framework_is_reported(fake_site_packages):
+    """A typo in own_image_frameworks would silently offer nothing (found in review)."""
+    source = GOOD_SITE.replace('site["name"], site["title"] = "othersite", "Another MI250X site"',
+                               'site["name"], site["title"] = "othersite", "Another MI250X site"\n'
+                               '    site["own_image_frameworks"] = ["pytroch", "jax"]')
+    write_plugin_dist(fake_site_packages, "lumi-site-other", {"other": "fakeplug_other"}, {"fakeplug_other": source})
+    cat = load()
+    assert ("site 'othersite': own_image_frameworks names ['pytroch'], which are not registered frameworks"
+            in problem_text(cat))
+    assert "othersite" in cat.sites and "jax" in cat.frameworks_for("othersite")
+
+
 def test_manager_and_catalogue_are_built_once():
     plugins.reset()
     assert plugins.get_plugin_manager() is plugins.get_plugin_manager()

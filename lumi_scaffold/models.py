@@ -362,6 +362,7 @@ class Site(Model):
 
     name: Slug
     title: str
+    display_name: str = Field("", description="How prose names the site (LUMI, Frontier); default: its name.")
     source: str = ""
     account: AccountRule
     partitions: list[Partition] = Field(min_length=1)
@@ -395,7 +396,7 @@ class Site(Model):
     )
     cache_area: Slug = Field(description="Storage area for framework caches (TORCH_HOME, HF_HOME), never $HOME.")
 
-    _text = field_validator("title", "source", "node_local_tmp_note")(_one_line)
+    _text = field_validator("title", "display_name", "source", "node_local_tmp_note")(_one_line)
 
     @field_validator("own_image_frameworks", mode="before")
     @classmethod

@@ -429,6 +429,7 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
         "site": {
             "name": site.name,
             "title": site.title,
+            "display_name": site.display_name or site.name,
             "runtime": site.container_runtime,
             "gpus_per_node": site.node.gpus,
             "gpu_type": site.node.gpu_type,

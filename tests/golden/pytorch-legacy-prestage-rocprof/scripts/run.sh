@@ -27,7 +27,7 @@ export LOCAL_RANK="${SLURM_LOCALID:-0}"
 export WORLD_SIZE="${SLURM_NTASKS:-1}"
 export LOCAL_WORLD_SIZE="${SLURM_NTASKS_PER_NODE:-1}"
 
-# Interconnect and runtime settings for lumi.
+# Interconnect and runtime settings for LUMI.
 export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"   # RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
 export NCCL_NET_GDR_LEVEL="PHB"   # let RCCL use GPU-direct RDMA between GCD and NIC [WS-09, WS-2026]
 export HSA_FORCE_FINE_GRAIN_PCIE="1"   # fine-grained PCIe memory, recommended with the RCCL OFI plugin [WS-2026]

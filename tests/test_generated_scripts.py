@@ -16,8 +16,44 @@ import pytest
 from lumi_scaffold.lint import lint_project
 from lumi_scaffold.plugins import get_catalogue
 
-from .helpers import render
+from .helpers import REPO, render
 from .slurm.harness import FAKEBIN
+
+
+CONTAINER_PYTHON = """#!{python}
+# TEST STAND-IN for the container's Python when the tests run in a virtual environment:
+# this venv's Python, except that a venv made with it (`python -m venv ...`, as setup-venv.sh
+# does) also sees this venv's packages, as a venv made from a container's conda Python sees
+# the container's framework.
+import os
+import sys
+from pathlib import Path
+
+args = sys.argv[1:]
+if args[:2] != ["-m", "venv"]:
+    os.execv(sys.executable, [sys.executable, *args])
+import subprocess
+
+status = subprocess.call([sys.executable, *args])
+if status == 0:
+    sys.path.insert(0, {repo!r})
+    from tests.helpers import see_outer_packages
+
+    see_outer_packages(Path(args[-1]).resolve())
+sys.exit(status)
+"""
+
+
+def container_python(bin_dir: Path) -> str:
+    """The directory with `python` for the stand-in container: this interpreter's, or, when the
+    tests run in a venv, a wrapper whose venvs see the outer venv's packages (see nested_venv)."""
+    if sys.prefix == sys.base_prefix:
+        return str(Path(sys.executable).parent)
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("python", "python3"):
+        (bin_dir / name).write_text(CONTAINER_PYTHON.format(python=sys.executable, repo=str(REPO)))
+        (bin_dir / name).chmod(0o755)
+    return str(bin_dir)
 
 
 def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -27,7 +63,7 @@ def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
     image = tmp_path / "image.sif"
     image.write_bytes(b"")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SINGULARITY"))}
-    python_dir = str(Path(sys.executable).parent)
+    python_dir = container_python(tmp_path / "container-python")
     env.update(PATH=f"{FAKEBIN}:{python_dir}:{env['PATH']}", SIF=str(image), FAKE_SINGULARITY_SITE_ROOT=str(site),
                PIP_CACHE_DIR=str(tmp_path / "pip-cache"), PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull, **extra)
     return env

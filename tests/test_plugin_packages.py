@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import types
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from lumi_scaffold.lint import lint_project
 from lumi_scaffold.questions import check, choices
 from lumi_scaffold.testing import check_conformance, isolated_catalogue, plugin_catalogue, plugin_matrix, render_project
 
-from .helpers import REPO, write_plugin_dist
+from .helpers import REPO, nested_venv, write_plugin_dist
 
 FRONTIER, DEEPSPEED = "lumi-site-frontier", "lumi-framework-deepspeed"
 TUTORIAL = REPO / "docs" / "plugins" / "tutorial-plugin"
@@ -183,9 +182,7 @@ def test_new_plugin_refuses_bad_input_cleanly(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> Path:
     """A fresh virtual environment that sees this Python's packages (lumi-scaffold, pytest, pip, setuptools)."""
-    root = tmp_path_factory.mktemp("venv") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(root)], check=True)
-    return root / "bin" / "python"
+    return nested_venv(tmp_path_factory.mktemp("venv") / "venv")
 
 
 def _pip_install(python: Path, package: Path) -> None:

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import site
-import subprocess
-import sys
-import sysconfig
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -30,28 +26,6 @@ def template_copy(dest: Path) -> Path:
 def render(template: Path | str, dest: Path, **answers: Any) -> Path:
     """Render a project with ``answers`` (plus DEFAULTS) and defaults for the rest."""
     return render_project(template, dest, {**DEFAULTS, **answers})
-
-
-def nested_venv(root: Path) -> Path:
-    """A venv at ``root`` that sees this Python's packages (lumi-scaffold, pytest, pip, torch...);
-    returns its python.
-
-    ``--system-site-packages`` alone is not enough when the tests themselves run in a venv:
-    a venv made from a venv's python sees the *base* interpreter's packages, not the outer
-    venv's. So the outer venv's site directories are added by a .pth file (after the new
-    venv's own, so what is installed there still wins)."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(root)], check=True)
-    see_outer_packages(root)
-    return root / "bin" / "python"
-
-
-def see_outer_packages(venv_root: Path) -> None:
-    """Make the venv at ``venv_root`` see this (virtual) environment's site directories too."""
-    if sys.prefix == sys.base_prefix:
-        return  # --system-site-packages already shows this interpreter's packages
-    purelib = sysconfig.get_path("purelib", vars={"base": str(venv_root), "platbase": str(venv_root)})
-    lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in site.getsitepackages())
-    Path(purelib, "_lumi_scaffold_tests_outer_venv.pth").write_text(lines)
 
 
 def read_tree(root: Path) -> dict[str, bytes]:

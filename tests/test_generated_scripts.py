@@ -16,44 +16,9 @@ import pytest
 from lumi_scaffold.lint import lint_project
 from lumi_scaffold.plugins import get_catalogue
 
-from .helpers import REPO, render
+from .helpers import render
 from .slurm.harness import FAKEBIN
-
-
-CONTAINER_PYTHON = """#!{python}
-# TEST STAND-IN for the container's Python when the tests run in a virtual environment:
-# this venv's Python, except that a venv made with it (`python -m venv ...`, as setup-venv.sh
-# does) also sees this venv's packages, as a venv made from a container's conda Python sees
-# the container's framework.
-import os
-import sys
-from pathlib import Path
-
-args = sys.argv[1:]
-if args[:2] != ["-m", "venv"]:
-    os.execv(sys.executable, [sys.executable, *args])
-import subprocess
-
-status = subprocess.call([sys.executable, *args])
-if status == 0:
-    sys.path.insert(0, {repo!r})
-    from tests.helpers import see_outer_packages
-
-    see_outer_packages(Path(args[-1]).resolve())
-sys.exit(status)
-"""
-
-
-def container_python(bin_dir: Path) -> str:
-    """The directory with `python` for the stand-in container: this interpreter's, or, when the
-    tests run in a venv, a wrapper whose venvs see the outer venv's packages (see nested_venv)."""
-    if sys.prefix == sys.base_prefix:
-        return str(Path(sys.executable).parent)
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("python", "python3"):
-        (bin_dir / name).write_text(CONTAINER_PYTHON.format(python=sys.executable, repo=str(REPO)))
-        (bin_dir / name).chmod(0o755)
-    return str(bin_dir)
+from .venvs import container_python
 
 
 def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:

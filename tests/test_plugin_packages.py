@@ -23,7 +23,8 @@ from lumi_scaffold.lint import lint_project
 from lumi_scaffold.questions import check, choices
 from lumi_scaffold.testing import check_conformance, isolated_catalogue, plugin_catalogue, plugin_matrix, render_project
 
-from .helpers import REPO, nested_venv, write_plugin_dist
+from .helpers import REPO, write_plugin_dist
+from .venvs import nested_venv
 
 FRONTIER, DEEPSPEED = "lumi-site-frontier", "lumi-framework-deepspeed"
 TUTORIAL = REPO / "docs" / "plugins" / "tutorial-plugin"

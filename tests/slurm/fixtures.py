@@ -22,6 +22,9 @@ REQUIRE_ENV = "LUMI_SCAFFOLD_REQUIRE_SLURM"
 # visible to SlurmCluster.wait() long after they end.
 DEFAULT_KNOBS: dict[str, object] = {"cpus": 64, "task_plugin": "task/none", "min_job_age": 300}
 TWO_NODE_KNOBS: dict[str, object] = {**DEFAULT_KNOBS, "nodes": 2}
+# Two nodes with this machine's real CPUs and task/affinity: CPU binding is real (the local
+# site's masks 0x1, 0x2), and names nid005000/nid005001 resolve for real 2-node trainings.
+LOCAL_TWO_NODE_KNOBS: dict[str, object] = {"nodes": 2, "cpus": 2, "task_plugin": "task/affinity", "min_job_age": 300}
 
 
 def slurm_required() -> bool:
@@ -83,3 +86,9 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
 def slurm_cluster_2nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
     """Two-node cluster (nid005000, nid005001; other ports), started only when requested."""
     yield from _session_cluster(tmp_path_factory, "slurm2n", TWO_NODE_KNOBS)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster_local2n(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """Two-node cluster with real binding (2 CPUs per node, task/affinity), started when requested."""
+    yield from _session_cluster(tmp_path_factory, "slurmlocal2n", LOCAL_TWO_NODE_KNOBS)

@@ -38,7 +38,7 @@ WAIT_SCRIPT = SLURM_DIR / "wait-job.sh"
 # Keyword knobs of SlurmCluster.start(), each passed as SLURM_LOCAL_<NAME upper-cased>.
 KNOBS = frozenset({
     "nodes", "nodename", "cpus", "task_plugin", "gpus", "gpu_type", "real_memory",
-    "def_mem_per_cpu", "min_job_age", "auth", "require_account", "ctld_port", "slurmd_port",
+    "def_mem_per_cpu", "min_job_age", "first_job_id", "auth", "require_account", "ctld_port", "slurmd_port",
     "start_timeout", "link_etc",
 })
 TERMINAL_STATES = frozenset({
@@ -123,8 +123,9 @@ class SlurmCluster:
 
     ``SlurmCluster(directory, **knobs).start()`` or ``SlurmCluster().start(directory, **knobs)``.
     Knobs (see start-slurm.sh): nodes, nodename, cpus, task_plugin, gpus, gpu_type,
-    real_memory, def_mem_per_cpu, min_job_age, auth, require_account, ctld_port,
-    slurmd_port, start_timeout, link_etc. Ports default to a free block from 6817 upwards.
+    real_memory, def_mem_per_cpu, min_job_age, first_job_id, auth, require_account, ctld_port,
+    slurmd_port, start_timeout, link_etc. Ports default to a free block from 6817 upwards,
+    first_job_id to 1000 x the block's index (so clusters side by side hand out other ids).
     """
 
     def __init__(self, directory: str | os.PathLike[str] | None = None, **knobs: object) -> None:
@@ -148,6 +149,10 @@ class SlurmCluster:
         if "ctld_port" not in self.knobs and "slurmd_port" not in self.knobs:
             base = free_port_block(1 + nodes)
             self.knobs.update(ctld_port=base, slurmd_port=base + 1)
+        if "first_job_id" not in self.knobs:
+            # Jobs derive ports from their id (MASTER_PORT, JAX's coordinator port): clusters
+            # side by side on this host hand out ids 1000 apart (one per port block).
+            self.knobs["first_job_id"] = 1 + (int(self.knobs["ctld_port"]) - 6817) // 10 * 1000 % 9000
         env = _scrubbed_environ()
         env.update({f"SLURM_LOCAL_{k.upper()}": _knob_value(v) for k, v in self.knobs.items()})
         proc = subprocess.run(

@@ -25,6 +25,8 @@
 #   SLURM_LOCAL_REAL_MEMORY=491520 RealMemory per node in MB (bookkeeping only)
 #   SLURM_LOCAL_DEF_MEM_PER_CPU=1024  DefMemPerCPU of every partition, in MB
 #   SLURM_LOCAL_MIN_JOB_AGE=5      seconds a finished job stays visible in scontrol
+#   SLURM_LOCAL_FIRST_JOB_ID=1     first job id (clusters side by side on one host should not
+#                                  hand out the same ids: jobs derive ports from them)
 #   SLURM_LOCAL_AUTH=munge         or "none" (auth/none, no munged; Slurm 22.05 only)
 #   SLURM_LOCAL_REQUIRE_ACCOUNT=0  1 = job_submit.lua rejects jobs without --account
 #   SLURM_LOCAL_CTLD_PORT=6817     slurmctld port
@@ -56,6 +58,7 @@ GPU_TYPE="${SLURM_LOCAL_GPU_TYPE-mi250}"
 REAL_MEMORY="${SLURM_LOCAL_REAL_MEMORY:-491520}"
 DEF_MEM_PER_CPU="${SLURM_LOCAL_DEF_MEM_PER_CPU:-1024}"
 MIN_JOB_AGE="${SLURM_LOCAL_MIN_JOB_AGE:-5}"
+FIRST_JOB_ID="${SLURM_LOCAL_FIRST_JOB_ID:-1}"
 AUTH="${SLURM_LOCAL_AUTH:-munge}"
 REQUIRE_ACCOUNT="${SLURM_LOCAL_REQUIRE_ACCOUNT:-0}"
 CTLD_PORT="${SLURM_LOCAL_CTLD_PORT:-6817}"
@@ -64,7 +67,7 @@ START_TIMEOUT="${SLURM_LOCAL_START_TIMEOUT:-30}"
 LINK_ETC="${SLURM_LOCAL_LINK_ETC:-0}"
 
 is_uint() { [[ "$1" =~ ^[0-9]+$ ]]; }
-for knob in NODES CPUS GPUS REAL_MEMORY DEF_MEM_PER_CPU MIN_JOB_AGE CTLD_PORT SLURMD_PORT START_TIMEOUT; do
+for knob in NODES CPUS GPUS REAL_MEMORY DEF_MEM_PER_CPU MIN_JOB_AGE FIRST_JOB_ID CTLD_PORT SLURMD_PORT START_TIMEOUT; do
     is_uint "${!knob}" || die "SLURM_LOCAL_${knob} must be a non-negative integer, got '${!knob}'"
 done
 [[ "${NODES}" -ge 1 && "${NODES}" -le 2 ]] || die "SLURM_LOCAL_NODES must be 1 or 2, got ${NODES}"
@@ -136,6 +139,20 @@ else
 fi
 slurmd_pidfile() { printf '%s/slurmd-%s.pid' "${RUN}" "$1"; }
 
+# Jobs compute MASTER_ADDR with `scontrol show hostnames` (node names, not addresses), and
+# JAX's coordinator is the first node name too: the emulated names must resolve, as they do
+# on a real cluster. All nodes are this host, so they resolve to 127.0.0.1 (one line per
+# name, added once, tagged so a reader of /etc/hosts knows where it came from).
+resolve_node_names() {
+    local node
+    for node in "${NODE_NAMES[@]}"; do
+        getent hosts -- "${node}" >/dev/null 2>&1 && continue
+        printf '127.0.0.1 %s   # lumi-scaffold tests/slurm/start-slurm.sh\n' "${node}" >>/etc/hosts ||
+            die "cannot add ${node} to /etc/hosts: jobs could not resolve their MASTER_ADDR"
+    done
+}
+resolve_node_names
+
 # --- config -----------------------------------------------------------------------------
 gres_for_node=""
 if [[ "${GPUS}" -gt 0 ]]; then
@@ -186,6 +203,7 @@ GresTypes=gpu
 ReturnToService=2
 SlurmdParameters=config_overrides
 MinJobAge=${MIN_JOB_AGE}
+FirstJobId=${FIRST_JOB_ID}
 KillWait=5
 InactiveLimit=0
 CONF

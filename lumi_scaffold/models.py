@@ -104,6 +104,11 @@ class Partition(Model):
         default_factory=list,
         description="Shorter limits for smaller jobs (Frontier batch: 1-91 nodes 2 h, ...), by ascending max_nodes.",
     )
+    shared_node_tmp_gb: PositiveInt | None = Field(
+        default=None,
+        description="GB of node-local tmp (RAM) a job may fill when it shares a node in this partition (LUMI small-g: "
+        "64 [AIG-04]); whole-node and --exclusive jobs are limited by their memory instead. Leave out when unknown.",
+    )
     purpose: str = Field(default="", description="What the partition is for, one line.")
     billing: str = Field(default="", description="How jobs are billed, one line.")
     source: str = Field(default="", description="Source key of the limits.")
@@ -477,6 +482,11 @@ class ContainerImage(Model):
     versions: dict[str, str] = Field(
         default_factory=dict, description="Package versions the image ships; a venv must never change them."
     )
+    numa_binding: bool = Field(
+        default=False,
+        description="The image's PyTorch has `torch.distributed.run --numa-binding` (PyTorch 2.9 and later): torchrun "
+        "jobs on whole nodes bind each worker to cores near its GPU with --numa-binding=exclusive. [AIG-05]",
+    )
     note: str = ""
     source: str = ""
 
@@ -502,7 +512,17 @@ class ContainerImage(Model):
     def _replacement(self) -> ContainerImage:
         if self.replaced_by == self.id:
             raise ValueError("replaced_by names the image itself")
+        torch = _release(self.versions.get("torch", ""))
+        if self.numa_binding and torch and torch < (2, 9):
+            raise ValueError(f"numa_binding needs PyTorch 2.9 or later, but versions has torch {self.versions['torch']}: "
+                             "torch.distributed.run of this image has no --numa-binding")
         return self
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numeric release of a version or pin ('2.10.*' -> (2, 10)); () if none."""
+    match = re.match(r"\d+(?:\.\d+)*", version)
+    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
 
 
 def _train_arg(value: str) -> str:

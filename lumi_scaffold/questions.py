@@ -390,6 +390,7 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
     part = site.partition(str(a.get("partition"))) or site.partition(default("partition", answers, cat))
     whole_node = gpus == site.node.gpus
     multi = nodes > 1
+    torchrun = a.get("launcher") == "torchrun"
     image = _image(a)
     if image is not None:
         generation = site.generation(image.generation)
@@ -410,6 +411,7 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
     # Template versions before `modules` load one module: the bindings module, else the last.
     single = next((m for m in modules if m.sets_binds), modules[-1] if modules else None)
     container.update(
+        numa_binding=image.numa_binding if image is not None else False,
         generation=generation.name,
         run_verb=generation.run_verb,
         activate_var=generation.activate_var or "",
@@ -458,6 +460,13 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
             "whole_node": whole_node,
             "exclusive": whole_node and part.allocation == "by-resource",
             "tasks": nodes * gpus,
+            **_launch(str(a.get("launcher") or "srun"), gpus, site.node.cpus_per_gpu),
+            # torchrun binds workers itself where the image's PyTorch can, on whole nodes only:
+            # on a shared node the job's cores may lie outside its GPUs' NUMA nodes.
+            "torchrun_binding": "exclusive" if torchrun and whole_node and container["numa_binding"] else "",
+            # Node-local tmp a job may fill on a shared node (None: its memory is the limit).
+            "shared_node_tmp_gb": None if whole_node else part.shared_node_tmp_gb,
+            "run_name": str(a.get("project_name")),
             "signal_lead": _signal_lead(str(a.get("walltime") or "01:00:00")),
         },
         "container": container,
@@ -496,6 +505,13 @@ def _own_image(a: Answers, site: Site) -> dict[str, Any]:
                 "status": choice, "replaced_by": "", "source": "", "cotainr": site.cotainr.model_dump()}
     return {"id": "custom", "title": "custom image", "path": str(a.get("container_path")), "status": "custom",
             "replaced_by": "", "source": ""}
+
+
+def _launch(launcher: str, gpus: int, cpus_per_gpu: int) -> dict[str, int]:
+    """Tasks of the training (and profiling) job on each node, ranks per task, CPUs per task:
+    srun starts one task per GPU; torchrun one task per node that spawns a worker per GPU."""
+    per_task = gpus if launcher == "torchrun" else 1
+    return {"tasks_per_node": gpus // per_task, "ranks_per_task": per_task, "cpus_per_task": cpus_per_gpu * per_task}
 
 
 def _signal_lead(walltime: str) -> int:

@@ -101,7 +101,9 @@ def test_resolve_whole_node_multi_node_legacy_image():
     assert (c["generation"], c["run_verb"], c["activate_var"], c["module"]) == ("legacy-sif", "exec", "WITH_CONDA", "")
     assert c["binds"][-3:] == ["/var/spool/slurmd", "/opt/cray", "/usr/lib64/libcxi.so.1"]
     assert data["pins"] == {"torch": "2.7.1"}
-    assert data["job"] == {"smoke_partition": "small-g", "smoke_qos": "", "whole_node": True, "exclusive": False, "tasks": 16, "signal_lead": 300}
+    assert data["job"] == {"smoke_partition": "small-g", "smoke_qos": "", "whole_node": True, "exclusive": False, "tasks": 16,
+                           "tasks_per_node": 8, "ranks_per_task": 1, "cpus_per_task": 7, "torchrun_binding": "",
+                           "shared_node_tmp_gb": None, "run_name": "demo", "signal_lead": 300}
     assert {e["name"] for e in data["env"]} >= {"NCCL_SOCKET_IFNAME", "NCCL_NET_GDR_LEVEL", "FI_CXI_DEFAULT_CQ_SIZE"}
 
 

@@ -91,17 +91,22 @@ def test_run_sh_works_outside_slurm(template, tmp_path):
     assert result.returncode != 0 and "this image should define WITH_CONDA" in result.stderr
 
 
-def test_attach_requires_a_job_id(template, tmp_path):
+def test_attach_requires_a_job_id_and_has_help(template, tmp_path):
     project = render(template, tmp_path / "p")
     result = subprocess.run(["scripts/attach.sh"], cwd=project, capture_output=True, text=True)
-    assert result.returncode == 2 and "usage:" in result.stderr
+    assert result.returncode == 2 and result.stderr.startswith("Usage: scripts/attach.sh JOBID")
+    result = subprocess.run(["scripts/attach.sh", "--help"], cwd=project, capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("Usage: scripts/attach.sh JOBID")
+    for bad in (["12x"], ["1234", "nid005001", "--frob"], ["1234", "--"]):
+        result = subprocess.run(["scripts/attach.sh", *bad], cwd=project, capture_output=True, text=True)
+        assert result.returncode == 2 and "See --help." in result.stderr, bad
 
 
 def test_lint_command_finds_a_broken_header(template, tmp_path):
     project = render(template, tmp_path / "p", gpus_per_node=2)
     assert lint_project(project, get_catalogue()) == []
     train = project / "jobs/train.sbatch"
-    train.write_text(train.read_text().replace("--time=01:00:00", "--time=4-00:00:00").replace('"${run_dir}"', "${run_dir}"))
+    train.write_text(train.read_text().replace("--time=01:00:00", "--time=4-00:00:00").replace('"${RUN_DIR}"', "${RUN_DIR}"))
     problems = lint_project(project, get_catalogue())
     assert any("time 4-00:00:00 exceeds small-g's 3-00:00:00" in p for p in problems)
     assert any("SC2086" in p for p in problems)

@@ -257,7 +257,8 @@ def test_tutorial_plugin_installs_and_works_as_written(venv, tmp_path, template)
     assert made.returncode == 0, made.stderr
     sbatch = (tmp_path / "campus-demo/jobs/train.sbatch").read_text()
     assert "#SBATCH --partition=gpu-large" in sbatch and "#SBATCH --ntasks-per-node=4" in sbatch
-    assert "--cpu-bind=verbose,mask_cpu:0x000000fe,0x00007f00,0x00fe0000,0x7f000000" in sbatch
+    launch = (tmp_path / "campus-demo/scripts/job-env.sh").read_text()
+    assert "--cpu-bind=verbose,mask_cpu:0x000000fe,0x00007f00,0x00fe0000,0x7f000000" in launch
     refused = cli("new", str(tmp_path / "too-long"), "--defaults", "-q", "--template", str(template),
                   "-d", "site=campus", "-d", "account=mlgroup", "-d", "nodes=3", "-d", "walltime=1-00:00:00")
     assert refused.returncode == 1 and "gpu-large limit of 12:00:00 for 3 node(s)" in refused.stderr

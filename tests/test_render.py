@@ -161,9 +161,9 @@ def test_two_node_pytorch_project_has_everything(template, tmp_path):
     for option in ("--account=project_465000000", "--partition=standard-g", "--time=01:00:00", "--nodes=2",
                    "--ntasks-per-node=8", "--gpus-per-node=8", "--cpus-per-task=7", "--mem=480G", "--output=logs/%x-%j.out"):
         assert f"#SBATCH {option}\n" in train
-    assert "--cpu-bind=verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000," in train
-    assert "--kill-on-bad-exit=1" in train
     env = (p / "scripts/job-env.sh").read_text()
+    assert "--cpu-bind=verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000," in env
+    assert "srun --kill-on-bad-exit=1" in env and "run_step launch run.sh" in train
     assert 'MASTER_ADDR="$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)"' in env
     assert "module load lumi-aif-singularity-bindings" in env and "singularity run" in env
     run = (p / "scripts/run.sh").read_text()

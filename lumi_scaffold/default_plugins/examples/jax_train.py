@@ -2,11 +2,16 @@
 
 Under srun every task calls jax.distributed.initialize(), which reads the Slurm
 variables itself (coordinator = first node of the step, port derived from the job id,
-one local device per task from SLURM_LOCALID). Gradients are averaged across all
-processes every step. Without GPUs it runs on the CPU, so it can be tested anywhere.
+one local device per task from SLURM_LOCALID). All processes' devices form one mesh; the
+batch is split across it and the parameters are replicated, so the gradient of the mean
+loss is reduced on the devices (an all-reduce through RCCL on GPUs), never copied through
+host memory. Without GPUs it runs on the CPU, so it can be tested anywhere.
 
 Data: --data DIR reads *.npz shards with arrays ``x`` (float32) and ``y`` (int64);
-without it the script trains on synthetic data. Parameters are saved to --output.
+without it the script trains on synthetic data. Parameters and the step are saved to
+--output (the run directory, the same for every job of a run) every --checkpoint-every
+steps; training resumes from the newest save, and only the newest --keep-checkpoints are
+kept. The script exits 0 once it has trained --steps steps.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 
 def parse_args() -> argparse.Namespace:
@@ -28,6 +34,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--batch-size", type=int, default=64, help="per-process batch size")
     parser.add_argument("--checkpoint-every", type=int, default=50)
+    parser.add_argument("--keep-checkpoints", type=int, default=3, help="how many of the newest saves to keep")
     parser.add_argument("--seconds-per-step", type=float, default=0.0, help="throttle (to test time limits)")
     return parser.parse_args()
 
@@ -73,13 +80,31 @@ def loss_fn(params, x, y):
     return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
 
 
-def average_across_processes(grads):
-    if jax.process_count() == 1:
-        return grads
-    from jax.experimental import multihost_utils
+def train_step(params, x, y):
+    """One SGD step on the global batch: the mean loss over every process's rows, so its
+    gradient is already averaged across processes (XLA inserts the all-reduce)."""
+    loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+    return jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), loss
 
-    gathered = multihost_utils.process_allgather(grads)
-    return jax.tree_util.tree_map(lambda g: jnp.mean(g, axis=0), gathered)
+
+def global_batch(sharding: NamedSharding, local: np.ndarray) -> jax.Array:
+    """This process's rows as its part of the global batch, one slice per local device."""
+    devices = [d for d in sharding.mesh.devices.flat if d.process_index == jax.process_index()]
+    parts = [jax.device_put(part, device) for part, device in zip(np.split(local, len(devices)), devices)]
+    shape = (local.shape[0] * jax.process_count(), *local.shape[1:])
+    return jax.make_array_from_single_device_arrays(shape, sharding, parts)
+
+
+def replicated(sharding: NamedSharding, tree):
+    """Host values (the same on every process) as arrays replicated on every device."""
+    return jax.tree_util.tree_map(
+        lambda value: jax.make_array_from_callback(np.shape(value), sharding, lambda index: np.asarray(value)[index]),
+        tree)
+
+
+def host(tree):
+    """A replicated tree back on this host (every device holds all of it)."""
+    return jax.tree_util.tree_map(lambda a: np.asarray(a.addressable_data(0)), tree)
 
 
 def main() -> None:
@@ -90,35 +115,55 @@ def main() -> None:
     x, y = load_dataset(args.data, rank, world)
     if rank == 0:
         print(f"data: {len(x)} samples per process from {args.data or 'synthetic data'}", flush=True)
-    params = init_params(jax.random.PRNGKey(0), x.shape[1], int(y.max()) + 1)
-    grad_fn = jax.jit(jax.value_and_grad(loss_fn))
-    update = jax.jit(lambda p, g: jax.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g))
+    mesh = Mesh(np.array(jax.devices()), ("data",))
+    rows, same = NamedSharding(mesh, PartitionSpec("data")), NamedSharding(mesh, PartitionSpec())
+    step_fn = jax.jit(train_step, in_shardings=(same, rows, rows), out_shardings=(same, same))
+    start, saved = resume(args.output)
+    if saved is None:  # the same key on every process: the same start
+        saved = jax.tree_util.tree_map(np.asarray, init_params(jax.random.PRNGKey(0), x.shape[1], int(y.max()) + 1))
+    elif rank == 0:
+        print(f"resumed from {args.output} at step {start}", flush=True)
+    params = replicated(same, saved)
     profile_dir = os.environ.get("LUMI_SCAFFOLD_PROFILE_DIR")
-    rng = np.random.default_rng(rank)
-    for step in range(1, args.steps + 1):
-        if profile_dir and step == 3:
+    rng = np.random.default_rng([rank, start])  # a resumed run draws new batches
+    batch = args.batch_size - args.batch_size % len(jax.local_devices()) or len(jax.local_devices())
+    for step in range(start + 1, args.steps + 1):
+        if profile_dir and step == start + 3:
             jax.profiler.start_trace(profile_dir)
-        index = rng.integers(0, len(x), args.batch_size)
-        loss, grads = grad_fn(params, x[index], y[index])
-        params = update(params, average_across_processes(grads))
-        if profile_dir and step == 7:
+        index = rng.integers(0, len(x), batch)
+        params, loss = step_fn(params, global_batch(rows, x[index]), global_batch(rows, y[index]))
+        if profile_dir and step == start + 7:
             jax.profiler.stop_trace()
         if args.seconds_per_step:
             time.sleep(args.seconds_per_step)
         if rank == 0 and (step % 20 == 0 or step == args.steps):
-            print(f"step {step} loss {float(loss):.4f}", flush=True)
+            print(f"step {step} loss {float(host(loss)):.4f}", flush=True)
         if rank == 0 and (step % args.checkpoint_every == 0 or step == args.steps):
-            save(args.output, step, params)
+            save(args.output, step, host(params), args.keep_checkpoints)
+    checksum = sum(float(np.abs(v).sum()) for v in host(params).values())
+    print(f"rank {rank}: parameter checksum {checksum:.6f}", flush=True)
     if rank == 0:
         print(f"done: {args.steps} steps on {world} process(es)", flush=True)
 
 
-def save(output: str, step: int, params) -> None:
+def resume(output: str):
+    """(step, parameters) of the newest save in ``output``, or (0, None)."""
+    found = sorted(glob.glob(os.path.join(output, "params-*.npz")))
+    if not found:
+        return 0, None
+    with np.load(found[-1]) as saved:
+        params = {k: saved[k] for k in saved.files if k != "step"}
+        return int(saved["step"]), params
+
+
+def save(output: str, step: int, params, keep: int) -> None:
     os.makedirs(output, exist_ok=True)
     path = os.path.join(output, f"params-{step:08d}.npz")
     with open(path + ".tmp", "wb") as handle:
-        np.savez(handle, **{k: np.asarray(v) for k, v in params.items()})
-    os.replace(path + ".tmp", path)
+        np.savez(handle, step=step, **params)
+    os.replace(path + ".tmp", path)  # never leave a half-written save behind
+    for old in sorted(glob.glob(os.path.join(output, "params-*.npz")))[:-max(keep, 1)]:
+        os.remove(old)
 
 
 if __name__ == "__main__":

@@ -59,11 +59,12 @@ def test_project_has_config_launch_and_pins(project):
     train = (project / "src" / "demo" / "train.py").read_text()
     assert "deepspeed.init_distributed(" in train and "Distributed training example for demo" in train
     assert "torch==2.10.*" in (project / "constraints.txt").read_text()
-    sbatch = (project / "jobs" / "train.sbatch").read_text()
-    assert "--cpu-bind=verbose,mask_cpu:" in sbatch and "torch.distributed.run" not in sbatch
-    # The AI guide's arguments [AIG-05], from the framework's train_args, before the user's "$@".
-    launch = '--output "${run_dir}" --deepspeed --deepspeed_config "${PROJECT_DIR}/config/ds_config.json" "${data_args[@]}" "$@"'
-    assert launch in sbatch
+    launch = (project / "scripts" / "job-env.sh").read_text()
+    assert "--cpu-bind=verbose,mask_cpu:" in launch and "torch.distributed.run" not in launch
+    # The AI guide's arguments [AIG-05], from the framework's train_args, before the user's
+    # own (the jobs' --output and data, then what was given to sbatch).
+    assert '/train.py" --deepspeed --deepspeed_config "${PROJECT_DIR}/config/ds_config.json" "$@"' in launch
+    assert 'launch run.sh --output "${RUN_DIR}" "${DATA_ARGS[@]}" "$@"' in (project / "jobs" / "train.sbatch").read_text()
     assert "MASTER_ADDR=" in (project / "scripts" / "job-env.sh").read_text()
 
 
@@ -72,7 +73,7 @@ def test_profile_job_passes_the_same_arguments(catalogue, tmp_path_factory):
     answers = {"site": "lumi", "framework": "deepspeed", "account": "project_465000000", "profiler": "rocprofv3"}
     project = render_project(template, tmp_path_factory.mktemp("projects") / "demo", answers)
     profile = (project / "jobs" / "profile.sbatch").read_text()
-    assert '--deepspeed --deepspeed_config "${PROJECT_DIR}/config/ds_config.json" "$@"' in profile
+    assert 'launch run-profile.sh --output "${output}" "${DATA_ARGS[@]}" "$@"' in profile  # the training launch
 
 
 def test_example_without_deepspeed_stops_with_a_message(project, tmp_path):

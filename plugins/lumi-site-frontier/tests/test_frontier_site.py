@@ -119,7 +119,7 @@ def test_copier_copy_makes_a_frontier_project_with_your_image(template, tmp_path
     for job in ("jobs/train.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh"):
         assert "--mem" not in (project / job).read_text(), job
     assert "#SBATCH --nodes=2" in (project / "jobs/train.sbatch").read_text()
-    assert 'srun --kill-on-bad-exit=1 --cpu-bind=' in (project / "jobs/train.sbatch").read_text()
+    assert 'srun --kill-on-bad-exit=1 --cpu-bind=' in env_sh  # the launch the jobs share
     assert "container: custom" in (project / ".copier-answers.yml").read_text()
     assert "Billing:" not in (project / "README.md").read_text()  # the fact sheet gives no billing rule
     assert "on a Frontier login node" in made.stderr and "on a Frontier login node" in (project / "README.md").read_text()

@@ -12,7 +12,9 @@ without DeepSpeed it stops with a message saying so.
 
 Data: --data DIR reads *.npz shards with arrays ``x`` (float32, N x features) and ``y``
 (int64, N); without it the script trains on synthetic data. Checkpoints (DeepSpeed's
-format, one directory per tag) go to --output DIR; training resumes from the latest.
+format, one directory per tag) go to --output DIR, the run directory shared by every job
+of a run; training resumes from the latest, and only the newest --keep-checkpoints are
+kept. The script exits 0 once it has trained --steps steps.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -46,8 +49,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--data", help="directory of *.npz shards (x, y); synthetic data if omitted")
     parser.add_argument("--output", default="outputs", help="checkpoint directory")
     parser.add_argument("--steps", type=int, default=200, help="optimizer steps in total")
-    parser.add_argument("--num-workers", type=int, default=int(os.environ.get("SLURM_CPUS_PER_TASK", "1")) - 1)
+    parser.add_argument("--num-workers", type=int, default=default_workers(),
+                        help="DataLoader worker processes per rank (default: the rank's CPUs minus one)")
     parser.add_argument("--checkpoint-every", type=int, default=50)
+    parser.add_argument("--keep-checkpoints", type=int, default=3, help="how many of the newest checkpoints to keep")
     parser.add_argument("--seconds-per-step", type=float, default=0.0, help="throttle (to test time limits)")
     deepspeed.add_config_arguments(parser)  # --deepspeed, --deepspeed_config
     args = parser.parse_args()
@@ -55,6 +60,12 @@ def parse_args() -> argparse.Namespace:
     args.deepspeed = True
     args.deepspeed_config = args.deepspeed_config or str(PROJECT_DIR / "config" / "ds_config.json")
     return args
+
+
+def default_workers() -> int:
+    """The CPUs the job gives this rank (scripts/run.sh exports them), minus one for the rank itself."""
+    cpus = os.environ.get("LUMI_SCAFFOLD_CPUS_PER_RANK")
+    return max((int(cpus) if cpus else len(os.sched_getaffinity(0))) - 1, 0)
 
 
 def load_dataset(data_dir: str | None, features: int = 32, classes: int = 4) -> TensorDataset:
@@ -82,7 +93,7 @@ def setup() -> tuple[int, int]:
         accelerator.set_device(int(os.environ["LOCAL_RANK"]) % accelerator.device_count())
     deepspeed.init_distributed(dist_backend=accelerator.communication_backend_name())
     rank = int(os.environ["RANK"])
-    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    affinity = sorted(os.sched_getaffinity(0))
     print(f"rank {rank}/{world} local_rank {os.environ['LOCAL_RANK']} accelerator {accelerator.device_name()} "
           f"backend {accelerator.communication_backend_name()} cpus {affinity}", flush=True)
     return rank, world
@@ -112,7 +123,7 @@ def main() -> None:
     step = resume(engine, args.output, rank)
     loss_fn = nn.CrossEntropyLoss()
     profiler = start_profiler()
-    epoch = 0
+    epoch = step // max(len(loader), 1)  # a resumed run goes on with the next epoch's order
     while step < args.steps:
         sampler.set_epoch(epoch)
         for x, y in loader:
@@ -128,20 +139,25 @@ def main() -> None:
             if rank == 0 and (step % 20 == 0 or step == args.steps):
                 print(f"step {step} loss {loss.item():.4f}", flush=True)
             if step % args.checkpoint_every == 0:
-                save(engine, args.output, step)
+                save(engine, args.output, step, rank, args.keep_checkpoints)
             if step >= args.steps:
                 break
         epoch += 1
-    save(engine, args.output, step)
+    save(engine, args.output, step, rank, args.keep_checkpoints)
     if profiler is not None:
         profiler.stop()
     if rank == 0:
         print(f"done: {step} steps on {world} process(es)", flush=True)
 
 
-def save(engine, output: str, step: int) -> None:
-    """Every rank writes its part (ZeRO shards its optimizer state); `latest` names the tag."""
+def save(engine, output: str, step: int, rank: int, keep: int) -> None:
+    """Every rank writes its part (ZeRO shards its optimizer state); `latest` names the tag.
+    Once every rank has written it, rank 0 removes the oldest tags beyond ``keep``."""
     engine.save_checkpoint(output, tag=f"step-{step:08d}", client_state={"step": step})
+    deepspeed.comm.barrier()
+    if rank == 0:
+        for old in sorted(glob.glob(os.path.join(output, "step-*")))[:-max(keep, 1)]:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def resume(engine, output: str, rank: int) -> int:

@@ -1,16 +1,66 @@
 #!/bin/bash
-# Open a shell inside a running job, or watch its GPUs.
-# Usage: scripts/attach.sh JOBID          a shell on the job's first node
-#        scripts/attach.sh JOBID --smi    rocm-smi every second (power is the best
-#                                          utilisation sign: ~300 W one busy GCD, ~500 W both GCDs of an MI250X) [AIG-06]
+# Open a shell (or run a command) inside one of your running jobs, or watch its GPUs.
 set -euo pipefail
 
-if [ $# -lt 1 ]; then
-    echo "usage: $0 JOBID [--smi]   (squeue --me lists your jobs)" >&2
+usage() {
+    cat <<'USAGE'
+Usage: scripts/attach.sh JOBID [NODE] [--smi | -- COMMAND [ARGS...]]
+
+  scripts/attach.sh 1234                  a shell on the job's first node
+  scripts/attach.sh 1234 nid005001        a shell on another node of the job
+  scripts/attach.sh 1234 --smi            rocm-smi every second (power is the best sign of
+                                          use: ~300 W one busy GCD, ~500 W both GCDs of an MI250X) [AIG-06]
+  scripts/attach.sh 1234 -- top -b -n 1   one command, then back
+
+Each call is its own job step that shares the job's resources (srun --overlap), so several
+can be open at once, on any of the job's nodes. [TM-Slurm]
+squeue --me lists your jobs and their nodes. If rocm-smi in such a step shows no GPUs, the
+step needs them requested too (add --gpus-per-node=N below); whether an overlapping step
+sees them by default is UNCONFIRMED here.
+USAGE
+}
+
+case "${1:-}" in
+    -h | --help)
+        usage
+        exit 0
+        ;;
+    "")
+        usage >&2
+        exit 2
+        ;;
+esac
+jobid="$1"
+shift
+if ! [[ "${jobid}" =~ ^[0-9]+(_[0-9]+)?$ ]]; then
+    echo "attach.sh: '${jobid}' is not a job id (a number; squeue --me lists yours). See --help." >&2
     exit 2
 fi
-jobid="$1"
-if [ "${2:-}" = "--smi" ]; then
-    exec srun --jobid "${jobid}" --interactive --pty watch -n1 rocm-smi
+where=()
+if [ $# -gt 0 ] && [ "$1" != "--smi" ] && [ "$1" != "--" ]; then
+    where=(--nodelist="$1")
+    shift
 fi
-exec srun --jobid "${jobid}" --interactive --pty /bin/bash
+command=("${SHELL:-/bin/bash}")
+case "${1:-}" in
+    "") ;;
+    --smi) command=(watch -n1 rocm-smi) ;;
+    --)
+        shift
+        if [ $# -eq 0 ]; then
+            echo "attach.sh: no command after --. See --help." >&2
+            exit 2
+        fi
+        command=("$@")
+        ;;
+    *)
+        echo "attach.sh: unexpected '$1'. See --help." >&2
+        exit 2
+        ;;
+esac
+# A terminal gets a pseudo-terminal (interactive shell, watch); a pipe does not.
+pty=()
+if [ -t 0 ] && [ -t 1 ]; then
+    pty=(--pty)
+fi
+exec srun --jobid="${jobid}" --overlap --nodes=1 --ntasks=1 "${where[@]}" "${pty[@]}" "${command[@]}"

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Host-side setup shared by every job in jobs/ and by scripts/setup-venv.sh.
-# It runs OUTSIDE the container: Slurm tools and modules exist only out here.
+# Host-side setup shared by every job in jobs/, by the steps you run in jobs/interactive.sh
+# and by scripts/setup-venv.sh. It runs OUTSIDE the container: Slurm tools and modules exist
+# only out here.
 # The container path, binds and modules come from plugin_data in .copier-answers.yml,
 # so `copier update` moves them when LUMI moves its images.
 
@@ -28,13 +29,53 @@ if [ -n "${BINDS}" ]; then
 fi
 CONTAINER+=("${SIF}")
 
+# srun does not take --cpus-per-task from the job in recent Slurm (it reads
+# SRUN_CPUS_PER_TASK): pass it on, so every task gets the cores the job asked for. [TM-Slurm]
+if [ -n "${SLURM_CPUS_PER_TASK:-}" ]; then
+    export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK}"
+fi
+
 # Data and outputs: never under $HOME (see README.md). Override by exporting before sbatch.
 DATA_DIR="${DATA_DIR:-/scratch/project_465000000/datasets/demo}"
 OUTPUT_ROOT="${OUTPUT_ROOT:-/scratch/project_465000000/${USER}/demo/outputs}"
-export DATA_DIR OUTPUT_ROOT
+# The run directory: every job of one run writes its checkpoints here and resumes from the
+# newest, so a resubmitted or chained job goes on where the last one stopped. Another
+# RUN_NAME (RUN_NAME=lr-0.1 sbatch jobs/train.sbatch) starts another run.
+RUN_NAME="${RUN_NAME:-demo}"
+if ! [[ "${RUN_NAME}" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
+    echo "RUN_NAME='${RUN_NAME}' is not a plain name: use letters, digits, . _ - (it names a directory)." >&2
+    return 2
+fi
+RUN_DIR="${OUTPUT_ROOT}/${RUN_NAME}"
+export DATA_DIR OUTPUT_ROOT RUN_NAME RUN_DIR
 
-# Runs a job step in the background and waits for it, so that signal traps (the
-# time-limit copy-back) run at once instead of after the step. Returns the step's status.
+# Sets DATA_ARGS, the data arguments of the training script.
+# shellcheck disable=SC2034  # DATA_ARGS is read by the jobs that call stage_data
+stage_data() {
+    DATA_ARGS=()
+    if [ -d "${DATA_DIR}" ]; then
+        DATA_ARGS=(--data "${DATA_DIR}")
+    else
+        echo "No data in ${DATA_DIR}; training on synthetic data." >&2
+    fi
+}
+
+# Starts src/demo/train.py on every rank of the job, each rank through
+# scripts/WRAPPER: run.sh, or run-profile.sh to profile one rank.
+#   launch WRAPPER [train.py arguments...]
+# One task per GPU with 7 cores each, placed by Slurm: CPU masks only make sense
+# on whole nodes. [TM-Bind]
+launch() {
+    local wrapper="${PROJECT_DIR}/scripts/$1"
+    shift
+    # --kill-on-bad-exit ends every rank when one fails.
+    srun --kill-on-bad-exit=1 "${CONTAINER[@]}" "${wrapper}" \
+        python -u "${PROJECT_DIR}/src/demo/train.py" "$@"
+}
+
+# Runs a job step in the background and waits for it, so that a signal trap (the
+# time-limit warning in jobs/train.sbatch) runs at once instead of after the step.
+# Returns the step's status.
 run_step() {
     "$@" &
     local pid=$! status=0

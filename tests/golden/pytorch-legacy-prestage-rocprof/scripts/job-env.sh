@@ -1,6 +1,7 @@
 #!/bin/bash
-# Host-side setup shared by every job in jobs/ and by scripts/setup-venv.sh.
-# It runs OUTSIDE the container: Slurm tools and modules exist only out here.
+# Host-side setup shared by every job in jobs/, by the steps you run in jobs/interactive.sh
+# and by scripts/setup-venv.sh. It runs OUTSIDE the container: Slurm tools and modules exist
+# only out here.
 # The container path, binds and modules come from plugin_data in .copier-answers.yml,
 # so `copier update` moves them when LUMI moves its images.
 
@@ -38,13 +39,58 @@ if [ -n "${SLURM_JOB_NODELIST:-}" ]; then
     export MASTER_ADDR MASTER_PORT
 fi
 
+# srun does not take --cpus-per-task from the job in recent Slurm (it reads
+# SRUN_CPUS_PER_TASK): pass it on, so every task gets the cores the job asked for. [TM-Slurm]
+if [ -n "${SLURM_CPUS_PER_TASK:-}" ]; then
+    export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK}"
+fi
+
 # Data and outputs: never under $HOME (see README.md). Override by exporting before sbatch.
 DATA_DIR="${DATA_DIR:-/flash/project_465000000/datasets/demo}"
 OUTPUT_ROOT="${OUTPUT_ROOT:-/scratch/project_465000000/${USER}/demo/outputs}"
-export DATA_DIR OUTPUT_ROOT
+# The run directory: every job of one run writes its checkpoints here and resumes from the
+# newest, so a resubmitted or chained job goes on where the last one stopped. Another
+# RUN_NAME (RUN_NAME=lr-0.1 sbatch jobs/train.sbatch) starts another run.
+RUN_NAME="${RUN_NAME:-demo}"
+if ! [[ "${RUN_NAME}" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
+    echo "RUN_NAME='${RUN_NAME}' is not a plain name: use letters, digits, . _ - (it names a directory)." >&2
+    return 2
+fi
+RUN_DIR="${OUTPUT_ROOT}/${RUN_NAME}"
+export DATA_DIR OUTPUT_ROOT RUN_NAME RUN_DIR
 
-# Runs a job step in the background and waits for it, so that signal traps (the
-# time-limit copy-back) run at once instead of after the step. Returns the step's status.
+# Pre-staging: scripts/prestage.sh extracts the archive into node-local /tmp on every
+# node (RAM, counted in the job's memory). Override: DATASET_ARCHIVE=... sbatch ...
+DATASET_ARCHIVE="${DATASET_ARCHIVE:-/flash/project_465000000/data/imagenet.tar}"
+NODE_TMP="${NODE_TMP:-/tmp}"
+STAGE_DIR="${NODE_TMP}/${USER}-demo-${SLURM_JOB_ID:-0}"
+export DATASET_ARCHIVE NODE_TMP STAGE_DIR
+
+# Sets DATA_ARGS, the data arguments of the training script, after staging the data.
+# shellcheck disable=SC2034  # DATA_ARGS is read by the jobs that call stage_data
+stage_data() {
+    # One task per node (--ntasks too: the step would otherwise take the job's task count).
+    srun --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 \
+        --kill-on-bad-exit=1 bash "${PROJECT_DIR}/scripts/prestage.sh"
+    DATA_ARGS=(--data "${STAGE_DIR}/data")
+}
+
+# Starts src/demo/train.py on every rank of the job, each rank through
+# scripts/WRAPPER: run.sh, or run-profile.sh to profile one rank.
+#   launch WRAPPER [train.py arguments...]
+# One task per GPU, each bound with --cpu-bind=mask_cpu to its GPU's 7 cores
+# (the site's masks, local rank i -> GPU i). [AIG-05], [TM-Bind]
+launch() {
+    local wrapper="${PROJECT_DIR}/scripts/$1"
+    shift
+    # --kill-on-bad-exit ends every rank when one fails.
+    srun --kill-on-bad-exit=1 --cpu-bind=verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000,0x0000000000fe0000,0x00000000fe000000,0x00000000000000fe,0x000000000000fe00,0x000000fe00000000,0x0000fe0000000000 "${CONTAINER[@]}" "${wrapper}" \
+        python -u "${PROJECT_DIR}/src/demo/train.py" "$@"
+}
+
+# Runs a job step in the background and waits for it, so that a signal trap (the
+# time-limit warning in jobs/train.sbatch) runs at once instead of after the step.
+# Returns the step's status.
 run_step() {
     "$@" &
     local pid=$! status=0

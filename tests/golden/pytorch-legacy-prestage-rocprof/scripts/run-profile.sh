@@ -6,6 +6,7 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# srun starts this script once per rank.
 rank="${SLURM_PROCID:-0}"
 if [ "${rank}" != "${PROFILE_RANK:-14}" ]; then
     exec "${HERE}/run.sh" "$@"

@@ -21,11 +21,13 @@ fi
 # Packages in ~/.local would shadow the container's (Singularity mounts $HOME). [seed-000]
 export PYTHONNOUSERSITE=1
 
-# One process per GPU; torch.distributed (env://) reads these. [AIG-05]
+# One process per GPU; torch.distributed's env:// rendezvous reads these. [AIG-05]
 export RANK="${SLURM_PROCID:-0}"
 export LOCAL_RANK="${SLURM_LOCALID:-0}"
 export WORLD_SIZE="${SLURM_NTASKS:-1}"
 export LOCAL_WORLD_SIZE="${SLURM_NTASKS_PER_NODE:-1}"
+# The CPUs this rank owns; the example's DataLoader uses all but one for workers.
+export LUMI_SCAFFOLD_CPUS_PER_RANK="${SLURM_CPUS_PER_TASK:-$(nproc)}"
 
 # Interconnect and runtime settings for LUMI.
 export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"   # RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
@@ -51,6 +53,16 @@ mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits 
 # Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
 export TORCH_HOME="/scratch/project_465000000/${USER}/cache/torch_home"
 export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"
+
+# One line per rank: where it runs, its GPU and its CPUs, as the workshop's run.sh prints. [WS-ref]
+if [ -n "${SLURM_STEP_ID:-}" ]; then
+    gpu="none"
+    if [ -n "${ROCR_VISIBLE_DEVICES:-}" ]; then   # the rank uses the LOCAL_RANK-th visible GPU
+        IFS=, read -r -a gpus <<<"${ROCR_VISIBLE_DEVICES}"
+        gpu="${gpus[$(( ${LOCAL_RANK:-0} % ${#gpus[@]} ))]}"
+    fi
+    echo "rank ${RANK:-0}/${WORLD_SIZE:-1} node ${SLURMD_NODENAME:-$(hostname)} local_rank ${LOCAL_RANK:-0} gpu ${gpu} cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
+fi
 
 # RCCL debug output, one file per rank: submit with LUMI_RCCL_DEBUG=1 sbatch ... [WS-09]
 if [ "${LUMI_RCCL_DEBUG:-0}" = 1 ]; then

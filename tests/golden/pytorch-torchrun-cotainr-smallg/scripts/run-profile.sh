@@ -6,7 +6,8 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-rank="${SLURM_PROCID:-0}"
+# torchrun starts this script once per worker (--no-python) and sets RANK for it.
+rank="${RANK:?run-profile.sh runs as a torchrun worker, which sets RANK}"
 if [ "${rank}" != "${PROFILE_RANK:-0}" ]; then
     exec "${HERE}/run.sh" "$@"
 fi

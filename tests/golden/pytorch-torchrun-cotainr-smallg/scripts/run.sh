@@ -1,7 +1,8 @@
 #!/bin/bash
-# Runs INSIDE the container, once per task: sets up the environment, then runs the
-# command it was given. Every job step goes through it:
-#   srun ... singularity exec ... "$SIF" scripts/run.sh python -u src/demo/train.py
+# Runs INSIDE the container: sets up the environment, then runs the command it was given.
+# Every job step goes through it, and in training torchrun starts it once more for each
+# worker (--no-python), so each rank gets the same setup:
+#   srun ... singularity exec ... "$SIF" scripts/run.sh python -m torch.distributed.run ... scripts/run.sh python -u src/demo/train.py
 # It also works outside Slurm (defaults below), e.g. for scripts/setup-venv.sh.
 set -euo pipefail
 
@@ -18,7 +19,10 @@ fi
 # Packages in ~/.local would shadow the container's (Singularity mounts $HOME). [seed-000]
 export PYTHONNOUSERSITE=1
 
-# torchrun sets RANK, LOCAL_RANK and WORLD_SIZE for the workers it spawns.
+# torchrun sets RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE for each worker it starts.
+# The CPUs a worker owns: its share of the task's; the example's DataLoader uses all but
+# one for workers (never the whole task's cores in every worker).
+export LUMI_SCAFFOLD_CPUS_PER_RANK="$(( ${SLURM_CPUS_PER_TASK:-$(nproc)} / ${LOCAL_WORLD_SIZE:-1} ))"
 
 # Interconnect and runtime settings for LUMI.
 export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"   # RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
@@ -44,6 +48,16 @@ mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits 
 # Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
 export TORCH_HOME="/scratch/project_465000000/${USER}/cache/torch_home"
 export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"
+
+# One line per rank: where it runs, its GPU and its CPUs, as the workshop's run.sh prints. [WS-ref]
+if [ -n "${TORCHELASTIC_RUN_ID:-}" ]; then   # a worker torchrun started (not the torchrun task itself)
+    gpu="none"
+    if [ -n "${ROCR_VISIBLE_DEVICES:-}" ]; then   # the rank uses the LOCAL_RANK-th visible GPU
+        IFS=, read -r -a gpus <<<"${ROCR_VISIBLE_DEVICES}"
+        gpu="${gpus[$(( ${LOCAL_RANK:-0} % ${#gpus[@]} ))]}"
+    fi
+    echo "rank ${RANK:-0}/${WORLD_SIZE:-1} node ${SLURMD_NODENAME:-$(hostname)} local_rank ${LOCAL_RANK:-0} gpu ${gpu} cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
+fi
 
 # RCCL debug output, one file per rank: submit with LUMI_RCCL_DEBUG=1 sbatch ... [WS-09]
 if [ "${LUMI_RCCL_DEBUG:-0}" = 1 ]; then

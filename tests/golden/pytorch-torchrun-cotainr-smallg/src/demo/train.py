@@ -6,12 +6,15 @@ the gloo backend, so the same script can be tested anywhere.
 
 Data: --data DIR reads *.npz shards with arrays ``x`` (float32, N x features) and ``y``
 (int64, N); without it the script trains on synthetic data. Checkpoints go to
---output DIR every --checkpoint-every steps and training resumes from the newest one.
+--output DIR (the run directory, the same for every job of a run) every
+--checkpoint-every steps; training resumes from the newest one, and only the newest
+--keep-checkpoints are kept. The script exits 0 once it has trained --steps steps.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import glob
 import os
 import time
@@ -30,10 +33,19 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--output", default="outputs", help="checkpoint directory")
     parser.add_argument("--steps", type=int, default=200, help="optimizer steps in total")
     parser.add_argument("--batch-size", type=int, default=64, help="per-process batch size")
-    parser.add_argument("--num-workers", type=int, default=int(os.environ.get("SLURM_CPUS_PER_TASK", "1")) - 1)
+    parser.add_argument("--num-workers", type=int, default=default_workers(),
+                        help="DataLoader worker processes per rank (default: the rank's CPUs minus one)")
     parser.add_argument("--checkpoint-every", type=int, default=50)
+    parser.add_argument("--keep-checkpoints", type=int, default=3, help="how many of the newest checkpoints to keep")
     parser.add_argument("--seconds-per-step", type=float, default=0.0, help="throttle (to test time limits)")
     return parser.parse_args()
+
+
+def default_workers() -> int:
+    """The CPUs the job gives this rank (scripts/run.sh exports them; under torchrun, the
+    rank's share of its task's), minus one for the rank itself."""
+    cpus = os.environ.get("LUMI_SCAFFOLD_CPUS_PER_RANK")
+    return max((int(cpus) if cpus else len(os.sched_getaffinity(0))) - 1, 0)
 
 
 def load_dataset(data_dir: str | None, features: int = 32, classes: int = 4) -> TensorDataset:
@@ -64,7 +76,7 @@ def setup() -> tuple[int, int, int, torch.device]:
         backend = "gloo"
     if world > 1:
         dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world)
-    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    affinity = sorted(os.sched_getaffinity(0))
     print(f"rank {rank}/{world} local_rank {local_rank} device {device} backend {backend} cpus {affinity}", flush=True)
     return rank, world, local_rank, device
 
@@ -77,6 +89,15 @@ def newest_checkpoint(output: str) -> str | None:
 def main() -> None:
     args = parse_args()
     rank, world, _, device = setup()
+    train(args, rank, world, device)
+    if world > 1:
+        # DDP and the process group hold each other: collect them now, while the interpreter
+        # is whole. Left to the exit, gloo's threads can no longer take the GIL and abort.
+        gc.collect()
+        dist.destroy_process_group()
+
+
+def train(args: argparse.Namespace, rank: int, world: int, device: torch.device) -> None:
     dataset = load_dataset(args.data)
     if rank == 0:
         print(f"data: {len(dataset)} samples from {args.data or 'synthetic data'}", flush=True)
@@ -106,7 +127,9 @@ def main() -> None:
     ddp = DistributedDataParallel(model) if world > 1 else model
     loss_fn = nn.CrossEntropyLoss()
     profiler = start_profiler()
-    epoch = 0
+    epoch = step // max(len(loader), 1)  # a resumed run goes on with the next epoch's order
+    if rank == 0:
+        print(f"{max(args.num_workers, 0)} DataLoader worker(s) per rank", flush=True)
     while step < args.steps:
         sampler.set_epoch(epoch)
         for x, y in loader:
@@ -123,23 +146,23 @@ def main() -> None:
             if rank == 0 and (step % 20 == 0 or step == args.steps):
                 print(f"step {step} loss {loss.item():.4f}", flush=True)
             if rank == 0 and step % args.checkpoint_every == 0:
-                save(args.output, step, model, optimizer)
+                save(args.output, step, model, optimizer, args.keep_checkpoints)
             if step >= args.steps:
                 break
         epoch += 1
     if rank == 0:
-        save(args.output, step, model, optimizer)
+        save(args.output, step, model, optimizer, args.keep_checkpoints)
         print(f"done: {step} steps on {world} process(es)", flush=True)
     if profiler is not None:
         profiler.stop()
-    if world > 1:
-        dist.destroy_process_group()
 
 
-def save(output: str, step: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+def save(output: str, step: int, model: nn.Module, optimizer: torch.optim.Optimizer, keep: int) -> None:
     path = os.path.join(output, f"checkpoint-{step:08d}.pt")
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, path + ".tmp")
     os.replace(path + ".tmp", path)  # never leave a half-written checkpoint behind
+    for old in sorted(glob.glob(os.path.join(output, "checkpoint-*.pt")))[:-max(keep, 1)]:
+        os.remove(old)
 
 
 def start_profiler():

@@ -36,6 +36,22 @@ def template(tmp_path_factory) -> Path:
     return template_copy(tmp_path_factory.mktemp("template"))
 
 
+@pytest.fixture(scope="session")
+def site_root(tmp_path_factory) -> Path:
+    """A model of the LUMI paths that binds name (for the stand-in container; tests/jobs.py)."""
+    from .jobs import make_site_root
+
+    return make_site_root(tmp_path_factory.mktemp("lumi-site"))
+
+
+@pytest.fixture(scope="session")
+def dataset(tmp_path_factory) -> tuple[Path, Path]:
+    """A small dataset as a directory of .npz shards and as a .tar of them (tests/jobs.py)."""
+    from .jobs import make_dataset
+
+    return make_dataset(tmp_path_factory.mktemp("dataset"))
+
+
 @pytest.fixture
 def fake_site_packages(tmp_path, monkeypatch):
     """A directory on sys.path for fake plugin distributions; the plugin cache is reset around it."""

@@ -1,29 +1,29 @@
-"""Generated jobs on a real Slurm controller on localhost.
+"""Generated projects train for real on a Slurm controller on localhost.
 
-Singularity cannot be installed on the CI machines: tests/slurm/fakebin/singularity
-stands in for it (runs the command on the host after checking the image and every bind
-source), and `module`, `rocprof` and `rocprofv3` have stand-ins too. The LUMI file systems
-that binds name (/pfs, /opt/cray, ...) are modelled under a test directory
-(FAKE_SINGULARITY_SITE_ROOT), so a bind the model lacks fails the job like on LUMI.
-PyTorch runs on the CPU with the gloo backend.
+The container is the stand-in (tests/jobs.py says what it checks); PyTorch runs on the CPU
+with gloo and JAX on the CPU with gloo collectives. Two-node jobs run on two slurmd of one
+host whose node names resolve (tests/slurm/start-slurm.sh), so MASTER_ADDR, torchrun's
+rendezvous and JAX's coordinator work as on a cluster. What each rank of every job shape is
+given (its world, CPUs, data, environment) is asserted in tests/test_job_behaviour.py; here
+the examples train, resume and chain.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import re
-import tarfile
+import subprocess
+import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from lumi_scaffold.plugins import get_catalogue
 from lumi_scaffold.questions import check
 
 from .helpers import render
-from .slurm.fixtures import DEFAULT_KNOBS, slurm_required, start_or_skip
+from .jobs import job_env, log_of, run_job
+from .slurm.fixtures import DEFAULT_KNOBS, LOCAL_TWO_NODE_KNOBS, slurm_required, start_or_skip
 
 pytestmark = pytest.mark.slurm
 if slurm_required():  # CI: a missing torch must fail the run, not skip the job tests
@@ -31,79 +31,42 @@ if slurm_required():  # CI: a missing torch must fail the run, not skip the job 
 else:
     torch = pytest.importorskip("torch", reason="the job tests train with CPU PyTorch (pip install torch==2.13.0)")
 
-# What LUMI binds name, as directories (and one file) under the site model.
-LUMI_PATHS = ["pfs", "scratch", "projappl", "project", "flash", "appl", "var/spool/slurmd", "opt/cray"]
+LOCAL = {"site": "local", "account": "local", "partition": "batch", "gpus_per_node": 2}
+
+
+def needs_local_site() -> None:
+    if "local" not in get_catalogue().sites:
+        pytest.skip("plugins/lumi-site-local is not installed")
+
+
+def needs_jax() -> None:
+    if slurm_required():
+        import jax  # noqa: F401  (CI installs it; a missing JAX must fail there)
+    else:
+        pytest.importorskip("jax", reason="the JAX job tests need CPU JAX (pip install jax)")
+
+
+# ------------------------------------------------------------------ a chain (started first)
 
 
 @pytest.fixture(scope="module")
-def site_root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("lumi-site")
-    for rel in LUMI_PATHS:
-        (root / rel).mkdir(parents=True)
-    (root / "usr/lib64").mkdir(parents=True)
-    (root / "usr/lib64/libcxi.so.1").write_bytes(b"")
-    return root
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory) -> Path:
-    """A .tar of two .npz shards, like a group's packed dataset."""
-    root = tmp_path_factory.mktemp("dataset")
-    archive = root / "train.tar"
-    rng = np.random.default_rng(1)
-    with tarfile.open(archive, "w") as tar:
-        for shard in range(2):
-            x = rng.standard_normal((256, 32)).astype(np.float32)
-            buffer = io.BytesIO()
-            np.savez(buffer, x=x, y=x[:, :4].argmax(axis=1))
-            info = tarfile.TarInfo(f"shard-{shard}.npz")
-            info.size = buffer.getbuffer().nbytes
-            buffer.seek(0)
-            tar.addfile(info, buffer)
-    return archive
-
-
-def job_env(cluster, work: Path, site_root: Path, **extra: str) -> dict[str, str]:
-    """Environment a user would have at sbatch time, plus the stand-ins' logs."""
-    work.mkdir(parents=True, exist_ok=True)
-    image = work / "image.sif"
-    image.write_bytes(b"")
-    return cluster.env_with(
-        SIF=str(image),
-        FAKE_SINGULARITY_SITE_ROOT=str(site_root),
-        FAKE_SINGULARITY_LOG=str(work / "singularity.jsonl"),
-        FAKE_MODULE_LOG=str(work / "module.log"),
-        FAKE_PROFILER_LOG=str(work / "profiler.log"),
-        OUTPUT_ROOT=str(work / "outputs"),
-        DATA_DIR=str(work / "no-data"),
-        NODE_TMP=str(work / "node-tmp"),
-        **extra,
-    )
-
-
-def run_job(cluster, project: Path, env: dict, script: str = "jobs/train.sbatch", *args: str, timeout: float = 240):
-    job_id = cluster.sbatch([script, *args], cwd=project, env=env)
-    return job_id, cluster.wait(job_id, timeout=timeout)
-
-
-def log_of(project: Path, job_id: int) -> str:
-    return "\n".join(p.read_text() for p in sorted((project / "logs").glob(f"*-{job_id}.out")))
-
-
-# ------------------------------------------------------------------ time limit (started first)
-
-
-@pytest.fixture(scope="module")
-def timeout_job(tmp_path_factory, template, site_root, dataset):
-    """A pre-staging job that hits its 1-minute limit, on its own cluster so it runs while the
-    other tests use the shared one. Returns (cluster, job id, project, env)."""
-    cluster = start_or_skip(tmp_path_factory.mktemp("slurm-timeout"), **DEFAULT_KNOBS)
-    work = tmp_path_factory.mktemp("timeout")
-    project = render(template, work / "p", gpus_per_node=1, walltime="00:01:00", prestage=True,
-                     dataset_archive=str(dataset))
+def chained_run(tmp_path_factory, template, site_root, dataset):
+    """A 2-node run (4 ranks, pre-staged data) submitted with --chain 3 whose first job runs
+    out of time (its own --time=1 min on the sbatch command line; the chained jobs have the
+    header's 5 min): on a cluster of its own, so it runs while the other tests use theirs.
+    Returns (cluster, first job id, project, env)."""
+    if "local" not in get_catalogue().sites:
+        yield None
+        return
+    cluster = start_or_skip(tmp_path_factory.mktemp("slurm-chain"), **LOCAL_TWO_NODE_KNOBS)
+    work = tmp_path_factory.mktemp("chain")
+    project = render(template, work / "p", **LOCAL, nodes=2, walltime="00:05:00", prestage=True,
+                     dataset_archive=str(dataset[1]))
     env = job_env(cluster, work, site_root)
-    job_id = cluster.sbatch(["jobs/train.sbatch", "--steps", "100000", "--seconds-per-step", "0.5",
-                             "--checkpoint-every", "5"], cwd=project, env=env)
+    # 120 s of training: more than a 1-minute job gets (Slurm ends it 60-95 s in), less than
+    # the first job's share plus a 5-minute one.
+    job_id = cluster.sbatch(["--time=00:01:00", "jobs/train.sbatch", "--chain", "3", "--steps", "240",
+                             "--seconds-per-step", "0.5", "--checkpoint-every", "5"], cwd=project, env=env)
     yield cluster, job_id, project, env
     cluster.stop()
 
@@ -116,16 +79,16 @@ REPRESENTATIVE = {
     "lumi-smallg-exclusive-profile": {"partition": "small-g", "profiler": "rocprofv3", "profile_rank": 7},
     "lumi-devg-torchrun": {"partition": "dev-g", "gpus_per_node": 4, "launcher": "torchrun", "walltime": "03:00:00"},
     "lumi-prestage": {"gpus_per_node": 2, "prestage": True, "walltime": "3-00:00:00", "partition": "small-g"},
-    "local-batch": {"site": "local", "account": "local", "partition": "batch", "gpus_per_node": 2, "profiler": "rocprof"},
+    "local-batch": {**LOCAL, "profiler": "rocprof"},
 }
 
 
 @pytest.mark.parametrize("name", sorted(REPRESENTATIVE))
-def test_slurm_accepts_every_generated_sbatch_file(slurm_cluster, template, tmp_path, name, timeout_job):
-    # (timeout_job is requested here so the 1-minute job starts early and runs alongside.)
+def test_slurm_accepts_every_generated_sbatch_file(slurm_cluster, template, tmp_path, name, chained_run):
+    # (chained_run is requested here so its first job starts early and runs alongside.)
     answers = REPRESENTATIVE[name]
-    if answers.get("site") == "local" and "local" not in get_catalogue().sites:
-        pytest.skip("plugins/lumi-site-local is not installed")
+    if answers.get("site") == "local":
+        needs_local_site()
     project = render(template, tmp_path / name, **answers)
     scripts = sorted((project / "jobs").glob("*.sbatch"))
     assert len(scripts) >= 2
@@ -167,7 +130,7 @@ def test_lumi_project_trains_on_eight_ranks(slurm_cluster, template, tmp_path, s
     for rank in range(8):
         assert re.search(rf"^rank {rank}/8 local_rank {rank} device cpu backend gloo cpus \[", log, re.M), log
     assert "done: 20 steps on 8 process(es)" in log
-    assert (tmp_path / "outputs" / str(job_id) / "checkpoint-00000020.pt").exists()
+    assert (tmp_path / "outputs" / "demo" / "checkpoint-00000020.pt").exists()
     calls = [json.loads(line) for line in (tmp_path / "singularity.jsonl").read_text().splitlines()]
     assert len(calls) == 8 and {c["verb"] for c in calls} == {"run"} and all(c["error"] is None for c in calls)
     assert calls[0]["bind_specs"] == ["/pfs"]
@@ -175,43 +138,28 @@ def test_lumi_project_trains_on_eight_ranks(slurm_cluster, template, tmp_path, s
         "module use /appl/local/laifs/modules", "module load lumi-aif-singularity-bindings"]
 
 
-def test_local_project_binds_each_rank_to_its_own_cpu(tmp_path_factory, template, tmp_path, site_root):
-    """The local site's masks 0x1,0x2 with real binding (task/affinity, the machine's 2 CPUs)."""
-    if "local" not in get_catalogue().sites:
-        pytest.skip("plugins/lumi-site-local is not installed")
-    cluster = start_or_skip(tmp_path_factory.mktemp("slurm-local"), cpus=2, task_plugin="task/affinity", min_job_age=300)
-    try:
-        project = render(template, tmp_path / "p", site="local", account="local", partition="batch", gpus_per_node=2)
-        assert "--cpu-bind=verbose,mask_cpu:0x1,0x2" in (project / "jobs/train.sbatch").read_text()
-        env = job_env(cluster, tmp_path, site_root)
-        job_id, result = run_job(cluster, project, env, "jobs/train.sbatch", "--steps", "20")
-        log = log_of(project, job_id)
-        assert result.state == "COMPLETED", log
-        assert re.search(r"^rank 0/2 .* cpus \[0\]$", log, re.M), log
-        assert re.search(r"^rank 1/2 .* cpus \[1\]$", log, re.M), log
-        assert "cpu-bind=MASK" in log  # srun's verbose report of the binding it applied
-        assert "done: 20 steps on 2 process(es)" in log
-    finally:
-        cluster.stop()
-
-
-def test_failing_rank_fails_the_job_and_copied_outputs_survive(slurm_cluster, template, tmp_path, site_root, dataset):
-    """Legacy image ($WITH_CONDA), pre-staged data; rank 1 dies after a checkpoint was written."""
+def test_failing_rank_fails_the_job_and_ends_the_chain(slurm_cluster, template, tmp_path, site_root, dataset):
+    """Legacy image ($WITH_CONDA), pre-staged data; rank 1 dies after checkpoints were
+    written: the job fails, the checkpoints are in the run directory, and the next job of
+    the chain is cancelled (it would fail the same way)."""
     project = render(template, tmp_path / "p", container="lust-pytorch-2.7.1", gpus_per_node=2, prestage=True,
-                     dataset_archive=str(dataset), walltime="00:10:00")
+                     dataset_archive=str(dataset[1]), walltime="00:10:00")
     train = project / "src/demo/train.py"
     train.write_text(train.read_text().replace(
         "            step += 1\n",
         "            step += 1\n            if rank == 1 and step == 12:\n                raise RuntimeError('injected failure')\n", 1))
     env = job_env(slurm_cluster, tmp_path, site_root, SINGULARITYENV_WITH_CONDA="echo conda env activated")
-    job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--steps", "200", "--checkpoint-every", "5")
+    job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--chain", "2", "--steps", "200",
+                             "--checkpoint-every", "5", "--num-workers", "0")
     log = log_of(project, job_id)
     assert result.state == "FAILED" and result.exit_code != 0, log
     assert "injected failure" in log
     assert log.count("conda env activated") == 2  # $WITH_CONDA ran inside the container on each rank
     assert "prestage: node 0: extracted" in log and "data: 512 samples from" in log and "/node-tmp/" in log
-    copied = tmp_path / "outputs" / str(job_id)
-    assert (copied / "checkpoint-00000010.pt").exists(), log
+    assert (tmp_path / "outputs" / "demo" / "checkpoint-00000010.pt").exists(), log
+    next_job = int(re.search(r"^chain: job (\d+) continues run demo", log, re.M).group(1))
+    assert re.search(rf"training failed \(status \d+\) before the time limit.*cancelling job {next_job}", log), log
+    assert slurm_cluster.wait(next_job, timeout=30).state == "CANCELLED"
     calls = [json.loads(line) for line in (tmp_path / "singularity.jsonl").read_text().splitlines()]
     assert {c["verb"] for c in calls} == {"exec"}
     assert calls[0]["bind_specs"] == ["/pfs", "/scratch", "/projappl", "/project", "/flash", "/appl"]  # one node: no CPE binds
@@ -220,37 +168,135 @@ def test_failing_rank_fails_the_job_and_copied_outputs_survive(slurm_cluster, te
 def test_profiler_wraps_only_the_chosen_rank(slurm_cluster, template, tmp_path, site_root):
     project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprof", profile_rank=1)
     env = job_env(slurm_cluster, tmp_path, site_root)
-    job_id, result = run_job(slurm_cluster, project, env, "jobs/profile.sbatch", "--steps", "10")
+    job_id, result = run_job(slurm_cluster, project, env, "jobs/profile.sbatch", "--steps", "10", "--num-workers", "0")
     log = log_of(project, job_id)
     assert result.state == "COMPLETED", log
     lines = (tmp_path / "profiler.log").read_text().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rocprof rank=1 --hip-trace --stats -d "), lines
     assert (project / "profiles" / str(job_id) / "rank-1").is_dir()
     assert not (project / "profiles" / str(job_id) / "rank-0").exists()
-
-
-def test_time_limit_still_copies_the_checkpoints_back(timeout_job):
-    cluster, job_id, project, env = timeout_job
-    result = cluster.wait(job_id, timeout=200)
-    log = log_of(project, job_id)
-    assert result.state == "TIMEOUT", log
-    assert "DUE TO TIME LIMIT" in log and "copy_back:" in log
-    checkpoints = sorted(Path(env["OUTPUT_ROOT"], str(job_id)).glob("checkpoint-*.pt"))
-    assert checkpoints, log
-    assert torch.load(checkpoints[-1])["step"] >= 5
+    assert "done: 10 steps" in log and not (tmp_path / "outputs" / "demo").exists()  # not the training run
 
 
 def test_jax_project_trains_on_two_processes(slurm_cluster, template, tmp_path, site_root):
-    """jax.distributed.initialize() finds the Slurm step itself; legacy image, $WITH_CONDA."""
-    if slurm_required():
-        import jax  # noqa: F401  (CI installs it; a missing JAX must fail there)
-    else:
-        pytest.importorskip("jax", reason="the JAX job test needs CPU JAX (pip install jax)")
+    """jax.distributed.initialize() finds the Slurm step itself; legacy image, $WITH_CONDA;
+    the gradient is reduced on the devices, so both processes end with the same parameters."""
+    needs_jax()
     project = render(template, tmp_path / "p", framework="jax", gpus_per_node=2)
+    assert "process_allgather" not in (project / "src/demo/train.py").read_text()
     env = job_env(slurm_cluster, tmp_path, site_root, SINGULARITYENV_WITH_CONDA="true")
     job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--steps", "20")
     log = log_of(project, job_id)
     assert result.state == "COMPLETED", log
     assert re.search(r"^rank 0/2 devices", log, re.M) and re.search(r"^rank 1/2 devices", log, re.M), log
     assert "done: 20 steps on 2 process(es)" in log
-    assert (tmp_path / "outputs" / str(job_id) / "params-00000020.npz").exists()
+    assert (tmp_path / "outputs" / "demo" / "params-00000020.npz").exists()
+    sums = dict(re.findall(r"^rank (\d): parameter checksum (\S+)$", log, re.M))
+    assert len(sums) == 2 and sums["0"] == sums["1"], log
+
+
+# ------------------------------------------------------------------ two nodes
+
+
+@pytest.mark.parametrize("launcher", ["srun", "torchrun"])
+def test_pytorch_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, site_root, launcher):
+    """DDP over gloo on 2 emulated nodes x 2 ranks; MASTER_ADDR (srun) or torchrun's c10d
+    rendezvous (torchrun) is the first node's name, which resolves; a second job resumes."""
+    needs_local_site()
+    project = render(template, tmp_path / "p", **LOCAL, nodes=2, launcher=launcher)
+    env = job_env(slurm_cluster_local2n, tmp_path, site_root)
+    job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/train.sbatch", "--steps", "20")
+    log = log_of(project, job_id)
+    assert result.state == "COMPLETED", log
+    assert "done: 20 steps on 4 process(es)" in log
+    ranks = re.findall(r"^rank (\d)/4 node (nid00500[01]) local_rank (\d) gpu", log, re.M)
+    assert sorted(r for r, _, _ in ranks) == ["0", "1", "2", "3"], log
+    for node in ("nid005000", "nid005001"):  # (torchrun numbers the nodes in the order they join)
+        assert sorted(local for _, n, local in ranks if n == node) == ["0", "1"], log
+    assert "0 DataLoader worker(s) per rank" in log  # 1 CPU per rank on this site, minus the rank's own
+    job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/train.sbatch", "--steps", "30")
+    log = log_of(project, job_id)
+    assert result.state == "COMPLETED", log
+    assert "resumed from" in log and "at step 20" in log and "done: 30 steps on 4 process(es)" in log
+    assert sorted(p.name for p in (tmp_path / "outputs" / "demo").glob("checkpoint-*.pt")) == [
+        "checkpoint-00000020.pt", "checkpoint-00000030.pt"]
+
+
+def test_jax_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, site_root):
+    """jax.distributed across 2 emulated nodes x 2 processes (coordinator: the first node's
+    name); the on-device reduction leaves every process with the same parameters; resumes."""
+    needs_local_site()
+    needs_jax()
+    project = render(template, tmp_path / "p", **LOCAL, nodes=2, framework="jax")
+    env = job_env(slurm_cluster_local2n, tmp_path, site_root)
+    job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/train.sbatch", "--steps", "20")
+    log = log_of(project, job_id)
+    assert result.state == "COMPLETED", log
+    assert "done: 20 steps on 4 process(es)" in log
+    sums = dict(re.findall(r"^rank (\d): parameter checksum (\S+)$", log, re.M))
+    assert sorted(sums) == ["0", "1", "2", "3"] and len(set(sums.values())) == 1, log
+    job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/train.sbatch", "--steps", "25")
+    log = log_of(project, job_id)
+    assert result.state == "COMPLETED" and "resumed from" in log and "at step 20" in log, log
+    assert "done: 25 steps on 4 process(es)" in log
+
+
+def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained_run):
+    """--chain 3: job 1 runs out of time; job 2 resumes from its newest checkpoint and
+    finishes; job 3 is cancelled before it starts. Only the newest checkpoints are kept."""
+    if chained_run is None:
+        pytest.skip("plugins/lumi-site-local is not installed")
+    cluster, first, project, env = chained_run
+    result = cluster.wait(first, timeout=200)
+    log = log_of(project, first)
+    assert result.state == "TIMEOUT", log
+    assert "DUE TO TIME LIMIT" in log and re.search(r"^time limit in \d+ s: job \d+ continues the run", log, re.M), log
+    second = int(re.search(r"^chain: job (\d+) continues run demo", log, re.M).group(1))
+    result = cluster.wait(second, timeout=200)
+    log2 = log_of(project, second)
+    assert result.state == "COMPLETED", log2
+    resumed = int(re.search(r"resumed from \S+ at step (\d+)", log2).group(1))
+    assert 5 <= resumed < 240 and "done: 240 steps on 4 process(es)" in log2, log2
+    third = int(re.search(r"^chain: job (\d+) continues run demo", log2, re.M).group(1))
+    assert f"training finished; cancelling job {third}" in log2
+    info = cluster.wait(third, timeout=30)
+    assert info.state == "CANCELLED" and not log_of(project, third), "the third job must not run"
+    run_dir = Path(env["OUTPUT_ROOT"]) / "demo"
+    assert sorted(p.name for p in run_dir.glob("checkpoint-*.pt"))[-1] == "checkpoint-00000240.pt"
+    assert len(list(run_dir.glob("checkpoint-*.pt"))) == 3  # --keep-checkpoints 3 (the default)
+    assert len((run_dir / "jobs.txt").read_text().splitlines()) == 2
+    assert torch.load(run_dir / "checkpoint-00000240.pt")["step"] == 240
+
+
+# ------------------------------------------------------------------ attach
+
+
+def test_attach_opens_steps_beside_a_running_job_on_any_node(slurm_cluster_local2n, template, tmp_path, site_root):
+    needs_local_site()
+    project = render(template, tmp_path / "p", **LOCAL, nodes=2)
+    attach = project / "scripts/attach.sh"
+    env = slurm_cluster_local2n.env
+    help_text = subprocess.run(["bash", str(attach), "--help"], capture_output=True, text=True, env=env)
+    assert help_text.returncode == 0 and help_text.stdout.startswith("Usage: scripts/attach.sh JOBID [NODE]")
+    bad = subprocess.run(["bash", str(attach), "not-a-job"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "not a job id" in bad.stderr
+    # A job holding both nodes, as a training would.
+    job = slurm_cluster_local2n.sbatch(["--partition=batch", "--nodes=2", "--ntasks-per-node=1", "--time=00:05:00",
+                                        "--output=/dev/null", "--wrap=srun sleep 300"], cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while slurm_cluster_local2n.job_info(job)["JobState"] != "RUNNING":
+            assert time.monotonic() < deadline, "the job did not start"
+            time.sleep(0.2)
+        command = ["--", "bash", "-c", 'echo "$SLURMD_NODENAME $SLURM_STEP_ID"; sleep 2']
+        # Two at once on the first node, one on the second: all beside the running step.
+        procs = [subprocess.Popen(["bash", str(attach), str(job), *where, *command], env=env, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for where in ([], [], ["nid005001"])]
+        outputs = [p.communicate(timeout=60) for p in procs]
+        assert all(p.returncode == 0 for p in procs), outputs
+        nodes = [out.split()[0] for out, _ in outputs]
+        assert nodes == ["nid005000", "nid005000", "nid005001"], outputs
+        assert len({out.split()[1] for out, _ in outputs}) == 3  # three steps of their own
+    finally:
+        slurm_cluster_local2n.cancel(job)

@@ -1,0 +1,82 @@
+"""Running generated projects' jobs on the local Slurm: the site model, datasets, the
+environment a user has at sbatch time, logs.
+
+Singularity cannot be installed on the CI machines: tests/slurm/fakebin/singularity stands
+in for it (runs the command on the host after checking the image and every bind source), and
+`module`, `rocprof`, `rocprofv3` and `rocm-smi` have stand-ins too. The LUMI file systems that
+binds name (/pfs, /opt/cray, ...) are modelled under a test directory
+(FAKE_SINGULARITY_SITE_ROOT), so a bind the model lacks fails the job like on LUMI.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import numpy as np
+
+# What LUMI binds name, as directories (and one file) under the site model.
+LUMI_PATHS = ["pfs", "scratch", "projappl", "project", "flash", "appl", "var/spool/slurmd", "opt/cray"]
+
+
+def make_site_root(root: Path) -> Path:
+    """A model of the LUMI paths that binds name, under ``root``."""
+    for rel in LUMI_PATHS:
+        (root / rel).mkdir(parents=True, exist_ok=True)
+    (root / "usr/lib64").mkdir(parents=True, exist_ok=True)
+    (root / "usr/lib64/libcxi.so.1").write_bytes(b"")
+    return root
+
+
+def shards(rng: np.random.Generator, count: int = 2, rows: int = 256) -> dict[str, bytes]:
+    """``count`` .npz shards (x float32 N x 32, y int64), as the examples read them."""
+    out = {}
+    for shard in range(count):
+        x = rng.standard_normal((rows, 32)).astype(np.float32)
+        buffer = io.BytesIO()
+        np.savez(buffer, x=x, y=x[:, :4].argmax(axis=1))
+        out[f"shard-{shard}.npz"] = buffer.getvalue()
+    return out
+
+
+def make_dataset(root: Path) -> tuple[Path, Path]:
+    """A dataset as a directory of shards and as a .tar of the same shards (for pre-staging)."""
+    files = shards(np.random.default_rng(1))
+    directory = root / "dataset"
+    directory.mkdir(parents=True, exist_ok=True)
+    archive = root / "train.tar"
+    with tarfile.open(archive, "w") as tar:
+        for name, data in files.items():
+            (directory / name).write_bytes(data)
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return directory, archive
+
+
+def job_env(cluster, work: Path, site_root: Path, **extra: str) -> dict[str, str]:
+    """Environment a user would have at sbatch time, plus the stand-ins' logs."""
+    work.mkdir(parents=True, exist_ok=True)
+    image = work / "image.sif"
+    image.write_bytes(b"")
+    return cluster.env_with({
+        "SIF": str(image),
+        "FAKE_SINGULARITY_SITE_ROOT": str(site_root),
+        "FAKE_SINGULARITY_LOG": str(work / "singularity.jsonl"),
+        "FAKE_MODULE_LOG": str(work / "module.log"),
+        "FAKE_PROFILER_LOG": str(work / "profiler.log"),
+        "OUTPUT_ROOT": str(work / "outputs"),
+        "DATA_DIR": str(work / "no-data"),
+        "NODE_TMP": str(work / "node-tmp"),
+        **extra,
+    })
+
+
+def run_job(cluster, project: Path, env: dict, script: str = "jobs/train.sbatch", *args: str, timeout: float = 240):
+    job_id = cluster.sbatch([script, *args], cwd=project, env=env)
+    return job_id, cluster.wait(job_id, timeout=timeout)
+
+
+def log_of(project: Path, job_id: int) -> str:
+    return "\n".join(p.read_text() for p in sorted((project / "logs").glob(f"*-{job_id}.out")))

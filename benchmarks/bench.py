@@ -24,6 +24,12 @@ Everything runs on this machine in one go, so the ratios compare like with like:
 * In-process render of every combination of choice answers (answer_matrix,
   render_many with 2 workers) and lint_projects over them, timed separately; plus the
   median of single in-process renders (warm) for the per-combination cost.
+* ``--only jobs`` (root, Slurm from Debian, CPU PyTorch and JAX, as the test suite needs):
+  the behavioural matrix of generated jobs (tests/test_job_behaviour.py: every job kind,
+  launcher and framework on the local Slurm, each rank's world recorded by a probe) and
+  the real trainings (tests/test_slurm_jobs.py: 2-node DDP and JAX, a chain across a time
+  limit), each one pytest run, wall time against a budget that keeps the whole suite
+  under 15 minutes on 2 cores. Not part of the default run.
 * ``lumi-scaffold --help`` (a subprocess) and plugin discovery: a fresh
   ``python -c "from lumi_scaffold.plugins import get_catalogue; get_catalogue()"``
   minus a bare ``python -c pass``.
@@ -71,7 +77,10 @@ TARGETS = {
     "matrix": (60.0, "seconds"),
     "help": (0.3, "seconds"),
     "memory": (1.5, "ratio"),  # peak resident memory of our copy against the floor's copy
+    "behaviour": (120.0, "seconds"),  # tests/test_job_behaviour.py, one pytest run
+    "trainings": (240.0, "seconds"),  # tests/test_slurm_jobs.py, one pytest run
 }
+JOB_MODULES = {"behaviour": "tests/test_job_behaviour.py", "trainings": "tests/test_slurm_jobs.py"}
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "lumi-scaffold bench",
@@ -128,6 +137,9 @@ CPU: dict[str, list[float]] = {}  # measurement key -> CPU seconds per run (besi
 PEAK_MB: dict[str, list[float]] = {}  # measurement key -> peak resident memory (MiB) per run
 
 
+LAST_OUTPUT: dict[str, str] = {}  # measurement key -> standard output of its last run
+
+
 def run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, key: str | None = None) -> float:
     """Run cmd, fail loudly on a non-zero exit, return its wall time in seconds.
 
@@ -146,6 +158,7 @@ def run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None =
     if key:
         CPU.setdefault(key, []).append(cpu_seconds() - cpu0)
         PEAK_MB.setdefault(key, []).append(usage.ru_maxrss / 1024)  # Linux: KiB
+        LAST_OUTPUT[key] = stdout
     if proc.returncode:
         raise SystemExit(
             f"bench: command failed ({proc.returncode}): {' '.join(map(str, cmd))}\n"
@@ -456,6 +469,25 @@ def bench_startup(runs: int, variant: Path | None = None) -> list[Row]:
 # ---------------------------------------------------------------- output
 
 
+def bench_jobs(runs: int) -> list[Row]:
+    """Wall time of the job test modules, each a pytest run on its own Slurm clusters."""
+    rows = []
+    env = {**os.environ, "LUMI_SCAFFOLD_REQUIRE_SLURM": "1"}
+    for key, module in JOB_MODULES.items():
+        times, detail = [], ""
+        for _ in range(runs):
+            t = run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", module], cwd=REPO, env=env,
+                    key=key)
+            times.append(t)
+        out = LAST_OUTPUT.get(key, "")
+        counted = [line for line in out.splitlines() if line.startswith("behaviour matrix:") or " passed" in line]
+        detail = "; ".join(line.strip("= ") for line in counted[-2:])
+        target = TARGETS[key][0]
+        rows.append(Row(f"{key} ({module})", median(times), detail, f"<= {target:.0f} s", median(times) <= target, times,
+                        median(CPU[key])))
+    return rows
+
+
 def table(rows: list[Row]) -> str:
     head = ("measurement", "median", "cpu", "ratio / detail", "target", "")
     body = [
@@ -475,7 +507,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer runs and a sample of 100 combinations of the matrix")
     p.add_argument("--sample", type=int, default=None, help="render only N combinations of the matrix (projected to the full one)")
     p.add_argument("--workers", type=int, default=2, help="matrix workers (default 2: the 2-core target)")
-    p.add_argument("--only", action="append", choices=["cli", "matrix", "startup"], help="run only these parts (repeatable)")
+    p.add_argument("--only", action="append", choices=["cli", "matrix", "startup", "jobs"],
+                   help="run only these parts (repeatable); jobs is never run unless named")
     p.add_argument("--no-floor-update", action="store_true", help="skip timing Copier's update floor")
     p.add_argument("--variant", type=Path, default=None,
                    help="a scratch checkout with a candidate fix: its copier.yml, project-templates/ and (through "
@@ -521,6 +554,9 @@ def main(argv: list[str] | None = None) -> int:
             if "matrix" in parts:
                 print("bench: answer matrix (in-process)", file=sys.stderr, flush=True)
                 rows += bench_matrix(root, template, sample, args.workers, singles=max(5, runs))
+            if "jobs" in parts:
+                print("bench: generated jobs on the local Slurm (pytest)", file=sys.stderr, flush=True)
+                rows += bench_jobs(1 if args.quick else max(1, runs // 3))
     finally:
         shutil.rmtree(settings_dir, ignore_errors=True)
 

@@ -1,4 +1,5 @@
-"""Generated scripts that run outside a Slurm job: setup-venv.sh, run.sh, attach.sh.
+"""Generated scripts that run outside a Slurm job: setup-venv.sh, run.sh, prestage.sh,
+attach.sh.
 
 The container runtime is the test stand-in tests/slurm/fakebin/singularity (Singularity
 cannot be installed on the CI machines); `python` inside it is this machine's Python.
@@ -7,6 +8,7 @@ cannot be installed on the CI machines); `python` inside it is this machine's Py
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +91,36 @@ def test_run_sh_works_outside_slurm(template, tmp_path):
     del env["WITH_CONDA"]
     result = subprocess.run(["scripts/run.sh", "true"], cwd=project, env=env, capture_output=True, text=True)
     assert result.returncode != 0 and "this image should define WITH_CONDA" in result.stderr
+
+
+@pytest.mark.parametrize("shape, limit", [
+    ({"gpus_per_node": 4, "partition": "small-g"}, "small-g gives jobs on a shared node about 64 GB of /tmp"),
+    ({"gpus_per_node": 8, "partition": "small-g"}, "the job may use 368640 MiB of its memory for it"),
+])
+def test_prestage_checks_the_archive_against_the_partitions_tmp_limit(template, tmp_path, shape, limit):
+    """On small-g a job that shares the node gets about 64 GB of /tmp whatever its memory
+    [AIG-04] (4 GCDs x 60G would allow 180 GB); with the whole node it is its memory."""
+    archive = tmp_path / "data.tar"
+    with open(archive, "wb") as handle:  # sparse: 65 GB of size, no space on disk
+        handle.truncate(65 * 10**9)
+    project = render(template, tmp_path / "p", prestage=True, dataset_archive=str(archive), **shape)
+    gpus = shape["gpus_per_node"]
+    env = {**os.environ, "DATASET_ARCHIVE": str(archive), "NODE_TMP": str(tmp_path), "STAGE_DIR": str(tmp_path / "stage"),
+           "SLURM_NODEID": "0", "SLURM_GPUS_ON_NODE": str(gpus)}
+    env.update({"SLURM_MEM_PER_GPU": "61440"} if gpus < 8 else {"SLURM_MEM_PER_NODE": "491520"})
+    result = subprocess.run(["bash", "scripts/prestage.sh"], cwd=project, env=env, capture_output=True, text=True)
+    if gpus == 8 and result.returncode == 0:
+        return  # the whole node's memory allows 65 GB, and this disk had room for it
+    assert result.returncode == 1 and "needs 61988 MiB" in result.stderr, result.stderr
+    assert limit in result.stderr, result.stderr
+
+
+def test_jax_projects_say_nothing_about_pytorch(template, tmp_path):
+    project = render(template, tmp_path / "p", framework="jax", nodes=2, profiler="rocprof")
+    for name in ("scripts/run.sh", "scripts/job-env.sh", "scripts/run-profile.sh", "jobs/train.sbatch",
+                 "jobs/profile.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh", "README.md"):
+        text = (project / name).read_text()
+        assert not re.search(r"torch|DDP|DataLoader", text), (name, re.findall(r".*(?:torch|DDP|DataLoader).*", text))
 
 
 def test_attach_requires_a_job_id_and_has_help(template, tmp_path):

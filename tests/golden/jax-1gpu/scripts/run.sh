@@ -28,7 +28,7 @@ export RANK="${SLURM_PROCID:-0}"
 export LOCAL_RANK="${SLURM_LOCALID:-0}"
 export WORLD_SIZE="${SLURM_NTASKS:-1}"
 export LOCAL_WORLD_SIZE="${SLURM_NTASKS_PER_NODE:-1}"
-# The CPUs this rank owns; the example's DataLoader uses all but one for workers.
+# The CPUs this rank owns: size data-loader worker pools with it, minus one for the rank.
 export LUMI_SCAFFOLD_CPUS_PER_RANK="${SLURM_CPUS_PER_TASK:-$(nproc)}"
 
 # Interconnect and runtime settings for LUMI.

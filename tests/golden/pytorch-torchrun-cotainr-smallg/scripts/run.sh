@@ -20,8 +20,8 @@ fi
 export PYTHONNOUSERSITE=1
 
 # torchrun sets RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE for each worker it starts.
-# The CPUs a worker owns: its share of the task's; the example's DataLoader uses all but
-# one for workers (never the whole task's cores in every worker).
+# The CPUs a worker owns, its share of the task's: size data-loader worker pools with it,
+# minus one for the rank (never with the whole task's cores in every worker).
 export LUMI_SCAFFOLD_CPUS_PER_RANK="$(( ${SLURM_CPUS_PER_TASK:-$(nproc)} / ${LOCAL_WORLD_SIZE:-1} ))"
 
 # Interconnect and runtime settings for LUMI.

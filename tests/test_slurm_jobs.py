@@ -98,7 +98,7 @@ def test_slurm_accepts_every_generated_sbatch_file(slurm_cluster, template, tmp_
 
 
 def test_slurm_accepts_two_node_jobs(slurm_cluster_2nodes, template, tmp_path):
-    project = render(template, tmp_path / "p", nodes=2, profiler="rocprof")
+    project = render(template, tmp_path / "p", nodes=2, profiler="rocprofv3")
     for script in sorted((project / "jobs").glob("*.sbatch")):
         ok, message = slurm_cluster_2nodes.test_only(script, cwd=project)
         assert ok or script.name == "smoke-test.sbatch", f"{script.name}: {message}"
@@ -158,21 +158,34 @@ def test_failing_rank_fails_the_job_and_ends_the_chain(slurm_cluster, template, 
     assert "prestage: node 0: extracted" in log and "data: 512 samples from" in log and "/node-tmp/" in log
     assert (tmp_path / "outputs" / "demo" / "checkpoint-00000010.pt").exists(), log
     next_job = int(re.search(r"^chain: job (\d+) continues run demo", log, re.M).group(1))
-    assert re.search(rf"training failed \(status \d+\) before the time limit.*cancelling job {next_job}", log), log
+    assert re.search(rf"training failed \(status \d+\) before Slurm's time-limit warning.*cancelling job {next_job}", log), log
     assert slurm_cluster.wait(next_job, timeout=30).state == "CANCELLED"
     calls = [json.loads(line) for line in (tmp_path / "singularity.jsonl").read_text().splitlines()]
     assert {c["verb"] for c in calls} == {"exec"}
     assert calls[0]["bind_specs"] == ["/pfs", "/scratch", "/projappl", "/project", "/flash", "/appl"]  # one node: no CPE binds
 
 
+def test_a_job_that_cannot_stage_its_data_queues_no_next_job(slurm_cluster, template, tmp_path, site_root):
+    """The chain's next job is queued only once the data is staged: a missing archive ends
+    the run at its first job instead of failing N times."""
+    project = render(template, tmp_path / "p", gpus_per_node=1, prestage=True,
+                     dataset_archive="/scratch/project_465000000/missing.tar")
+    env = job_env(slurm_cluster, tmp_path, site_root)
+    job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--chain", "3")
+    log = log_of(project, job_id)
+    assert result.state == "FAILED", log
+    assert "missing.tar does not exist. Fix:" in log and "chain: job" not in log
+    assert not slurm_cluster.run(["squeue", "-h"]).stdout.strip()  # nothing left queued
+
+
 def test_profiler_wraps_only_the_chosen_rank(slurm_cluster, template, tmp_path, site_root):
-    project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprof", profile_rank=1)
+    project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprofv3", profile_rank=1)
     env = job_env(slurm_cluster, tmp_path, site_root)
     job_id, result = run_job(slurm_cluster, project, env, "jobs/profile.sbatch", "--steps", "10", "--num-workers", "0")
     log = log_of(project, job_id)
     assert result.state == "COMPLETED", log
     lines = (tmp_path / "profiler.log").read_text().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rocprof rank=1 --hip-trace --stats -d "), lines
+    assert len(lines) == 1 and lines[0].startswith("rocprofv3 rank=1 --hip-trace --kernel-trace"), lines
     assert (project / "profiles" / str(job_id) / "rank-1").is_dir()
     assert not (project / "profiles" / str(job_id) / "rank-0").exists()
     assert "done: 10 steps" in log and not (tmp_path / "outputs" / "demo").exists()  # not the training run

@@ -120,7 +120,7 @@ def main() -> None:
     )
     dtype = torch.bfloat16 if engine.bfloat16_enabled() else torch.float16 if engine.fp16_enabled() else torch.float32
     os.makedirs(args.output, exist_ok=True)
-    step = resume(engine, args.output, rank)
+    step = start = resume(engine, args.output, rank)
     loss_fn = nn.CrossEntropyLoss()
     profiler = start_profiler()
     epoch = step // max(len(loader), 1)  # a resumed run goes on with the next epoch's order
@@ -143,7 +143,8 @@ def main() -> None:
             if step >= args.steps:
                 break
         epoch += 1
-    save(engine, args.output, step, rank, args.keep_checkpoints)
+    if step > start and step % args.checkpoint_every:  # (a multiple was saved in the loop)
+        save(engine, args.output, step, rank, args.keep_checkpoints)
     if profiler is not None:
         profiler.stop()
     if rank == 0:

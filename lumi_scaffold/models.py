@@ -480,7 +480,23 @@ class ContainerImage(Model):
     status: Literal["recommended", "legacy", "removed"]
     replaced_by: Ident | None = Field(default=None, description="Id of the image to move to, if legacy or removed.")
     versions: dict[str, str] = Field(
-        default_factory=dict, description="Package versions the image ships; a venv must never change them."
+        default_factory=dict,
+        description="Package versions the image ships, exactly as its Python reports them (local and dev suffixes "
+        "included), for the README; the venv is held to the image's own versions, read at setup.",
+    )
+    versions_unconfirmed: list[str] = Field(
+        default_factory=list,
+        description="Names in versions whose exact version string is UNCONFIRMED (a wildcard like 2.10.* always is).",
+    )
+    requirements: list[str] = Field(
+        default_factory=list,
+        description="Packages the venv installs with this image, at versions that accept what it ships "
+        "(JAX 0.4.35: flax==0.10.4, the newest flax asking for no newer jax).",
+    )
+    profilers: list[Slug] | None = Field(
+        default=None,
+        description="Profilers that work in this image (rocprof v1 only where it ships; rocprofv3 from ROCm 6.2); "
+        "default: all of the framework's.",
     )
     numa_binding: bool = Field(
         default=False,
@@ -500,6 +516,11 @@ class ContainerImage(Model):
                              "its own id, e.g. <site>-<framework>-<version>")
         return value
 
+    @field_validator("requirements")
+    @classmethod
+    def _requirements(cls, values: list[str]) -> list[str]:
+        return _check_requirements(values)
+
     @field_validator("versions")
     @classmethod
     def _versions_are_pins(cls, versions: dict[str, str]) -> dict[str, str]:
@@ -512,6 +533,9 @@ class ContainerImage(Model):
     def _replacement(self) -> ContainerImage:
         if self.replaced_by == self.id:
             raise ValueError("replaced_by names the image itself")
+        unknown = sorted(set(self.versions_unconfirmed) - set(self.versions))
+        if unknown:
+            raise ValueError(f"versions_unconfirmed names {unknown}, which are not in versions")
         torch = _release(self.versions.get("torch", ""))
         if self.numa_binding and torch and torch < (2, 9):
             raise ValueError(f"numa_binding needs PyTorch 2.9 or later, but versions has torch {self.versions['torch']}: "
@@ -575,10 +599,7 @@ class Framework(Model):
     @field_validator("requirements")
     @classmethod
     def _packages(cls, values: list[str]) -> list[str]:
-        for value in values:
-            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\[\]-]*(?:[=<>!~]=?[A-Za-z0-9.*+-]+)?", value):
-                raise ValueError(f"{value!r} is not a requirement like name or name==1.2")
-        return values
+        return _check_requirements(values)
 
 
 class Profiler(Model):
@@ -603,6 +624,13 @@ class Profiler(Model):
         if (self.kind == "command") != bool(self.command):
             raise ValueError("a 'command' profiler needs a command; other kinds must not have one")
         return self
+
+
+def _check_requirements(values: list[str]) -> list[str]:
+    for value in values:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\[\]-]*(?:[=<>!~]=?[A-Za-z0-9.*+-]+)?", value):
+            raise ValueError(f"{value!r} is not a requirement like name or name==1.2")
+    return values
 
 
 def _unique(field: str, names: list[str]) -> None:

@@ -311,6 +311,9 @@ def _cross_check(cat: Catalogue) -> None:
             _drop(cat, "container", "containers", image.id, f"generation {image.generation!r} is not one of site {site.name!r}'s generations {names}")
         elif missing := [p for p in fw.pinned_packages if p not in image.versions]:
             _drop(cat, "container", "containers", image.id, f"versions lacks {missing}, which framework {fw.name!r} pins")
+        elif image.profilers is not None and (odd := [p for p in image.profilers if p not in fw.profilers]):
+            _drop(cat, "container", "containers", image.id,
+                  f"profilers {odd} are not among framework {fw.name!r}'s profilers {fw.profilers}")
     for site in cat.sites.values():
         own = site.own_image_frameworks
         if own != "all" and (unknown := [f for f in own if f not in cat.frameworks]):

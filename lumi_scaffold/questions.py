@@ -82,9 +82,7 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
             return {}
         return {f"{s.name}: {s.resolve(str(a.get('account') or '{account}'))} ({s.note})": s.name for s in site.storage if s.data}
     if name == "profiler":
-        fw = cat.frameworks.get(str(a.get("framework")))
-        names = fw.profilers if fw else ["none"]
-        return {f"{n}: {cat.profilers[n].title}": n for n in names if n in cat.profilers}
+        return {f"{n}: {cat.profilers[n].title}": n for n in _profilers(a) if n in cat.profilers}
     raise KeyError(f"no choices for question {name!r}")
 
 
@@ -300,6 +298,25 @@ def _supported_by_framework(field: str, noun: str):
     return checker
 
 
+def _profilers(a: Answers) -> list[str]:
+    """The framework's profilers that work in the chosen image (all of them for your own image)."""
+    fw = a.cat.frameworks.get(str(a.get("framework")))
+    names = fw.profilers if fw else ["none"]
+    image = _image(a)
+    return [n for n in names if image is None or image.profilers is None or n in image.profilers or n == "none"]
+
+
+def _profiler(value: Any, a: Answers) -> str:
+    message = _supported_by_framework("profilers", "profiler")(value, a)
+    if message:
+        return message
+    allowed, image = _profilers(a), _image(a)
+    if value not in allowed and image is not None:
+        return (f"{value!r} does not work in image {image.id} ({image.title}). Use one of {allowed}"
+                f"{' (rocprofv3 replaces rocprof)' if value == 'rocprof' and 'rocprofv3' in allowed else ''}.")
+    return ""
+
+
 def _data_location(value: Any, a: Answers) -> str:
     site = a.site
     areas = [s.name for s in site.storage if s.data] if site else []
@@ -349,7 +366,7 @@ _CHECKS = {
     "launcher": _supported_by_framework("launchers", "launcher"),
     "data_location": _data_location,
     "dataset_archive": _dataset_archive,
-    "profiler": _supported_by_framework("profilers", "profiler"),
+    "profiler": _profiler,
     "profile_rank": _profile_rank,
     "extra_requirements": _extra_requirements,
 }
@@ -412,6 +429,9 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
     single = next((m for m in modules if m.sets_binds), modules[-1] if modules else None)
     container.update(
         numa_binding=image.numa_binding if image is not None else False,
+        # Names whose exact version string the catalogue does not know (a wildcard never does).
+        versions_unconfirmed=sorted(set(image.versions_unconfirmed) | {n for n, v in image.versions.items() if "*" in v})
+        if image is not None else [],
         generation=generation.name,
         run_verb=generation.run_verb,
         activate_var=generation.activate_var or "",
@@ -493,7 +513,8 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
             "env": [e.model_dump() for e in profiler.env],
             "view": profiler.view,
         },
-        "requirements": sorted(dict.fromkeys(fw.requirements + split_requirements(a.get("extra_requirements")))),
+        "requirements": sorted(dict.fromkeys(fw.requirements + (image.requirements if image else [])
+                                             + split_requirements(a.get("extra_requirements")))),
     }
 
 
@@ -515,7 +536,8 @@ def _launch(launcher: str, gpus: int, cpus_per_gpu: int) -> dict[str, int]:
 
 
 def _signal_lead(walltime: str) -> int:
-    """Seconds before the time limit at which the job is told to copy its outputs back."""
+    """Seconds before the time limit at which Slurm warns the training job (USR1): after it,
+    a job that ends unfinished ran out of time, and its chain goes on."""
     try:
         seconds = slurm_time_seconds(walltime)
     except ValueError:

@@ -92,6 +92,8 @@ def answer_matrix(cat: Catalogue | None = None, *, sites: Iterable[str] | None =
             for container, launcher, area, prestage, profiler, shape in itertools.product(
                 containers, fw.launchers, areas, (False, True), fw.profilers, job_shapes(site)
             ):
+                if profiler not in profiler_choices(cat, site_name, fw_name, container):
+                    continue  # it does not work in this image
                 partition, nodes, gpus = shape
                 answers = {
                     "project_name": "demo",
@@ -112,6 +114,13 @@ def answer_matrix(cat: Catalogue | None = None, *, sites: Iterable[str] | None =
                 if profiler != "none":
                     answers["profile_rank"] = nodes * gpus - 1
                 yield {**answers, **fixed}
+
+
+def profiler_choices(cat: Catalogue, site: str, framework: str, container: str) -> list[str]:
+    """The profilers the questionnaire offers for this image."""
+    from .questions import choices
+
+    return list(choices("profiler", {"site": site, "framework": framework, "container": container}, cat).values())
 
 
 def render_project(template: Path | str, dest: Path, answers: dict[str, Any]) -> Path:

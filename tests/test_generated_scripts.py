@@ -7,6 +7,7 @@ cannot be installed on the CI machines); `python` inside it is this machine's Py
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -19,66 +20,171 @@ from lumi_scaffold.lint import lint_project
 from lumi_scaffold.plugins import get_catalogue
 
 from .helpers import render
+from .images import add_wheel, image_venv
 from .slurm.harness import FAKEBIN
-from .venvs import container_python
 
 
-def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
+def env_for(tmp_path: Path, python_dir: str | Path | None = None, **extra: str) -> dict[str, str]:
+    """The environment of a login shell, with the stand-in container whose Python is
+    ``python_dir``'s (default: this interpreter's, an image whose framework lives in the
+    base interpreter, like the former LUST images' conda env)."""
     site = tmp_path / "site"
     for rel in ("pfs", "scratch", "projappl", "project", "flash", "appl"):
         (site / rel).mkdir(parents=True, exist_ok=True)
     image = tmp_path / "image.sif"
     image.write_bytes(b"")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SINGULARITY"))}
-    python_dir = container_python(tmp_path / "container-python")
-    env.update(PATH=f"{FAKEBIN}:{python_dir}:{env['PATH']}", SIF=str(image), FAKE_SINGULARITY_SITE_ROOT=str(site),
-               PIP_CACHE_DIR=str(tmp_path / "pip-cache"), PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull, **extra)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SINGULARITY", "PIP_"))}
+    env.update(PATH=f"{FAKEBIN}:{python_dir or Path(sys.executable).parent}:{env['PATH']}", SIF=str(image),
+               FAKE_SINGULARITY_SITE_ROOT=str(site), PIP_CACHE_DIR=str(tmp_path / "pip-cache"), PIP_NO_INDEX="1",
+               PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", **extra)
     return env
 
 
+def setup_venv(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "scripts/setup-venv.sh"], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def venv_version(project: Path, name: str) -> str:
+    code = f"import importlib.metadata as m; print(m.version({name!r}))"
+    return subprocess.run([str(project / "venv/bin/python"), "-c", code], capture_output=True, text=True).stdout.strip()
+
+
 def test_setup_venv_builds_on_the_container_python_and_keeps_the_framework(template, tmp_path):
+    """Former-LUST layout: the framework in the image's own interpreter (here: this one, with
+    its real torch). Every distribution it sees is frozen at its exact version."""
     torch = pytest.importorskip("torch")
-    project = render(template, tmp_path / "p", extra_requirements="numpy")
-    result = subprocess.run(["bash", "scripts/setup-venv.sh"], cwd=project, env=env_for(tmp_path),
-                            capture_output=True, text=True, timeout=300)
+    project = render(template, tmp_path / "p", container="lust-pytorch-2.7.1", extra_requirements="numpy")
+    env = env_for(tmp_path, SINGULARITYENV_WITH_CONDA="true")
+    result = setup_venv(project, env)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"venv ready; the container's versions are intact:\ntorch=={torch.__version__}" in result.stdout
-    venv_python = project / "venv/bin/python"
-    assert "include-system-site-packages = true" in (project / "venv/pyvenv.cfg").read_text()
-    check = subprocess.run([str(venv_python), "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
-    assert check.stdout.strip() == torch.__version__  # the container's framework, seen through the venv
+    assert re.search(r"venv ready; the image's \d+ distributions are intact\.", result.stdout), result.stdout
+    frozen = (project / "venv/image-constraints.txt").read_text().splitlines()
+    assert f"torch=={torch.__version__}" in frozen and any(line.startswith("pytest==") for line in frozen)
+    assert venv_version(project, "torch") == torch.__version__  # the image's framework, seen through the venv
+    assert json.loads((project / "venv/image-packages.json").read_text())["image"] == env["SIF"]
+    # A second run reuses the record; another image needs a new venv.
+    again = setup_venv(project, env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    other = tmp_path / "other.sif"
+    other.write_bytes(b"")
+    moved = setup_venv(project, {**env, "SIF": str(other)})
+    assert moved.returncode == 1 and f"the venv was made for {env['SIF']}, and this is {other}" in moved.stderr
+
+
+LAIF_IMAGE = {"torch": "2.10.0+rocm7.0.0.lw.git1234", "flash_attn": "2.8.3", "xformers": "0.0.32+d9b9c5f.d20260401",
+              "bitsandbytes": "0.48.0.dev0", "vllm": "0.11.1+rocm700", "deepspeed": "0.18.2", "apex": "1.8.0"}
+
+
+@pytest.fixture
+def laif(tmp_path):
+    """A LAIF-like image: its Python is a venv (/opt/venv) with ROCm builds of torch,
+    flash-attention, xformers, bitsandbytes, vLLM, DeepSpeed and apex; a local index with
+    generic wheels of some of them and packages that ask for them."""
+    bin_dir = image_venv(tmp_path / "opt-venv", LAIF_IMAGE)
+    wheels = tmp_path / "wheels"
+    add_wheel(wheels, "flash_attn", "2.9.0")
+    add_wheel(wheels, "needs-new-flash", "1.0", ["flash-attn>=2.9"])
+    add_wheel(wheels, "uses-flash", "1.0", ["flash-attn"])
+    add_wheel(wheels, "plain", "1.0")
+    return bin_dir, env_for(tmp_path, bin_dir, PIP_FIND_LINKS=str(wheels)), wheels
+
+
+def test_setup_venv_sees_an_image_whose_python_is_a_venv(template, tmp_path, laif):
+    """--system-site-packages from a venv's Python reaches the base interpreter, where this
+    machine's torch (not the image's) lives: the venv must see the image's own packages."""
+    bin_dir, env, _ = laif
+    project = render(template, tmp_path / "p", extra_requirements="plain uses-flash")
+    result = setup_venv(project, env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "venv: sees the image's packages in" in result.stdout
+    for name, version in LAIF_IMAGE.items():
+        assert venv_version(project, name) == version, name
+    frozen = (project / "venv/image-constraints.txt").read_text()
+    assert "flash_attn==2.8.3" in frozen and "vllm==0.11.1+rocm700" in frozen
+    assert venv_version(project, "plain") == "1.0"  # the requirements, installed into the venv
+
+
+def test_setup_venv_refuses_a_requirement_that_needs_another_flash_attention(template, tmp_path, laif):
+    _, env, _ = laif
+    project = render(template, tmp_path / "p", extra_requirements="needs-new-flash")
+    result = setup_venv(project, env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "flash-attn>=2.9" in result.stderr or "flash-attn>=2.9" in result.stdout  # pip names the clash
+    assert "ERROR: pip cannot install requirements.txt without changing a package the image ships" in result.stderr
+    assert venv_version(project, "flash_attn") == "2.8.3"
+
+
+def test_setup_venv_guard_names_a_replaced_package_and_what_pulls_it_in(template, tmp_path, laif):
+    """Past the constraints (a pip install by hand): the next run names the change and the
+    requirement that needs the package."""
+    _, env, wheels = laif
+    project = render(template, tmp_path / "p", extra_requirements="uses-flash")
+    assert setup_venv(project, env).returncode == 0
+    subprocess.run([str(project / "venv/bin/python"), "-m", "pip", "install", "--no-deps", "--no-index",
+                    str(wheels / "flash_attn-2.9.0-py3-none-any.whl")], env=env, check=True, capture_output=True)
+    result = setup_venv(project, env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "ERROR: the venv changed packages the container image ships:" in result.stderr
+    assert "flash_attn 2.8.3 -> 2.9.0 (pulled in by uses-flash in requirements.txt)" in result.stderr
+
+
+JAX_IMAGE = {"jax": "0.4.35.dev20250321", "jaxlib": "0.4.35.dev20250321", "jax-rocm60-plugin": "0.4.35.dev20250321",
+             "jax-rocm60-pjrt": "0.4.35.dev20250321", "numpy": "2.2.4", "scipy": "1.15.2"}
+
+
+def test_jax_requirements_set_up_against_dev_versions_of_jax(template, tmp_path):
+    """The JAX 0.4.35 image ships jax 0.4.35.dev20250321 [EBC]: flax and optax at the
+    versions the catalogue gives must install without touching jax, jaxlib or the ROCm
+    plugins, while PyPI (here: a local index with the real packages' requirements) offers
+    jax 0.4.35 and newer flax/optax that want a newer jax. A pin jax==0.4.35, as the
+    catalogue had, is refused instead of installing PyPI's jax."""
+    bin_dir = image_venv(tmp_path / "image", JAX_IMAGE)
+    wheels = tmp_path / "wheels"
+    for version in ("0.4.35", "0.8.0"):
+        add_wheel(wheels, "jax", version, [f"jaxlib>={version}"])
+        add_wheel(wheels, "jaxlib", version)
+    add_wheel(wheels, "flax", "0.10.4", ["jax>=0.4.27", "optax", "msgpack"])
+    add_wheel(wheels, "flax", "0.12.0", ["jax>=0.8.0", "optax", "msgpack"])
+    add_wheel(wheels, "optax", "0.2.5", ["jax>=0.4.27", "jaxlib>=0.4.27", "chex>=0.1.87"])
+    add_wheel(wheels, "optax", "0.2.6", ["jax>=0.5.3", "jaxlib>=0.5.3", "chex>=0.1.87"])
+    add_wheel(wheels, "chex", "0.1.90", ["jax>=0.4.27", "jaxlib>=0.4.27"])
+    add_wheel(wheels, "msgpack", "1.1.0")
+    project = render(template, tmp_path / "p", framework="jax")
+    assert (project / "requirements.txt").read_text().splitlines()[-2:] == ["flax==0.10.4", "optax==0.2.5"]
+    env = env_for(tmp_path, bin_dir, PIP_FIND_LINKS=str(wheels),
+                  SINGULARITYENV_WITH_CONDA=f"export PATH={bin_dir}:$PATH")
+    result = setup_venv(project, env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name, version in JAX_IMAGE.items():
+        assert venv_version(project, name) == version, name
+    assert (venv_version(project, "flax"), venv_version(project, "chex")) == ("0.10.4", "0.1.90")
+    # Unpinned, pip backtracks to the flax and optax that accept the image's jax.
+    (project / "requirements.txt").write_text("flax\noptax\n")
+    result = setup_venv(project, env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (venv_version(project, "optax"), venv_version(project, "jax")) == ("0.2.5", "0.4.35.dev20250321")
+    # The catalogue's old pin: refused, where it used to install jax 0.4.35 from PyPI.
+    (project / "constraints.txt").write_text("jax==0.4.35\n")
+    result = setup_venv(project, env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and re.search(r"\(constraint\) jax==0\.4\.35,==0\.4\.35\.dev20250321", output), output
+    assert venv_version(project, "jax") == "0.4.35.dev20250321"
 
 
 @pytest.mark.parametrize("image", [{}, {"container": "custom", "container_path": "/project/p/own.sif"}], ids=["catalogue", "custom"])
-def test_setup_venv_refuses_a_requirement_that_replaces_the_framework(template, tmp_path, image):
-    """A fake 'torch' wheel in a local index stands in for pip pulling a generic build. With
-    a custom image nothing is pinned, but the framework's packages are still checked."""
-    pytest.importorskip("torch")
+def test_constraints_stop_pip_from_replacing_the_framework(template, tmp_path, image):
+    """A generic torch from the index must not replace the image's, whatever the catalogue
+    knows of the image (nothing, for your own image)."""
+    torch = pytest.importorskip("torch")
     wheels = tmp_path / "wheels"
-    wheels.mkdir()
-    dist = tmp_path / "faketorch"
-    (dist / "torch").mkdir(parents=True)
-    (dist / "torch/__init__.py").write_text("__version__ = '99.0'\n")
-    (dist / "pyproject.toml").write_text('[project]\nname = "torch"\nversion = "99.0"\n[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(dist)],
-                           capture_output=True, text=True, env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
-    assert built.returncode == 0, built.stderr
+    add_wheel(wheels, "torch", "99.0")
     project = render(template, tmp_path / "p", extra_requirements="torch==99.0", **image)
-    (project / "constraints.txt").write_text("# the user removed the pins\n")
-    result = subprocess.run(["bash", "scripts/setup-venv.sh"], cwd=project,
-                            env=env_for(tmp_path, PIP_FIND_LINKS=str(wheels)), capture_output=True, text=True, timeout=300)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "ERROR: installing requirements changed the container's framework:" in result.stderr
-    assert "> torch==99.0" in result.stderr and "Fix:" in result.stderr
-
-
-def test_constraints_stop_pip_from_replacing_the_framework(template, tmp_path):
-    project = render(template, tmp_path / "p", extra_requirements="torch==99.0")
-    result = subprocess.run(["bash", "scripts/setup-venv.sh"], cwd=project, env=env_for(tmp_path),
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode != 0
+    result = setup_venv(project, env_for(tmp_path, PIP_FIND_LINKS=str(wheels)))
+    assert result.returncode == 1
     output = result.stdout + result.stderr
-    assert "The user requested (constraint) torch==2.10.*" in output and "torch==99.0" in output  # pip names the clash
+    assert f"The user requested (constraint) torch=={torch.__version__}" in output and "torch==99.0" in output
+    assert venv_version(project, "torch") == torch.__version__
 
 
 def test_run_sh_works_outside_slurm(template, tmp_path):

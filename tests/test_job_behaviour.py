@@ -91,7 +91,7 @@ CASES = [
     # DeepSpeed (the example plugin; srun only)
     Case("ds-srun-node-prestage-framework", {"framework": "deepspeed", "prestage": True, "profiler": "framework",
                                              "profile_rank": 6}, ("smoke", "train", "profile", "interactive")),
-    Case("ds-srun-2node-rocprof", {"framework": "deepspeed", "nodes": 2, "profiler": "rocprof", "profile_rank": 8},
+    Case("ds-srun-2node-rocprofv3", {"framework": "deepspeed", "nodes": 2, "profiler": "rocprofv3", "profile_rank": 8},
          ("train", "profile")),
     Case("ds-srun-partial-prestage", {"framework": "deepspeed", "gpus_per_node": 4, "prestage": True},
          ("smoke", "train")),

@@ -56,6 +56,8 @@ BASE = {
         ({"prestage": True, "dataset_archive": "data.tar"}, "dataset_archive", "must be an absolute path"),
         ({"prestage": True, "dataset_archive": "/flash/p/data.zip"}, "dataset_archive", "does not end in .tar or .tar.gz"),
         ({"profiler": "nsys"}, "profiler", "does not support profiler 'nsys'"),
+        # rocprof (v1) is not offered with the ROCm 7 LAIF image; rocprofv3 replaces it. [TM-PAOW]
+        ({"profiler": "rocprof"}, "profiler", "'rocprof' does not work in image laif-multitorch-20260513"),
         ({"profiler": "rocprof", "profile_rank": 8}, "profile_rank", "the job has 8 ranks (0 to 7)"),
         ({"extra_requirements": "numpy; rm -rf ~"}, "extra_requirements", "is not a pip requirement"),
         ({"extra_requirements": "--index-url=http://evil"}, "extra_requirements", "is not a pip requirement"),
@@ -110,7 +112,9 @@ def test_resolve_whole_node_multi_node_legacy_image():
 def test_resolve_single_node_legacy_has_no_cpe_binds_and_jax_pins():
     data = resolve({**BASE, "framework": "jax", "container": "lust-jax-0.4.28", "gpus_per_node": 1, "partition": "small-g"}, get_catalogue())
     assert "/opt/cray" not in data["container"]["binds"]
-    assert data["pins"] == {"flax": "0.8.3", "jax": "0.4.28", "jaxlib": "0.4.28", "optax": "0.2.2"}
+    # What the image ships (its EasyConfig [EBC]); flax and optax are requirements with it [seed-000].
+    assert data["pins"] == {"jax": "0.4.28", "numpy": "2.2.2", "pandas": "2.2.3", "scipy": "1.15.1"}
+    assert data["requirements"] == ["flax==0.8.3", "optax==0.2.2"] and data["container"]["versions_unconfirmed"] == []
     assert data["job"]["whole_node"] is False
 
 

@@ -108,7 +108,7 @@ def test_showcase_legacy_image_moves_to_laif_and_edits_survive(template_repo, tm
     assert "module load lumi-aif-singularity-bindings" in env_text
     assert "lumi-multitorch-u24r70f21m50t210-20260513_121430" in env_text and "sif-images" not in env_text
     assert 'BINDS="${BINDS:-/pfs}"' in env_text and "singularity run" in env_text
-    assert (p / "constraints.txt").read_text().splitlines()[-1] == "torch==2.10.*"
+    assert (p / "constraints.txt").read_text().splitlines()[-1] == "# The catalogue says it ships: torch 2.10.* (exact version UNCONFIRMED)."
     assert "#SBATCH --time=12:00:00" in (p / "jobs/train.sbatch").read_text()
     assert "# our model head" in (p / "src/demo/train.py").read_text()
     assert "## Interactive work (v2)" in (p / "README.md").read_text()
@@ -118,7 +118,7 @@ def test_showcase_legacy_image_moves_to_laif_and_edits_survive(template_repo, tm
 
 def test_update_with_nothing_new_changes_nothing(template_repo, tmp_path, era):
     era("now")
-    p = copy_project(template_repo, tmp_path / "p", prestage=True, profiler="rocprof")
+    p = copy_project(template_repo, tmp_path / "p", prestage=True, profiler="rocprofv3")
     assert update(p) == 0
     assert git(p, "status", "--porcelain") == ""
     commit(template_repo, "no template change", "v1.0.1")
@@ -132,7 +132,7 @@ def test_catalogue_change_arrives_without_a_template_release(template_repo, tmp_
     era("nov2026")
     assert update(p) == 0
     assert LAIF_NEW in (p / "scripts/job-env.sh").read_text()
-    assert "torch==2.11.*" in (p / "constraints.txt").read_text()
+    assert "it ships: torch 2.11.* (exact version UNCONFIRMED)" in (p / "constraints.txt").read_text()
 
 
 def test_pinned_image_stays_and_is_reported(template_repo, tmp_path, era, capsys):

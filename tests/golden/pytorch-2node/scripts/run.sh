@@ -24,7 +24,8 @@ export LOCAL_RANK="${SLURM_LOCALID:-0}"
 export WORLD_SIZE="${SLURM_NTASKS:-1}"
 export LOCAL_WORLD_SIZE="${SLURM_NTASKS_PER_NODE:-1}"
 # The CPUs this rank owns: size data-loader worker pools with it, minus one for the rank.
-export LUMI_SCAFFOLD_CPUS_PER_RANK="${SLURM_CPUS_PER_TASK:-$(nproc)}"
+cpus="${SLURM_CPUS_PER_TASK:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"   # (nproc obeys OMP_*)
+export LUMI_SCAFFOLD_CPUS_PER_RANK="${cpus}"
 
 # Interconnect and runtime settings for LUMI.
 export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"   # RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]

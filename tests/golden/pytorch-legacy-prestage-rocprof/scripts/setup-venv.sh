@@ -1,9 +1,17 @@
 #!/bin/bash
-# Create the project's venv INSIDE the container, on top of its Python:
+# Create the project's venv INSIDE the container, on top of the image's Python:
 #   bash scripts/setup-venv.sh        (login node is fine; takes a few minutes)
-# The venv uses --system-site-packages so the container's PyTorch (DDP, RCCL) stays visible,
-# and constraints.txt pins the container's framework versions so pip never replaces
-# them with a generic wheel built without ROCm or Slingshot support. [AIG-02], [seed-000]
+# Nothing the image ships may change: PyTorch (DDP, RCCL), its ROCm builds of other packages, and
+# everything else its Python sees. Before the venv exists, the script records every
+# distribution the image's Python sees, at its exact version (local and dev suffixes
+# included), in venv/image-packages.json; pip installs requirements.txt constrained by all
+# of them (venv/image-constraints.txt) and by your own pins (constraints.txt); afterwards
+# it checks that every one is still there, unchanged. A generic wheel from PyPI lacks the
+# image's ROCm and Slingshot builds. [AIG-02], [seed-000]
+# The venv sees the image's packages through a .pth file (scripts/image_packages.py link),
+# not --system-site-packages, which from a venv's Python (LAIF images keep theirs in
+# /opt/venv) reaches the base interpreter's packages instead of the image's.
+# Rerun it after changing requirements.txt; after a change of image, rm -rf venv first.
 set -euo pipefail
 
 if [ "${1:-}" != "--inside" ]; then
@@ -14,33 +22,37 @@ if [ "${1:-}" != "--inside" ]; then
     exec "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" bash "${PROJECT_DIR}/scripts/setup-venv.sh" --inside
 fi
 
-# Inside the container (run.sh has activated the image's Python, and the venv if present).
+# Inside the container (run.sh has activated the image's Python, or the venv if present).
 cd "${PROJECT_DIR}"
-pinned=(torch)
-versions() {
-    python - "${pinned[@]}" <<'PY'
-import importlib.metadata as md
-import sys
-for name in sys.argv[1:]:
-    try:
-        print(f"{name}=={md.version(name)}")
-    except md.PackageNotFoundError:
-        print(f"{name} (not installed)")
-PY
-}
-before="$(versions)"
+record=venv/image-packages.json
 if [ ! -x venv/bin/python ]; then
-    python -m venv --system-site-packages venv
-fi
-# shellcheck source=/dev/null
-source venv/bin/activate
-python -m pip install --constraint constraints.txt --requirement requirements.txt
-after="$(versions)"
-if [ "${before}" != "${after}" ]; then
-    echo "ERROR: installing requirements changed the container's framework:" >&2
-    diff <(echo "${before}") <(echo "${after}") >&2 || true
-    echo "Fix: remove the requirement that pulls it in, or loosen its version; then rm -rf venv and rerun." >&2
+    if ! python -c "import pip" 2>/dev/null; then
+        echo "ERROR: the image's Python ($(command -v python)) has no pip; the venv installs with it." >&2
+        exit 1
+    fi
+    python scripts/image_packages.py freeze .image-packages.json
+    python -m venv --without-pip venv
+    mv .image-packages.json "${record}"
+    venv/bin/python scripts/image_packages.py link "${record}"
+elif [ ! -f "${record}" ]; then
+    echo "ERROR: venv/ was not made by this script (no ${record}): rm -rf venv and rerun." >&2
     exit 1
 fi
-echo "venv ready; the container's versions are intact:"
-echo "${after}"
+image="${SINGULARITY_CONTAINER:-${APPTAINER_CONTAINER:-}}"
+made_for="$(venv/bin/python -c 'import json, sys; print(json.load(open(sys.argv[1]))["image"])' "${record}")"
+if [ -n "${image}" ] && [ -n "${made_for}" ] && [ "${image}" != "${made_for}" ]; then
+    echo "ERROR: the venv was made for ${made_for}, and this is ${image}. Fix: rm -rf venv and rerun." >&2
+    exit 1
+fi
+# Already changed (a pip install by hand)? Say so before pip tries to undo it.
+venv/bin/python scripts/image_packages.py check "${record}" requirements.txt >/dev/null
+venv/bin/python scripts/image_packages.py constraints "${record}" >venv/image-constraints.txt
+# The image's pip, run by the venv's Python, installs into the venv (--without-pip above).
+if ! venv/bin/python -m pip install --constraint venv/image-constraints.txt --constraint constraints.txt \
+    --requirement requirements.txt; then
+    echo "ERROR: pip cannot install requirements.txt without changing a package the image ships" >&2
+    echo "(each is pinned in venv/image-constraints.txt) or a pin of constraints.txt; pip names the clash above." >&2
+    echo "Fix: loosen or remove that requirement (or pick a version that accepts the image's), then rerun." >&2
+    exit 1
+fi
+venv/bin/python scripts/image_packages.py check "${record}" requirements.txt

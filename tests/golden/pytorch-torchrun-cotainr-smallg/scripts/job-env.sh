@@ -86,15 +86,21 @@ launch() {
         --no-python "${wrapper}" python -u "${PROJECT_DIR}/src/demo/train.py" "$@"
 }
 
-# Runs a job step in the background and waits for it, so that a signal trap (the
-# time-limit warning in jobs/train.sbatch) runs at once instead of after the step.
+# Runs a job step in the background (STEP_PID) and waits for it, so that a signal trap
+# (the time-limit warning in jobs/train.sbatch) runs at once instead of after the step.
 # Returns the step's status.
 run_step() {
     "$@" &
-    local pid=$! status=0
-    while :; do
-        wait "${pid}" && status=0 || status=$?
-        kill -0 "${pid}" 2>/dev/null || break   # still running: a trapped signal woke us
+    STEP_PID=$!
+    local status=0 again
+    while kill -0 "${STEP_PID}" 2>/dev/null; do
+        wait "${STEP_PID}" && status=0 || status=$?   # >128 too when a trapped signal woke us
     done
+    # Once more for the step's own status, had a trap run just as it ended (bash 5 keeps it;
+    # 127: already reported above).
+    wait "${STEP_PID}" 2>/dev/null && again=0 || again=$?
+    if [ "${again}" != 127 ]; then
+        status="${again}"
+    fi
     return "${status}"
 }

@@ -22,7 +22,8 @@ export PYTHONNOUSERSITE=1
 # torchrun sets RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE for each worker it starts.
 # The CPUs a worker owns, its share of the task's: size data-loader worker pools with it,
 # minus one for the rank (never with the whole task's cores in every worker).
-export LUMI_SCAFFOLD_CPUS_PER_RANK="$(( ${SLURM_CPUS_PER_TASK:-$(nproc)} / ${LOCAL_WORLD_SIZE:-1} ))"
+cpus="$(( ${SLURM_CPUS_PER_TASK:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)} / ${LOCAL_WORLD_SIZE:-1} ))"
+export LUMI_SCAFFOLD_CPUS_PER_RANK="$(( cpus > 0 ? cpus : 1 ))"   # (nproc obeys OMP_*, which torchrun sets)
 
 # Interconnect and runtime settings for LUMI.
 export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"   # RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]

@@ -132,7 +132,7 @@ def main() -> None:
             jax.profiler.start_trace(profile_dir)
         index = rng.integers(0, len(x), batch)
         params, loss = step_fn(params, global_batch(rows, x[index]), global_batch(rows, y[index]))
-        if profile_dir and step == start + 7:
+        if profile_dir and step == min(start + 7, args.steps) and step >= start + 3:  # also for short runs
             jax.profiler.stop_trace()
         if args.seconds_per_step:
             time.sleep(args.seconds_per_step)

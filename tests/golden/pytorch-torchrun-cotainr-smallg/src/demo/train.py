@@ -1,7 +1,8 @@
 """Distributed training example for demo (PyTorch DDP).
 
-Runs one process per GPU under srun (RANK/LOCAL_RANK/WORLD_SIZE/MASTER_ADDR come from
-scripts/run.sh) or under torchrun. On a machine without GPUs it trains on the CPU with
+Runs one process per GPU under srun (RANK, LOCAL_RANK and WORLD_SIZE come from
+scripts/run.sh, MASTER_ADDR and MASTER_PORT from scripts/job-env.sh) or under torchrun
+(which sets all of them). On a machine without GPUs it trains on the CPU with
 the gloo backend, so the same script can be tested anywhere.
 
 Data: --data DIR reads *.npz shards with arrays ``x`` (float32, N x features) and ``y``
@@ -130,6 +131,7 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
     epoch = step // max(len(loader), 1)  # a resumed run goes on with the next epoch's order
     if rank == 0:
         print(f"{max(args.num_workers, 0)} DataLoader worker(s) per rank", flush=True)
+    start = step
     while step < args.steps:
         sampler.set_epoch(epoch)
         for x, y in loader:
@@ -151,7 +153,8 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
                 break
         epoch += 1
     if rank == 0:
-        save(args.output, step, model, optimizer, args.keep_checkpoints)
+        if step > start and step % args.checkpoint_every:  # (a multiple was saved in the loop)
+            save(args.output, step, model, optimizer, args.keep_checkpoints)
         print(f"done: {step} steps on {world} process(es)", flush=True)
     if profiler is not None:
         profiler.stop()

@@ -383,6 +383,11 @@ class Site(Model):
         default_factory=list, description="Real roots behind symlinked file systems that must be bound (LUMI: /pfs)."
     )
     container_runtime: Literal["singularity", "apptainer"]
+    module_reset: Literal["purge", "reset"] | None = Field(
+        default=None,
+        description="How every job starts from a known module state before it loads the image's modules: "
+        "`module purge` or `module reset` (LUMI: purge [AIG-01]); leave out where the site does not say.",
+    )
     generations: list[ContainerGeneration] = Field(min_length=1)
     own_image_generation: Slug | None = Field(
         default=None,

@@ -73,6 +73,15 @@ def job_env(cluster, work: Path, site_root: Path, **extra: str) -> dict[str, str
     })
 
 
+def image_env(directory: Path, **variables: str) -> dict[str, str]:
+    """The stand-in image's own environment (its %environment: WITH_CONDA in the former LUST
+    images), as the variable that points the stand-in container at it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "image-environment"
+    path.write_text("".join(f"{name}={value}\n" for name, value in variables.items()))
+    return {"FAKE_SINGULARITY_IMAGE_ENV": str(path)}
+
+
 def run_job(cluster, project: Path, env: dict, script: str = "jobs/train.sbatch", *args: str, timeout: float = 240):
     job_id = cluster.sbatch([script, *args], cwd=project, env=env)
     return job_id, cluster.wait(job_id, timeout=timeout)

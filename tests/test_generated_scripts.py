@@ -21,6 +21,7 @@ from lumi_scaffold.plugins import get_catalogue
 
 from .helpers import render
 from .images import add_wheel, image_venv
+from .jobs import image_env
 from .slurm.harness import FAKEBIN
 
 
@@ -55,7 +56,7 @@ def test_setup_venv_builds_on_the_container_python_and_keeps_the_framework(templ
     its real torch). Every distribution it sees is frozen at its exact version."""
     torch = pytest.importorskip("torch")
     project = render(template, tmp_path / "p", container="lust-pytorch-2.7.1", extra_requirements="numpy")
-    env = env_for(tmp_path, SINGULARITYENV_WITH_CONDA="true")
+    env = env_for(tmp_path, **image_env(tmp_path, WITH_CONDA="true"))
     result = setup_venv(project, env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"venv ready; the image's \d+ distributions are intact\.", result.stdout), result.stdout
@@ -153,7 +154,7 @@ def test_jax_requirements_set_up_against_dev_versions_of_jax(template, tmp_path)
     project = render(template, tmp_path / "p", framework="jax")
     assert (project / "requirements.txt").read_text().splitlines()[-2:] == ["flax==0.10.4", "optax==0.2.5"]
     env = env_for(tmp_path, bin_dir, PIP_FIND_LINKS=str(wheels),
-                  SINGULARITYENV_WITH_CONDA=f"export PATH={bin_dir}:$PATH")
+                  **image_env(tmp_path, WITH_CONDA=f"export PATH={bin_dir}:$PATH"))
     result = setup_venv(project, env)
     assert result.returncode == 0, result.stdout + result.stderr
     for name, version in JAX_IMAGE.items():

@@ -33,7 +33,7 @@ from lumi_scaffold import plugins
 from lumi_scaffold.plugins import get_catalogue
 
 from .helpers import DEFAULTS, render
-from .jobs import job_env, log_of
+from .jobs import image_env, job_env, log_of
 from .venvs import nested_venv
 
 pytestmark = pytest.mark.slurm
@@ -214,7 +214,7 @@ def runs(template, tmp_path_factory, request, slurm_cluster_2nodes, dataset, sit
             probe_dir = work / "probe" / kind
             probe_dir.mkdir(parents=True)
             env = job_env(clusters[case.cluster], work, site_root, PROBE_DIR=str(probe_dir), DATA_DIR=str(data_dir),
-                          SINGULARITYENV_WITH_CONDA="export PROBE_ACTIVATED=1", LUMI_RCCL_DEBUG="1")
+                          LUMI_RCCL_DEBUG="1", **image_env(work, WITH_CONDA="export PROBE_ACTIVATED=1"))
             run = Run(case, kind, project, env, _answers(case, archive))
             by_cluster[case.cluster].append(run)
             out[(case.name, kind)] = run

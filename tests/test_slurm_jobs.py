@@ -22,7 +22,7 @@ from lumi_scaffold.plugins import get_catalogue
 from lumi_scaffold.questions import check
 
 from .helpers import render
-from .jobs import job_env, log_of, run_job
+from .jobs import image_env, job_env, log_of, run_job
 from .slurm.fixtures import DEFAULT_KNOBS, LOCAL_TWO_NODE_KNOBS, slurm_required, start_or_skip
 
 pytestmark = pytest.mark.slurm
@@ -121,9 +121,12 @@ def test_header_over_the_limit_is_refused_by_slurm_and_by_us(slurm_cluster, temp
 
 
 def test_lumi_project_trains_on_eight_ranks(slurm_cluster, template, tmp_path, site_root):
-    """The LUMI-shaped project as generated: 8 tasks, LAIF image, module, MASTER_ADDR."""
+    """The LUMI-shaped project as generated: 8 tasks, LAIF image, module, MASTER_ADDR. The
+    login shell's bind paths and SINGULARITYENV_ variables (from modules loaded by hand) do
+    not reach the container: the job starts from a clean state."""
     project = render(template, tmp_path / "p")
-    env = job_env(slurm_cluster, tmp_path, site_root)
+    env = job_env(slurm_cluster, tmp_path, site_root, SINGULARITY_BIND="/not/on/this/site",
+                  SINGULARITYENV_FROM_LOGIN="1", APPTAINER_BINDPATH="/nor/this")
     job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--steps", "20", "--num-workers", "0")
     log = log_of(project, job_id)
     assert result.state == "COMPLETED", log
@@ -133,9 +136,9 @@ def test_lumi_project_trains_on_eight_ranks(slurm_cluster, template, tmp_path, s
     assert (tmp_path / "outputs" / "demo" / "checkpoint-00000020.pt").exists()
     calls = [json.loads(line) for line in (tmp_path / "singularity.jsonl").read_text().splitlines()]
     assert len(calls) == 8 and {c["verb"] for c in calls} == {"run"} and all(c["error"] is None for c in calls)
-    assert calls[0]["bind_specs"] == ["/pfs"]
+    assert calls[0]["bind_specs"] == ["/pfs"] and "FROM_LOGIN" not in calls[0]["env_names"]
     assert (tmp_path / "module.log").read_text().splitlines() == [
-        "module use /appl/local/laifs/modules", "module load lumi-aif-singularity-bindings"]
+        "module purge", "module use /appl/local/laifs/modules", "module load lumi-aif-singularity-bindings"]
 
 
 def test_failing_rank_fails_the_job_and_ends_the_chain(slurm_cluster, template, tmp_path, site_root, dataset):
@@ -148,7 +151,7 @@ def test_failing_rank_fails_the_job_and_ends_the_chain(slurm_cluster, template, 
     train.write_text(train.read_text().replace(
         "            step += 1\n",
         "            step += 1\n            if rank == 1 and step == 12:\n                raise RuntimeError('injected failure')\n", 1))
-    env = job_env(slurm_cluster, tmp_path, site_root, SINGULARITYENV_WITH_CONDA="echo conda env activated")
+    env = job_env(slurm_cluster, tmp_path, site_root, **image_env(tmp_path, WITH_CONDA="echo conda env activated"))
     job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--chain", "2", "--steps", "200",
                              "--checkpoint-every", "5", "--num-workers", "0")
     log = log_of(project, job_id)
@@ -197,7 +200,7 @@ def test_jax_project_trains_on_two_processes(slurm_cluster, template, tmp_path, 
     needs_jax()
     project = render(template, tmp_path / "p", framework="jax", gpus_per_node=2)
     assert "process_allgather" not in (project / "src/demo/train.py").read_text()
-    env = job_env(slurm_cluster, tmp_path, site_root, SINGULARITYENV_WITH_CONDA="true")
+    env = job_env(slurm_cluster, tmp_path, site_root, **image_env(tmp_path, WITH_CONDA="true"))
     job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--steps", "20")
     log = log_of(project, job_id)
     assert result.state == "COMPLETED", log

@@ -12,6 +12,17 @@ export USER="${USER:-$(id -un)}"
 PROJECT_DIR="${SLURM_SUBMIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 export PROJECT_DIR
 
+# sbatch hands the job the environment of the shell that submitted it (--export=ALL),
+# modules loaded by hand included. Start from a known state: no bind paths or variables for
+# the container but the ones set here (add binds with BINDS=..., variables in
+# scripts/run.sh; Apptainer reads the SINGULARITY_ names too), and no modules but the
+# ones loaded below (module purge).
+unset SINGULARITY_BIND SINGULARITY_BINDPATH APPTAINER_BIND APPTAINER_BINDPATH
+while read -r name; do
+    unset "${name}"
+done < <(compgen -e | grep -E '^(SINGULARITY|APPTAINER)ENV_' || true)
+module purge
+
 # Former LUST image, ROCm 6.2.0, Python 3.12, JAX 0.4.28 [EBC, seed-000]
 SIF="${SIF:-/appl/local/containers/easybuild-sif-images/lumi-jax-rocm-6.2.0-python-3.12-jax-0.4.28-dockerhash-1441a4bce06f.sif}"
 export SIF

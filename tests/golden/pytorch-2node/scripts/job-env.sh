@@ -12,6 +12,17 @@ export USER="${USER:-$(id -un)}"
 PROJECT_DIR="${SLURM_SUBMIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 export PROJECT_DIR
 
+# sbatch hands the job the environment of the shell that submitted it (--export=ALL),
+# modules loaded by hand included. Start from a known state: no bind paths or variables for
+# the container but the ones set here (add binds with BINDS=..., variables in
+# scripts/run.sh; Apptainer reads the SINGULARITY_ names too), and no modules but the
+# ones loaded below (module purge).
+unset SINGULARITY_BIND SINGULARITY_BINDPATH APPTAINER_BIND APPTAINER_BINDPATH
+while read -r name; do
+    unset "${name}"
+done < <(compgen -e | grep -E '^(SINGULARITY|APPTAINER)ENV_' || true)
+module purge
+
 # LAIF lumi-multitorch full, ROCm 7.0, torch 2.10 (2026-05-13) [WS-2026, LAIF-R]
 SIF="${SIF:-/appl/local/laifs/containers/lumi-multitorch-u24r70f21m50t210-20260513_121430/lumi-multitorch-full-u24r70f21m50t210-20260513_121430.sif}"
 export SIF

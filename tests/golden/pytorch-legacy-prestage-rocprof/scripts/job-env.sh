@@ -12,6 +12,17 @@ export USER="${USER:-$(id -un)}"
 PROJECT_DIR="${SLURM_SUBMIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 export PROJECT_DIR
 
+# sbatch hands the job the environment of the shell that submitted it (--export=ALL),
+# modules loaded by hand included. Start from a known state: no bind paths or variables for
+# the container but the ones set here (add binds with BINDS=..., variables in
+# scripts/run.sh; Apptainer reads the SINGULARITY_ names too), and no modules but the
+# ones loaded below (module purge).
+unset SINGULARITY_BIND SINGULARITY_BINDPATH APPTAINER_BIND APPTAINER_BINDPATH
+while read -r name; do
+    unset "${name}"
+done < <(compgen -e | grep -E '^(SINGULARITY|APPTAINER)ENV_' || true)
+module purge
+
 # Former LUST image, ROCm 6.2.4, Python 3.12, PyTorch 2.7.1 [WS, TM-Cont]
 SIF="${SIF:-/appl/local/containers/sif-images/lumi-pytorch-rocm-6.2.4-python-3.12-pytorch-v2.7.1.sif}"
 export SIF

@@ -27,6 +27,7 @@ __all__ = [
     "NodeLayout",
     "Partition",
     "Profiler",
+    "RcclCheck",
     "Site",
     "StorageArea",
     "WalltimeBin",
@@ -57,8 +58,10 @@ class EnvSetting(Model):
     value: ShellWord = Field(description="Value; may reference other variables as ${NAME}.")
     why: str = Field(description="One line saying why the setting is there; written as a comment.")
     source: str = Field(default="", description="Source key of the fact (see lumi-facts.md).")
-    scope: Literal["all", "multi-node"] = Field(
-        default="all", description="'multi-node' settings are only written for jobs on more than one node."
+    scope: Literal["all", "multi-node", "off"] = Field(
+        default="all",
+        description="'multi-node' settings are only written for jobs on more than one node; 'off' ones are written "
+        "commented out, `why` saying why (e.g. a job option they need that the site does not confirm).",
     )
 
     _why = field_validator("why", "source")(_one_line)
@@ -333,6 +336,40 @@ class CotainrSupport(Model):
     _text = field_validator("base", "source")(_one_line)
 
 
+def _log_pattern(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9 /|._:()-]+", value):
+        raise ValueError(f"{value!r} must be a grep -E pattern of letters, digits, spaces and / | . _ : ( ) - "
+                         "(it is written into a shell script)")
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"{value!r} is not a regular expression: {exc}") from None
+    return value
+
+
+LogPattern = Annotated[str, AfterValidator(_log_pattern)]
+
+
+class RcclCheck(Model):
+    """How a multi-node job tells from RCCL's init log (NCCL_DEBUG=INFO) whether it talks
+    between nodes over the fast network or fell back to TCP sockets."""
+
+    fast: LogPattern = Field(description="A line that means the fast network is used (LUMI: NET/OFI, the aws-ofi-rccl plugin).")
+    tcp: LogPattern = Field(description="A line that means TCP sockets are used (NET/Socket).")
+    name: str = Field(description="The fast network, for messages (Slingshot).")
+    fix: str = Field(description="One line: what to check when RCCL fell back to TCP.")
+    source: str = ""
+
+    _text = field_validator("name", "fix", "source")(_one_line)
+
+    @field_validator("name", "fix")
+    @classmethod
+    def _plain(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9 ,.;:()/_+-]+", value):
+            raise ValueError(f"{value!r}: letters, digits, spaces and , . ; : ( ) / _ + - only (it is echoed by a shell script)")
+        return value
+
+
 class AccountRule(Model):
     """What a valid Slurm account looks like at a site."""
 
@@ -401,6 +438,11 @@ class Site(Model):
         default=None, description="cotainr support (the `cotainr` container choice); absent: not offered."
     )
     env: list[EnvSetting] = Field(default_factory=list, description="Interconnect and runtime settings for run.sh.")
+    rccl_check: RcclCheck | None = Field(
+        default=None,
+        description="Multi-node jobs stop when RCCL's init log says TCP sockets instead of the fast network; "
+        "leave out where the site's log lines are not known.",
+    )
     miopen_cache: AbsPath | None = Field(
         default=None, description="Per-node MIOpen cache directory (must not be on Lustre)."
     )

@@ -454,6 +454,7 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
             "display_name": site.display_name or site.name,
             "runtime": site.container_runtime,
             "module_reset": site.module_reset or "",
+            "rccl_check": site.rccl_check.model_dump() if site.rccl_check and multi else None,
             "gpus_per_node": site.node.gpus,
             "gpu_type": site.node.gpu_type,
             "cpus_per_gpu": site.node.cpus_per_gpu,

@@ -284,6 +284,39 @@ def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained
     assert torch.load(run_dir / "checkpoint-00000240.pt")["step"] == 240
 
 
+# TEST STAND-IN for RCCL: a training script that writes the network lines RCCL's init log
+# has (NCCL_DEBUG=INFO) to NCCL_DEBUG_FILE, then trains for a while (sleeps).
+FAKE_RCCL = """import os, time
+if os.environ.get("NCCL_DEBUG_FILE"):
+    with open(os.environ["NCCL_DEBUG_FILE"], "a") as log:
+        log.write(os.environ["FAKE_RCCL_LINE"] + "\\n")
+time.sleep(8)
+print("rank", os.environ["RANK"], "trained", flush=True)
+"""
+
+
+@pytest.mark.parametrize("line, state", [
+    ("nid005000:1:1 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)", "COMPLETED"),
+    ("nid005000:1:1 [0] NCCL INFO NET/Socket : Using [0]hsn0:10.253.1.1<0>", "FAILED"),
+], ids=["slingshot", "tcp"])
+def test_two_node_job_stops_when_rccl_falls_back_to_tcp(slurm_cluster_2nodes, template, tmp_path, site_root, line, state):
+    """Without the OFI plugin RCCL uses TCP sockets between nodes and says so only in its
+    init log [WS-09]: rank 0's watcher reads it and stops the job with the reason."""
+    project = render(template, tmp_path / "p", nodes=2)
+    (project / "src/demo/train.py").write_text(FAKE_RCCL)
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_RCCL_LINE=line)
+    job_id, result = run_job(slurm_cluster_2nodes, project, env, "jobs/train.sbatch", timeout=120)
+    log = log_of(project, job_id)
+    assert result.state == state, log
+    if state == "COMPLETED":
+        assert "rank 0: RCCL uses Slingshot (aws-ofi-rccl plugin, cxi provider) between nodes" in log
+        assert log.count(" trained") == 16
+    else:
+        assert "ERROR: RCCL talks between nodes over TCP sockets, not Slingshot" in log and "Fix: the image" in log
+        assert "rank 0 trained" not in log
+    assert (project / "logs" / f"rccl-{job_id}-rank0.txt").read_text().strip() == line
+
+
 # ------------------------------------------------------------------ attach
 
 

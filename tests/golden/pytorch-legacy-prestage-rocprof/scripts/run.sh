@@ -37,7 +37,7 @@ export HSA_FORCE_FINE_GRAIN_PCIE="1"   # fine-grained PCIe memory, recommended w
 export FI_MR_CACHE_MONITOR="userfaultfd"   # libfabric memory-registration cache monitor (kdreg2 is another valid option) [WS-2026]
 export FI_CXI_DISABLE_HOST_REGISTER="1"   # HPE RCCL tuning for the CXI provider [WS-2026]
 export FI_CXI_DEFAULT_CQ_SIZE="131072"   # larger completion queue avoids CXI queue overruns at scale [WS-2026]
-export FI_CXI_RDZV_PROTO="alt_read"   # HPE RCCL tuning (rendezvous protocol) used by the 2026 LUMI workshop [WS-2026]
+# export FI_CXI_RDZV_PROTO="alt_read"   # off: needs the job option --network=disable_rdzv_get (fi_cxi), UNCONFIRMED on LUMI; the 2026 workshop sets it [WS-2026, FI-CXI, OLCF-PT]
 export FI_CXI_RX_MATCH_MODE="hybrid"   # allow software matching when hardware match entries run out [WS-2026]
 export FI_CXI_RDZV_EAGER_SIZE="0"   # HPE RCCL tuning for the CXI provider [WS-2026]
 export FI_CXI_RDZV_THRESHOLD="0"   # HPE RCCL tuning for the CXI provider [WS-2026]
@@ -67,8 +67,30 @@ fi
 
 # RCCL debug output, one file per rank: submit with LUMI_RCCL_DEBUG=1 sbatch ... [WS-09]
 if [ "${LUMI_RCCL_DEBUG:-0}" = 1 ]; then
-    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL
+    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,COLL
     export NCCL_DEBUG_FILE="${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank${RANK:-${SLURM_PROCID:-0}}.txt"
+fi
+
+# Between nodes, RCCL must use Slingshot (aws-ofi-rccl plugin, cxi provider); when it cannot, it falls back
+# to TCP sockets, several times slower, with no error. Rank 0 logs RCCL's network setup
+# and a watcher stops the job when the log says TCP. [WS-09]
+# Skip the check with RCCL_NET_CHECK=0 sbatch ...
+if [ "${RANK:-}" = 0 ] && [ "${RCCL_NET_CHECK:-1}" = 1 ]; then
+    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET}"
+    export NCCL_DEBUG_FILE="${NCCL_DEBUG_FILE:-${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank0.txt}"
+    (
+        while kill -0 "$$" 2>/dev/null; do   # $$: the training process, after the exec below
+            if grep -qE 'NET/OFI' "${NCCL_DEBUG_FILE}" 2>/dev/null; then
+                echo "rank 0: RCCL uses Slingshot (aws-ofi-rccl plugin, cxi provider) between nodes (${NCCL_DEBUG_FILE})"
+                exit 0
+            elif grep -qE 'NET/Socket' "${NCCL_DEBUG_FILE}" 2>/dev/null; then
+                echo "ERROR: RCCL talks between nodes over TCP sockets, not Slingshot (aws-ofi-rccl plugin, cxi provider) (${NCCL_DEBUG_FILE}). Stopping the job. Fix: the image must ship aws-ofi-rccl and see the CXI libraries (binds and modules in scripts/job-env.sh); RCCL_NET_CHECK=0 runs anyway." >&2
+                kill -TERM "$$"
+                exit 1
+            fi
+            sleep 2
+        done
+    ) &
 fi
 
 exec "$@"

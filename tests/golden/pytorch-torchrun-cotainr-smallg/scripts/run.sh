@@ -32,7 +32,6 @@ export HSA_FORCE_FINE_GRAIN_PCIE="1"   # fine-grained PCIe memory, recommended w
 export FI_MR_CACHE_MONITOR="userfaultfd"   # libfabric memory-registration cache monitor (kdreg2 is another valid option) [WS-2026]
 export FI_CXI_DISABLE_HOST_REGISTER="1"   # HPE RCCL tuning for the CXI provider [WS-2026]
 export FI_CXI_DEFAULT_CQ_SIZE="131072"   # larger completion queue avoids CXI queue overruns at scale [WS-2026]
-export FI_CXI_RDZV_PROTO="alt_read"   # HPE RCCL tuning (rendezvous protocol) used by the 2026 LUMI workshop [WS-2026]
 export FI_CXI_RX_MATCH_MODE="hybrid"   # allow software matching when hardware match entries run out [WS-2026]
 export FI_CXI_RDZV_EAGER_SIZE="0"   # HPE RCCL tuning for the CXI provider [WS-2026]
 export FI_CXI_RDZV_THRESHOLD="0"   # HPE RCCL tuning for the CXI provider [WS-2026]
@@ -62,7 +61,7 @@ fi
 
 # RCCL debug output, one file per rank: submit with LUMI_RCCL_DEBUG=1 sbatch ... [WS-09]
 if [ "${LUMI_RCCL_DEBUG:-0}" = 1 ]; then
-    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL
+    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,COLL
     export NCCL_DEBUG_FILE="${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank${RANK:-${SLURM_PROCID:-0}}.txt"
 fi
 

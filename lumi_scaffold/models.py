@@ -331,9 +331,43 @@ class CotainrSupport(Model):
         min_length=1, description="What `module load` needs for cotainr, in order, e.g. [LUMI, cotainr]."
     )
     base: str = Field(description="One line: what the system's base image contains (written as a comment).")
+    pip_index: str | None = Field(
+        default=None, description="Extra pip index for framework builds matching the base image's ROCm, e.g. "
+        "https://download.pytorch.org/whl/rocm6.4.",
+    )
+    framework_packages: dict[Slug, list[str]] = Field(
+        default_factory=dict,
+        description="Per framework, its packages from pip_index, pinned with their local version (torch==2.9.1+rocm6.4): "
+        "pip gives an extra index no priority over PyPI, whose builds lack ROCm.",
+    )
+    packages_source: str = Field(default="", description="Source key of pip_index and framework_packages.")
     source: str = ""
 
-    _text = field_validator("base", "source")(_one_line)
+    _text = field_validator("base", "source", "packages_source")(_one_line)
+
+    @field_validator("pip_index")
+    @classmethod
+    def _index(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~-]+)*/?", value):
+            raise ValueError(f"{value!r} must be an https URL of letters, digits and . _ ~ - (it goes into environment.yml)")
+        return value
+
+    @field_validator("framework_packages")
+    @classmethod
+    def _pins(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for packages in value.values():
+            _check_requirements(packages)
+            loose = [p for p in packages if "==" not in p or "*" in p]
+            if loose:
+                raise ValueError(f"{loose} must be pinned exactly (name==version+local): an extra index has no "
+                                 "priority over PyPI, so anything looser can take PyPI's build")
+        return value
+
+    @model_validator(mode="after")
+    def _index_for_packages(self) -> CotainrSupport:
+        if self.framework_packages and not self.pip_index:
+            raise ValueError("framework_packages come from pip_index: give it")
+        return self
 
 
 def _log_pattern(value: str) -> str:

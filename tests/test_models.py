@@ -56,6 +56,13 @@ def test_builtin_lumi_site_validates(lumi_data):
         (lambda d: d["generations"][0]["modules"].append(d["generations"][0]["modules"][0]), "modules names must be unique"),
         (lambda d: d["cotainr"].__setitem__("system", "lumi-g --evil"), "may only contain"),
         (lambda d: d["cotainr"].__setitem__("modules", []), "at least 1 item"),
+        # cotainr's framework builds: exact pins with their local version, from an https index
+        (lambda d: d["cotainr"]["framework_packages"].__setitem__("pytorch", ["torch"]), "must be pinned exactly"),
+        (lambda d: d["cotainr"]["framework_packages"].__setitem__("pytorch", ["torch==2.9.*"]), "must be pinned exactly"),
+        (lambda d: d["cotainr"].__setitem__("pip_index", "http://x.org/a b"), "must be an https URL"),
+        (lambda d: d["cotainr"].__setitem__("pip_index", None), "framework_packages come from pip_index"),
+        (lambda d: d["rccl_check"].__setitem__("tcp", "NET/Socket'; rm -rf ~"), "must be a grep -E pattern"),
+        (lambda d: d["env"][0].__setitem__("scope", "sometimes"), "Input should be 'all', 'multi-node' or 'off'"),
         (lambda d: d.__setitem__("own_image_generation", "byo"), "own_image_generation='byo' is not one of the generations"),
         (lambda d: d.__setitem__("own_image_frameworks", "any"), "'any' must be 'all' or a list of framework names"),
         # found in review
@@ -124,6 +131,11 @@ def test_container_image_refuses_self_replacement_and_bad_versions():
     for special in ("recommended", "custom", "cotainr"):
         with pytest.raises(ValidationError, match="is one of the container answers"):
             ContainerImage(**{**base, "id": special})
+    with pytest.raises(ValidationError, match="numa_binding needs PyTorch 2.9 or later"):
+        ContainerImage(**base, versions={"torch": "2.7.1"}, numa_binding=True)
+    with pytest.raises(ValidationError, match="versions_unconfirmed names \\['jaxlib'\\]"):
+        ContainerImage(**base, versions={"jax": "0.4.35.dev20250321"}, versions_unconfirmed=["jaxlib"])
+    assert ContainerImage(**base, versions={"torch": "2.10.*"}, numa_binding=True).numa_binding
 
 
 def test_profiler_kind_and_command_agree():

@@ -15,7 +15,7 @@ from jinja2 import pass_context
 from jinja2.ext import Extension
 from jinja2.runtime import Context
 
-from . import plugins, questions
+from . import plugins, questions, sources
 
 _warned = False
 # Compiled template code shared across Jinja environments. Copier builds a new
@@ -248,6 +248,29 @@ def lumi_plugin_files(ctx: Context, directory: str) -> list[dict[str, str]]:
 
 
 @pass_context
+def lumi_sources(ctx: Context) -> list[dict[str, str]]:
+    """The sources behind this project: the keys its template files cite (in any branch),
+    its plugin files and the framework's scripts cite, and the catalogue data it was made
+    from (plugin_data's source fields); each with title, address and date read."""
+    env, values = ctx.environment, ctx.get_all()
+    root = str(ctx["_copier_conf"]["src_path"])
+    texts = []
+    for name, text in sources.template_texts(root):
+        if "yield" in name:  # plugin files: their contents below
+            continue
+        try:
+            path = env.from_string(name).render(values)
+        except Exception:  # noqa: BLE001 (a path this context cannot render is not this project's)
+            continue
+        if all(path.split("/")):
+            texts.append(text)
+    texts += [f["content"] for d in ("scripts", "config") for f in lumi_plugin_files(ctx, d)]
+    fw = _catalogue().frameworks.get(str(ctx.get("framework")))
+    texts += [fw.example, fw.smoke_test] if fw else []
+    return sources.cited_in(texts, ctx.get("plugin_data"))
+
+
+@pass_context
 def lumi_render(ctx: Context, text: str) -> str:
     """Render plugin-supplied template text with the project's answers."""
     return ctx.environment.from_string(text).render(ctx.get_all())
@@ -307,6 +330,7 @@ class LumiExtension(Extension):
             lumi_notices=lumi_notices,
             lumi_framework_text=lumi_framework_text,
             lumi_plugin_files=lumi_plugin_files,
+            lumi_sources=lumi_sources,
         )
         environment.filters["lumi_render"] = lumi_render
         environment.filters["lumi_yaml"] = lumi_yaml

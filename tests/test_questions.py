@@ -112,7 +112,7 @@ def test_resolve_whole_node_multi_node_legacy_image():
 def test_resolve_single_node_legacy_has_no_cpe_binds_and_jax_pins():
     data = resolve({**BASE, "framework": "jax", "container": "lust-jax-0.4.28", "gpus_per_node": 1, "partition": "small-g"}, get_catalogue())
     assert "/opt/cray" not in data["container"]["binds"]
-    # What the image ships (its EasyConfig [EBC]); flax and optax are requirements with it [seed-000].
+    # What the image ships (its EasyConfig [EBC]); flax and optax are requirements with it [PYPI].
     assert data["pins"] == {"jax": "0.4.28", "numpy": "2.2.2", "pandas": "2.2.3", "scipy": "1.15.1"}
     assert data["requirements"] == ["flax==0.8.3", "optax==0.2.2"] and data["container"]["versions_unconfirmed"] == []
     assert data["job"]["whole_node"] is False

@@ -23,7 +23,7 @@ while read -r name; do
 done < <(compgen -e | grep -E '^(SINGULARITY|APPTAINER)ENV_' || true)
 module purge
 
-# Former LUST image, ROCm 6.2.0, Python 3.12, JAX 0.4.28 [EBC, seed-000]
+# Former LUST image, ROCm 6.2.0, Python 3.12, JAX 0.4.28 [EBC, PYPI]
 SIF="${SIF:-/appl/local/containers/easybuild-sif-images/lumi-jax-rocm-6.2.0-python-3.12-jax-0.4.28-dockerhash-1441a4bce06f.sif}"
 export SIF
 

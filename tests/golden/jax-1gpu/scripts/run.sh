@@ -18,7 +18,7 @@ if [ -f "${PROJECT_DIR}/venv/bin/activate" ]; then
     # shellcheck source=/dev/null
     source "${PROJECT_DIR}/venv/bin/activate"
 fi
-# Packages in ~/.local would shadow the container's (Singularity mounts $HOME). [seed-000]
+# Packages in ~/.local would shadow the container's (Singularity mounts $HOME). [TM-Cont]
 export PYTHONNOUSERSITE=1
 
 # One process per GPU. JAX (jax.distributed) finds its rank itself

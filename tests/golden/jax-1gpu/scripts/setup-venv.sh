@@ -7,7 +7,7 @@
 # included), in venv/image-packages.json; pip installs requirements.txt constrained by all
 # of them (venv/image-constraints.txt) and by your own pins (constraints.txt); afterwards
 # it checks that every one is still there, unchanged. A generic wheel from PyPI lacks the
-# image's ROCm and Slingshot builds. [AIG-02], [seed-000]
+# image's ROCm and Slingshot builds. [AIG-02]
 # The venv sees the image's packages through a .pth file (scripts/image_packages.py link),
 # not --system-site-packages, which from a venv's Python (LAIF images keep theirs in
 # /opt/venv) reaches the base interpreter's packages instead of the image's.

@@ -16,7 +16,7 @@ if [ -f "${PROJECT_DIR}/venv/bin/activate" ]; then
     # shellcheck source=/dev/null
     source "${PROJECT_DIR}/venv/bin/activate"
 fi
-# Packages in ~/.local would shadow the container's (Singularity mounts $HOME). [seed-000]
+# Packages in ~/.local would shadow the container's (Singularity mounts $HOME). [TM-Cont]
 export PYTHONNOUSERSITE=1
 
 # torchrun sets RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE for each worker it starts.

@@ -226,7 +226,7 @@ def test_jax_projects_say_nothing_about_pytorch(template, tmp_path):
     project = render(template, tmp_path / "p", framework="jax", nodes=2, profiler="rocprof")
     for name in ("scripts/run.sh", "scripts/job-env.sh", "scripts/run-profile.sh", "jobs/train.sbatch",
                  "jobs/profile.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh", "README.md"):
-        text = (project / name).read_text()
+        text = (project / name).read_text().split("\n## Sources\n")[0]  # (source titles may name PyTorch)
         assert not re.search(r"torch|DDP|DataLoader", text), (name, re.findall(r".*(?:torch|DDP|DataLoader).*", text))
 
 

@@ -114,7 +114,10 @@ def test_copier_copy_makes_a_frontier_project_with_your_image(template, tmp_path
     project = tmp_path / "demo"
     env_sh = (project / "scripts/job-env.sh").read_text()
     assert re.findall(r"^module (?:use|load) (\S+)$", env_sh, re.M) == ["rocm", "rccl-net-plugin"]
-    assert "sets the container's bind paths" not in env_sh and "_BIND" not in env_sh  # neither module sets binds
+    # Neither module sets binds; the only *_BIND is the login shell's, unset at the start.
+    assert "sets the container's bind paths" not in env_sh
+    assert [line for line in env_sh.splitlines() if "_BIND" in line] == [
+        "unset SINGULARITY_BIND SINGULARITY_BINDPATH APPTAINER_BIND APPTAINER_BINDPATH"]
     assert f'SIF="${{SIF:-{sif}}}"' in env_sh and "CONTAINER=(apptainer exec)" in env_sh
     for job in ("jobs/train.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh"):
         assert "--mem" not in (project / job).read_text(), job

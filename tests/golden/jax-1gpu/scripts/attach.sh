@@ -36,9 +36,9 @@ if ! [[ "${jobid}" =~ ^[0-9]+(_[0-9]+)?$ ]]; then
     echo "attach.sh: '${jobid}' is not a job id (a number; squeue --me lists yours). See --help." >&2
     exit 2
 fi
-where=()
+node=""
 if [ $# -gt 0 ] && [ "$1" != "--smi" ] && [ "$1" != "--" ]; then
-    where=(--nodelist="$1")
+    node="$1"
     shift
 fi
 command=("${SHELL:-/bin/bash}")
@@ -58,9 +58,17 @@ case "${1:-}" in
         exit 2
         ;;
 esac
+if [ -z "${node}" ]; then   # the job's first node (a one-node step may otherwise land on any)
+    nodes="$(squeue -h -j "${jobid}" -t RUNNING -o %N 2>/dev/null || true)"
+    if [ -z "${nodes}" ]; then
+        echo "attach.sh: job ${jobid} is not running (squeue --me lists your jobs)." >&2
+        exit 1
+    fi
+    node="$(scontrol show hostnames "${nodes}" | head -n 1)"
+fi
 # A terminal gets a pseudo-terminal (interactive shell, watch); a pipe does not.
 pty=()
 if [ -t 0 ] && [ -t 1 ]; then
     pty=(--pty)
 fi
-exec srun --jobid="${jobid}" --overlap --nodes=1 --ntasks=1 "${where[@]}" "${pty[@]}" "${command[@]}"
+exec srun --jobid="${jobid}" --overlap --nodes=1 --ntasks=1 --nodelist="${node}" "${pty[@]}" "${command[@]}"

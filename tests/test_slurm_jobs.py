@@ -178,7 +178,8 @@ def test_a_job_that_cannot_stage_its_data_queues_no_next_job(slurm_cluster, temp
     log = log_of(project, job_id)
     assert result.state == "FAILED", log
     assert "missing.tar does not exist. Fix:" in log and "chain: job" not in log
-    assert not slurm_cluster.run(["squeue", "-h"]).stdout.strip()  # nothing left queued
+    queued = slurm_cluster.run(["squeue", "-h", "-o", "%i %E"]).stdout
+    assert f"afterany:{job_id}" not in queued, queued  # no next job of this chain
 
 
 def test_profiler_wraps_only_the_chosen_rank(slurm_cluster, template, tmp_path, site_root):

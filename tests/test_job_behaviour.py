@@ -18,6 +18,7 @@ triple and every shape, pre-stage and profiler value occurs (test_cases_cover_th
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from lumi_scaffold import plugins
 from lumi_scaffold.plugins import get_catalogue
@@ -122,12 +124,9 @@ class Run:
     log: str = ""
     records: list[dict[str, Any]] = field(default_factory=list)
 
-    @property
+    @functools.cached_property
     def plugin_data(self) -> dict[str, Any]:
-        text = (self.project / ".copier-answers.yml").read_text()
-        import yaml
-
-        return yaml.safe_load(text)["plugin_data"]
+        return yaml.safe_load((self.project / ".copier-answers.yml").read_text())["plugin_data"]
 
 
 def _answers(case: Case, dataset_archive: Path) -> dict[str, Any]:

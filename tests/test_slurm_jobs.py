@@ -23,7 +23,7 @@ from lumi_scaffold.questions import check
 
 from .helpers import render
 from .jobs import image_env, job_env, log_of, run_job
-from .slurm.fixtures import DEFAULT_KNOBS, LOCAL_TWO_NODE_KNOBS, slurm_required, start_or_skip
+from .slurm.fixtures import LOCAL_TWO_NODE_KNOBS, slurm_required, start_or_skip
 
 pytestmark = pytest.mark.slurm
 if slurm_required():  # CI: a missing torch must fail the run, not skip the job tests

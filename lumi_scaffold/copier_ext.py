@@ -303,6 +303,12 @@ def _same_in_libyaml(data: Any) -> bool:
     return True
 
 
+def lumi_py_text(value: Any) -> str:
+    """Text for the inside of a double-quoted Python string or docstring: backslashes and
+    double quotes escaped, so catalogue text (a site's title) cannot end the string."""
+    return str(value).replace("\\", "\\\\").replace('"', '\\"')
+
+
 def lumi_yaml(data: Any) -> str:
     """What Copier's ``to_nice_yaml`` writes, byte for byte: block style, 4-space indents.
 
@@ -334,4 +340,5 @@ class LumiExtension(Extension):
         )
         environment.filters["lumi_render"] = lumi_render
         environment.filters["lumi_yaml"] = lumi_yaml
+        environment.filters["lumi_py_text"] = lumi_py_text
         _share_compiled_code(environment)

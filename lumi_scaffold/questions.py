@@ -18,11 +18,13 @@ from typing import Any
 
 from ._types import check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
-from .models import ContainerImage, Site
+from .models import ContainerImage, Partition, Site
+from .plugin_data import SCHEMA, Cache, ContainerFacts, FrameworkFacts, JobFields, PartitionFacts, PluginData, ProfilerFacts, SiteFacts, Storage
+from . import plugin_data as _plugin_data
 
 __all__ = ["CONTAINER_SPECIAL", "check", "choices", "default", "resolve", "notices"]
 
-PLUGIN_DATA_SCHEMA = 1
+PLUGIN_DATA_SCHEMA = SCHEMA
 CONTAINER_SPECIAL = ("recommended", "custom", "cotainr")
 _PROJECT_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 _REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9,._-]+\])?(?:(?:[=<>!~]=?|===)[A-Za-z0-9.*+!-]+(?:,(?:[=<>!~]=?)[A-Za-z0-9.*+!-]+)*)?$")
@@ -369,6 +371,8 @@ _CHECKS = {
     "profiler": _profiler,
     "profile_rank": _profile_rank,
     "extra_requirements": _extra_requirements,
+    # Computed, never asked; checked when it arrives with --data or from an answers file.
+    "plugin_data": lambda value, a: _plugin_data.check(value),
 }
 
 
@@ -396,138 +400,167 @@ def _image(a: Answers) -> ContainerImage | None:
 
 
 def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
-    """The plugin-derived values the templates use, as plain JSON-able data."""
+    """plugin_data for these answers, as the JSON-able dict the answers file records
+    ({} before the site and framework are known)."""
+    data = build_plugin_data(answers, cat)
+    return data.dump() if data is not None else {}
+
+
+def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData | None:
+    """The validated :class:`PluginData` for these answers, built part by part below."""
     a = Answers(answers, cat)
     site = a.site
     fw = cat.frameworks.get(str(a.get("framework")))
     if site is None or fw is None:
-        return {}
+        return None
     nodes, gpus = a.int("nodes", 1), a.int("gpus_per_node", site.node.gpus)
     account = str(a.get("account"))
     part = site.partition(str(a.get("partition"))) or site.partition(default("partition", answers, cat))
-    whole_node = gpus == site.node.gpus
-    multi = nodes > 1
-    torchrun = a.get("launcher") == "torchrun"
     image = _image(a)
+    container = _container_facts(a, site, image, multi=nodes > 1)
+    cache_root = site.storage_area(site.cache_area).resolve(account)
+    profiler = cat.profilers.get(str(a.get("profiler") or "none")) or cat.profilers["none"]
+    data_area = site.storage_area(str(a.get("data_location"))) or next(s for s in site.storage if s.data)
+    project = str(a.get("project_name"))
+    return PluginData(
+        schema=PLUGIN_DATA_SCHEMA,
+        package=project.replace("-", "_"),
+        plugins=dict(sorted(cat.plugin_versions().items())),
+        site=_site_facts(site, multi=nodes > 1),
+        partition=_partition_facts(part, nodes),
+        job=_job_fields(a, site, part, container),
+        container=container,
+        pins=dict(sorted(image.versions.items())) if image else {},  # your own image: versions unknown
+        framework=FrameworkFacts(name=fw.name, title=fw.title, needs_master_addr=fw.needs_master_addr,
+                                 distributed_init=fw.distributed_init, pinned_packages=fw.pinned_packages,
+                                 train_args=fw.train_args),
+        env=[e for e in site.env + fw.env if e.scope == "all" or nodes > 1],
+        caches=[Cache(name=v, value=f"{cache_root}/${{USER}}/cache/{v.lower()}") for v in fw.cache_vars],
+        data_dir=data_area.resolve(account),
+        dataset_dir=f"{data_area.resolve(account)}/datasets/{project}",
+        output_root=f"{cache_root}/${{USER}}/{project}/outputs",
+        storage=[Storage(name=s.name, path=s.resolve(account), note=s.note) for s in site.storage],
+        profiler=ProfilerFacts(name=profiler.name, title=profiler.title, kind=profiler.kind,
+                               command=profiler.command, env=profiler.env, view=profiler.view),
+        requirements=sorted(dict.fromkeys(fw.requirements + (image.requirements if image else [])
+                                          + split_requirements(a.get("extra_requirements")))),
+    )
+
+
+def _site_facts(site: Site, multi: bool) -> SiteFacts:
+    node = site.node
+    return SiteFacts(
+        name=site.name, title=site.title, display_name=site.display_name or site.name,
+        runtime=site.container_runtime, module_reset=site.module_reset or "",
+        rccl_check=site.rccl_check if multi else None,
+        gpus_per_node=node.gpus, gpu_type=node.gpu_type, cpus_per_gpu=node.cpus_per_gpu, cpu_masks=node.cpu_masks,
+        mem_per_gpu_gb=node.mem_per_gpu_gb, mem_per_node_gb=node.mem_per_node_gb,
+        node_local_tmp=site.node_local_tmp, node_local_tmp_note=site.node_local_tmp_note,
+        bind_roots=site.bind_roots, miopen_cache=site.miopen_cache or "",
+    )
+
+
+def _partition_facts(part: Partition, nodes: int) -> PartitionFacts:
+    return PartitionFacts(
+        name=part.name, slurm_partition=part.slurm_name, qos=part.qos or "", allocation=part.allocation,
+        max_walltime=part.walltime_limit(nodes), purpose=part.purpose, billing=part.billing, source=part.source,
+    )
+
+
+def _container_facts(a: Answers, site: Site, image: ContainerImage | None, multi: bool) -> ContainerFacts:
     if image is not None:
         generation = site.generation(image.generation)
-        container = {
-            "id": image.id,
-            "title": image.title,
-            "path": image.path,
-            "status": image.status,
-            "replaced_by": image.replaced_by or "",
-            "source": image.source,
-        }
-        pins = dict(sorted(image.versions.items()))
+        assert generation is not None  # the catalogue checks each image's generation
+        facts: dict[str, Any] = dict(
+            id=image.id, title=image.title, path=image.path, status=image.status,
+            replaced_by=image.replaced_by or "", source=image.source, numa_binding=image.numa_binding,
+            # Names whose exact version string the catalogue does not know (a wildcard never does).
+            versions_unconfirmed=sorted(set(image.versions_unconfirmed) | {n for n, v in image.versions.items() if "*" in v}),
+        )
     else:
-        container = _own_image(a, site)
         generation = site.own_generation
-        pins = {}  # the user's image: its versions are not in the catalogue
+        facts = _own_image(a, site)
     modules = generation.load_modules
     # Template versions before `modules` load one module: the bindings module, else the last.
     single = next((m for m in modules if m.sets_binds), modules[-1] if modules else None)
-    container.update(
-        numa_binding=image.numa_binding if image is not None else False,
-        # Names whose exact version string the catalogue does not know (a wildcard never does).
-        versions_unconfirmed=sorted(set(image.versions_unconfirmed) | {n for n, v in image.versions.items() if "*" in v})
-        if image is not None else [],
+    return ContainerFacts(
+        **facts,
         generation=generation.name,
         run_verb=generation.run_verb,
         activate_var=generation.activate_var or "",
         module_use=single.use or "" if single else "",
         module=single.name if single else "",
-        modules=[m.model_dump() for m in modules],
+        modules=modules,
         binds=list(dict.fromkeys(generation.binds + (generation.multi_node_binds if multi else []))),
-        relative=container["path"].startswith("container/"),
+        relative=facts["path"].startswith("container/"),
     )
-    cache_root = site.storage_area(site.cache_area).resolve(account)
-    profiler = cat.profilers.get(str(a.get("profiler") or "none")) or cat.profilers.get("none")
-    env = [e for e in site.env + fw.env if e.scope == "all" or multi]
-    data_area = site.storage_area(str(a.get("data_location"))) or next(s for s in site.storage if s.data)
-    return {
-        "schema": PLUGIN_DATA_SCHEMA,
-        "plugins": dict(sorted(cat.plugin_versions().items())),
-        "site": {
-            "name": site.name,
-            "title": site.title,
-            "display_name": site.display_name or site.name,
-            "runtime": site.container_runtime,
-            "module_reset": site.module_reset or "",
-            "rccl_check": site.rccl_check.model_dump() if site.rccl_check and multi else None,
-            "gpus_per_node": site.node.gpus,
-            "gpu_type": site.node.gpu_type,
-            "cpus_per_gpu": site.node.cpus_per_gpu,
-            "cpu_masks": site.node.cpu_masks,
-            "mem_per_gpu_gb": site.node.mem_per_gpu_gb,
-            "mem_per_node_gb": site.node.mem_per_node_gb,
-            "node_local_tmp": site.node_local_tmp,
-            "node_local_tmp_note": site.node_local_tmp_note,
-            "bind_roots": site.bind_roots,
-            "miopen_cache": site.miopen_cache or "",
-        },
-        "partition": {
-            "name": part.name,
-            "slurm_partition": part.slurm_name,
-            "qos": part.qos or "",
-            "allocation": part.allocation,
-            "max_walltime": part.walltime_limit(nodes),
-            "purpose": part.purpose,
-            "billing": part.billing,
-            "source": part.source,
-        },
-        "job": {
-            "smoke_partition": site.partition(site.partial_node_partition).slurm_name,
-            "smoke_qos": site.partition(site.partial_node_partition).qos or "",
-            "whole_node": whole_node,
-            "exclusive": whole_node and part.allocation == "by-resource",
-            "tasks": nodes * gpus,
-            **_launch(str(a.get("launcher") or "srun"), gpus, site.node.cpus_per_gpu),
-            # torchrun binds workers itself where the image's PyTorch can, on whole nodes only:
-            # on a shared node the job's cores may lie outside its GPUs' NUMA nodes.
-            "torchrun_binding": "exclusive" if torchrun and whole_node and container["numa_binding"] else "",
-            # Node-local tmp a job may fill on a shared node (None: its memory is the limit).
-            "shared_node_tmp_gb": None if whole_node else part.shared_node_tmp_gb,
-            "run_name": str(a.get("project_name")),
-            "signal_lead": _signal_lead(str(a.get("walltime") or "01:00:00")),
-        },
-        "container": container,
-        "pins": pins,
-        "framework": {
-            "name": fw.name,
-            "title": fw.title,
-            "needs_master_addr": fw.needs_master_addr,
-            "distributed_init": fw.distributed_init,
-            "pinned_packages": fw.pinned_packages,
-            "train_args": fw.train_args,
-        },
-        "env": [e.model_dump() for e in env],
-        "caches": [{"name": v, "value": f"{cache_root}/${{USER}}/cache/{v.lower()}"} for v in fw.cache_vars],
-        "data_dir": data_area.resolve(account),
-        "dataset_dir": f"{data_area.resolve(account)}/datasets/{a.get('project_name')}",
-        "output_root": f"{cache_root}/${{USER}}/{a.get('project_name')}/outputs",
-        "storage": [{"name": s.name, "path": s.resolve(account), "note": s.note} for s in site.storage],
-        "profiler": {
-            "name": profiler.name,
-            "title": profiler.title,
-            "kind": profiler.kind,
-            "command": profiler.command,
-            "env": [e.model_dump() for e in profiler.env],
-            "view": profiler.view,
-        },
-        "requirements": sorted(dict.fromkeys(fw.requirements + (image.requirements if image else [])
-                                             + split_requirements(a.get("extra_requirements")))),
-    }
 
 
 def _own_image(a: Answers, site: Site) -> dict[str, Any]:
-    """Container data for the user's own image: ``custom`` (a .sif path) or a cotainr build."""
+    """Container facts of the user's own image: ``custom`` (a .sif path) or a cotainr build."""
     choice = str(a.get("container"))
     if choice == "cotainr" and site.cotainr:
         return {"id": choice, "title": "cotainr image", "path": f"container/{a.get('project_name')}.sif",
-                "status": choice, "replaced_by": "", "source": "", "cotainr": site.cotainr.model_dump()}
-    return {"id": "custom", "title": "custom image", "path": str(a.get("container_path")), "status": "custom",
-            "replaced_by": "", "source": ""}
+                "status": choice, "cotainr": site.cotainr}
+    return {"id": "custom", "title": "custom image", "path": str(a.get("container_path")), "status": "custom"}
+
+
+def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFacts) -> JobFields:
+    nodes, gpus = a.int("nodes", 1), a.int("gpus_per_node", site.node.gpus)
+    whole_node = gpus == site.node.gpus
+    launcher = str(a.get("launcher") or "srun")
+    smoke = site.partition(site.partial_node_partition)
+    assert smoke is not None  # the site model checks its partition names
+    launch = _launch(launcher, gpus, site.node.cpus_per_gpu)
+    job = dict(
+        smoke_partition=smoke.slurm_name,
+        smoke_qos=smoke.qos or "",
+        whole_node=whole_node,
+        exclusive=whole_node and part.allocation == "by-resource",
+        tasks=nodes * gpus,
+        **launch,
+        # torchrun binds workers itself where the image's PyTorch can, on whole nodes only:
+        # on a shared node the job's cores may lie outside its GPUs' NUMA nodes.
+        torchrun_binding="exclusive" if launcher == "torchrun" and whole_node and container.numa_binding else "",
+        # Node-local tmp a job may fill on a shared node (None: its memory is the limit).
+        shared_node_tmp_gb=None if whole_node else part.shared_node_tmp_gb,
+        run_name=str(a.get("project_name")),
+        signal_lead=_signal_lead(str(a.get("walltime") or "01:00:00")),
+        memory=_memory(site, whole_node),
+        # srun masks only make sense when the job has whole nodes. [UG-lumig], [TM-Bind]
+        cpu_bind="verbose,mask_cpu:" + ",".join(site.node.cpu_masks) if whole_node else "",
+        binds=list(dict.fromkeys(site.bind_roots + container.binds)),
+    )
+    job["slurm"] = {kind: _slurm_options(kind, a, site, part, smoke, job) for kind in ("smoke", "train", "profile")}
+    return JobFields(**job)
+
+
+def _memory(site: Site, whole_node: bool) -> str:
+    """Whole nodes ask for the node's memory, part of a node for memory per GPU; nothing
+    where the site gives no figure (Slurm's default applies)."""
+    if whole_node:
+        return f"--mem={site.node.mem_per_node_gb}G" if site.node.mem_per_node_gb else ""
+    return f"--mem-per-gpu={site.node.mem_per_gpu_gb}G" if site.node.mem_per_gpu_gb else ""
+
+
+def _slurm_options(kind: str, a: Answers, site: Site, part: Partition, smoke: Partition, job: dict[str, Any]) -> list[str]:
+    """The options of one job kind: "smoke" (one GPU on the partial-node partition for ten
+    minutes) or "train"/"profile" (the chosen shape; the profile job launches like training).
+    Each answer was checked against the site before (see the checks above)."""
+    project, account = a.get("project_name"), a.get("account")
+    if kind == "smoke":
+        opts = [f"--job-name={project}-smoke", f"--account={account}", f"--partition={smoke.slurm_name}",
+                "--time=00:10:00", "--nodes=1", "--ntasks-per-node=1", "--gpus-per-node=1",
+                f"--cpus-per-task={site.node.cpus_per_gpu}"]
+        if site.node.mem_per_gpu_gb:
+            opts.append(f"--mem-per-gpu={site.node.mem_per_gpu_gb}G")
+        return opts + ([f"--qos={smoke.qos}"] if smoke.qos else [])
+    opts = [f"--job-name={project}-{kind}", f"--account={account}", f"--partition={part.slurm_name}",
+            f"--time={a.get('walltime')}", f"--nodes={a.int('nodes', 1)}", f"--ntasks-per-node={job['tasks_per_node']}",
+            f"--gpus-per-node={a.int('gpus_per_node', site.node.gpus)}", f"--cpus-per-task={job['cpus_per_task']}"]
+    opts += [job["memory"]] if job["memory"] else []
+    opts += ["--exclusive"] if job["exclusive"] else []
+    return opts + ([f"--qos={part.qos}"] if part.qos else [])
 
 
 def _launch(launcher: str, gpus: int, cpus_per_gpu: int) -> dict[str, int]:

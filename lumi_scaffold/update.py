@@ -58,6 +58,29 @@ def read_answers(project: Path) -> dict[str, Any]:
     return data
 
 
+def _check_plugin_data(project: Path, answers: dict[str, Any], data: dict[str, Any]) -> None:
+    """Refuse plugin_data that would not pass as plugin data, before Copier starts: Copier
+    renders the project's old template version with the recorded plugin_data, and template
+    versions before 0.3 do not check it themselves."""
+    from .plugin_data import validate_plugin_data
+
+    if "plugin_data" in data:
+        validate_plugin_data(_json(data["plugin_data"]), "--data plugin_data")
+    if "plugin_data" in answers:
+        validate_plugin_data(answers["plugin_data"], f"{project / ANSWERS_FILE}: plugin_data")
+
+
+def _json(value: Any) -> Any:
+    import json
+
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value  # not JSON: reported as not a mapping
+
+
 def _check_project(project: Path) -> None:
     if not project.is_dir():
         raise UserMessageError(f"{project} is not a directory")
@@ -121,7 +144,7 @@ def update_project(
     """Update ``project`` from its template; with ``pretend`` only compute the diff."""
     project = Path(project).resolve()
     _check_project(project)
-    read_answers(project)
+    _check_plugin_data(project, read_answers(project), data or {})
     if pretend:
         return _pretend(project, data or {}, vcs_ref)
     _run_copier_update(project, data or {}, vcs_ref, quiet)

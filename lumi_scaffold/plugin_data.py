@@ -84,6 +84,12 @@ def _version(value: str) -> str:
     return value
 
 
+def _pull_from(value: str) -> str:
+    if value and not re.fullmatch(r"(docker|oras|library|shub)://[A-Za-z0-9._/:@+-]+", value):
+        raise ValueError(f"{value!r} must be a docker://, oras://, library:// or shub:// address")
+    return value
+
+
 def _python_name(value: str) -> str:
     if not re.fullmatch(r"[a-z][a-z0-9_]*", value):
         raise ValueError(f"{value!r} is not a Python package name (lowercase letters, digits, _)")
@@ -123,6 +129,7 @@ class SiteFacts(_Part):
     node_local_tmp_note: Text = ""
     bind_roots: list[AbsPath] = []
     miopen_cache: AbsOrEmpty = ""
+    memory_follows_gpus: bool = Field(False, description="Jobs cannot ask for memory; it follows their GPUs.")
 
 
 class PartitionFacts(_Part):
@@ -160,6 +167,8 @@ class JobFields(_Part):
         "", description="srun's --cpu-bind value for the training ranks ('' where Slurm places them)."
     )
     binds: list[AbsPath] = Field(default_factory=list, description="Every path the container gets bound.")
+    srun_options: list[SlurmOption] = Field(
+        default_factory=list, description="The site's and partition's extra options of the training step's srun.")
 
 
 class ContainerFacts(_Part):
@@ -180,6 +189,8 @@ class ContainerFacts(_Part):
     modules: list[EnvModule] = []
     binds: list[AbsPath] = []
     relative: bool
+    pull_from: Annotated[str, AfterValidator(_pull_from)] = Field(
+        "", description="Where the user pulls the image from into `path` ('' for images the site keeps).")
 
     @field_validator("path")
     @classmethod
@@ -195,6 +206,14 @@ class ContainerFacts(_Part):
         if data.get("cotainr") is None:
             data.pop("cotainr", None)
         return data
+
+
+class Section(_Part):
+    """A README section from a plugin (plain Markdown)."""
+
+    title: Text
+    body: str
+    source: Text = ""
 
 
 class FrameworkFacts(_Part):
@@ -246,6 +265,7 @@ class PluginData(_Part):
     storage: list[Storage] = []
     profiler: ProfilerFacts
     requirements: list[Requirement] = []
+    readme: list[Section] = Field(default_factory=list, description="README sections from the site's and framework's plugins.")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

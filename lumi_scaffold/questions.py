@@ -18,8 +18,9 @@ from typing import Any
 
 from ._types import check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
-from .models import ContainerImage, Partition, Site
-from .plugin_data import SCHEMA, Cache, ContainerFacts, FrameworkFacts, JobFields, PartitionFacts, PluginData, ProfilerFacts, SiteFacts, Storage
+from .models import ContainerImage, NodeLayout, Partition, Site, StorageArea
+from .plugin_data import (SCHEMA, Cache, ContainerFacts, FrameworkFacts, JobFields, PartitionFacts, PluginData, ProfilerFacts,
+                          Section, SiteFacts, Storage)
 from . import plugin_data as _plugin_data
 
 __all__ = ["CONTAINER_SPECIAL", "check", "choices", "default", "resolve", "notices"]
@@ -82,7 +83,9 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
     if name == "data_location":
         if not site:
             return {}
-        return {f"{s.name}: {s.resolve(str(a.get('account') or '{account}'))} ({s.note})": s.name for s in site.storage if s.data}
+        account = str(a.get("account") or "{account}")
+        return {f"{s.name}: {s.resolve(account, site.account.project_of(account))} ({s.note})": s.name
+                for s in site.storage if s.data}
     if name == "profiler":
         return {f"{n}: {cat.profilers[n].title}": n for n in _profilers(a) if n in cat.profilers}
     raise KeyError(f"no choices for question {name!r}")
@@ -129,7 +132,7 @@ def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
     if name == "container_path":
         # In the site's first data area; on LUMI /project/<account>/containers/<project>.sif.
         area = next((s for s in site.storage if s.data), None) if site else None
-        root = area.resolve(str(a.get("account"))) if area else "/project"
+        root = _resolve(area, site, a) if area and site else "/project"
         return f"{root}/containers/{a.get('project_name')}.sif"
     if name == "gpus_per_node":
         return site.node.gpus if site else 1
@@ -145,7 +148,7 @@ def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
         return "scratch" if "scratch" in areas else areas[0]
     if name == "dataset_archive":
         area = site.storage_area(str(a.get("data_location"))) if site else None
-        root = area.resolve(str(a.get("account"))) if area else "/data"
+        root = _resolve(area, site, a) if area and site else "/data"
         return f"{root}/datasets/{a.get('project_name')}.tar"
     raise KeyError(f"no computed default for question {name!r}")
 
@@ -226,6 +229,12 @@ def _container_path(value: Any, a: Answers) -> str:
     return _file_path(value, a, "container_path", (".sif",), "your container image (.sif)")
 
 
+def _resolve(area: StorageArea, site: Site, a: Answers) -> str:
+    """An area's path for the answered account (and the project it belongs to)."""
+    account = str(a.get("account"))
+    return area.resolve(account, site.account.project_of(account))
+
+
 def _max_nodes(site: Site) -> int:
     return max(p.max_nodes for p in site.partitions)
 
@@ -243,7 +252,7 @@ def _gpus(value: Any, a: Answers) -> str:
     site = a.site
     if not site:
         return ""
-    g, n, full = a.int("gpus_per_node", -1), a.int("nodes", 1), site.node.gpus
+    g, n, full = a.int("gpus_per_node", -1), a.int("nodes", 1), site.node_of(str(a.get("partition"))).gpus
     if g < 1 or g > full:
         return f"{value!r} GPUs per node is out of range: {site.name} nodes have {full} GPUs (GCDs). Use 1 to {full}."
     if n > 1 and g != full:
@@ -258,14 +267,19 @@ def _partition(value: Any, a: Answers) -> str:
     part = site.partition(str(value))
     if part is None:
         return f"unknown partition {value!r} on {site.name}. Use one of {[p.name for p in site.partitions]}."
-    n, g = a.int("nodes", 1), a.int("gpus_per_node", site.node.gpus)
+    full = site.node_of(part.name).gpus
+    n, g = a.int("nodes", 1), a.int("gpus_per_node", full)
+    if g > full:
+        return f"{part.name} nodes have {full} GPUs, not {g}. Use gpus_per_node={full} or fewer, or another partition."
+    if n > 1 and g != full:
+        return f"a job on {n} nodes uses whole nodes: {part.name} nodes have {full} GPUs. Use gpus_per_node={full}."
     if n > part.max_nodes:
         bigger = [p.name for p in site.partitions if p.max_nodes >= n]
         return f"{part.name} allows at most {part.max_nodes} nodes, not {n}. Use partition {bigger[0] if bigger else '?'} or fewer nodes."
-    if part.allocation == "whole-node" and g != site.node.gpus and site.has_partial_nodes:
+    if part.allocation == "whole-node" and g != full and site.has_partial_nodes:
         return (
-            f"{part.name} allocates (and bills) whole nodes, so {g} of {site.node.gpus} GPUs would waste the rest. "
-            f"Use gpus_per_node={site.node.gpus} or partition {site.partial_node_partition}."
+            f"{part.name} allocates (and bills) whole nodes, so {g} of {full} GPUs would waste the rest. "
+            f"Use gpus_per_node={full} or partition {site.partial_node_partition}."
         )
     return ""
 
@@ -413,12 +427,14 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
     fw = cat.frameworks.get(str(a.get("framework")))
     if site is None or fw is None:
         return None
-    nodes, gpus = a.int("nodes", 1), a.int("gpus_per_node", site.node.gpus)
+    nodes = a.int("nodes", 1)
     account = str(a.get("account"))
+    group = site.account.project_of(account)  # the project the account belongs to, for {project} in paths
     part = site.partition(str(a.get("partition"))) or site.partition(default("partition", answers, cat))
+    assert part is not None  # the default is one of the site's partitions
     image = _image(a)
     container = _container_facts(a, site, image, multi=nodes > 1)
-    cache_root = site.storage_area(site.cache_area).resolve(account)
+    user_dir = site.storage_area(site.cache_area).user_dir(account, group)
     profiler = cat.profilers.get(str(a.get("profiler") or "none")) or cat.profilers["none"]
     data_area = site.storage_area(str(a.get("data_location"))) or next(s for s in site.storage if s.data)
     project = str(a.get("project_name"))
@@ -426,7 +442,7 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         schema=PLUGIN_DATA_SCHEMA,
         package=project.replace("-", "_"),
         plugins=dict(sorted(cat.plugin_versions().items())),
-        site=_site_facts(site, multi=nodes > 1),
+        site=_site_facts(site, site.node_of(part.name), multi=nodes > 1),
         partition=_partition_facts(part, nodes),
         job=_job_fields(a, site, part, container),
         container=container,
@@ -435,20 +451,21 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
                                  distributed_init=fw.distributed_init, pinned_packages=fw.pinned_packages,
                                  train_args=fw.train_args),
         env=[e for e in site.env + fw.env if e.scope == "all" or nodes > 1],
-        caches=[Cache(name=v, value=f"{cache_root}/${{USER}}/cache/{v.lower()}") for v in fw.cache_vars],
-        data_dir=data_area.resolve(account),
-        dataset_dir=f"{data_area.resolve(account)}/datasets/{project}",
-        output_root=f"{cache_root}/${{USER}}/{project}/outputs",
-        storage=[Storage(name=s.name, path=s.resolve(account), note=s.note) for s in site.storage],
+        caches=[Cache(name=v, value=f"{user_dir}/cache/{v.lower()}") for v in fw.cache_vars],
+        data_dir=data_area.resolve(account, group),
+        dataset_dir=f"{data_area.resolve(account, group)}/datasets/{project}",
+        output_root=f"{user_dir}/{project}/outputs",
+        storage=[Storage(name=s.name, path=s.resolve(account, group), note=s.note) for s in site.storage],
         profiler=ProfilerFacts(name=profiler.name, title=profiler.title, kind=profiler.kind,
                                command=profiler.command, env=profiler.env, view=profiler.view),
         requirements=sorted(dict.fromkeys(fw.requirements + (image.requirements if image else [])
                                           + split_requirements(a.get("extra_requirements")))),
+        readme=[Section(**s.model_dump()) for s in site.readme + fw.readme],
     )
 
 
-def _site_facts(site: Site, multi: bool) -> SiteFacts:
-    node = site.node
+def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
+    """The site, with the nodes of the job's partition."""
     return SiteFacts(
         name=site.name, title=site.title, display_name=site.display_name or site.name,
         runtime=site.container_runtime, module_reset=site.module_reset or "",
@@ -457,6 +474,7 @@ def _site_facts(site: Site, multi: bool) -> SiteFacts:
         mem_per_gpu_gb=node.mem_per_gpu_gb, mem_per_node_gb=node.mem_per_node_gb,
         node_local_tmp=site.node_local_tmp, node_local_tmp_note=site.node_local_tmp_note,
         bind_roots=site.bind_roots, miopen_cache=site.miopen_cache or "",
+        memory_follows_gpus=site.memory_follows_gpus,
     )
 
 
@@ -476,6 +494,7 @@ def _container_facts(a: Answers, site: Site, image: ContainerImage | None, multi
             replaced_by=image.replaced_by or "", source=image.source, numa_binding=image.numa_binding,
             # Names whose exact version string the catalogue does not know (a wildcard never does).
             versions_unconfirmed=sorted(set(image.versions_unconfirmed) | {n for n, v in image.versions.items() if "*" in v}),
+            pull_from=image.pull_from or "",
         )
     else:
         generation = site.own_generation
@@ -506,19 +525,19 @@ def _own_image(a: Answers, site: Site) -> dict[str, Any]:
 
 
 def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFacts) -> JobFields:
-    nodes, gpus = a.int("nodes", 1), a.int("gpus_per_node", site.node.gpus)
-    whole_node = gpus == site.node.gpus
+    node = site.node_of(part.name)
+    nodes, gpus = a.int("nodes", 1), a.int("gpus_per_node", node.gpus)
+    whole_node = gpus == node.gpus
     launcher = str(a.get("launcher") or "srun")
     smoke = site.partition(site.partial_node_partition)
     assert smoke is not None  # the site model checks its partition names
-    launch = _launch(launcher, gpus, site.node.cpus_per_gpu)
-    job = dict(
+    job: dict[str, Any] = dict(
         smoke_partition=smoke.slurm_name,
         smoke_qos=smoke.qos or "",
         whole_node=whole_node,
         exclusive=whole_node and part.allocation == "by-resource",
         tasks=nodes * gpus,
-        **launch,
+        **_launch(launcher, gpus, node.cpus_per_gpu),
         # torchrun binds workers itself where the image's PyTorch can, on whole nodes only:
         # on a shared node the job's cores may lie outside its GPUs' NUMA nodes.
         torchrun_binding="exclusive" if launcher == "torchrun" and whole_node and container.numa_binding else "",
@@ -526,41 +545,59 @@ def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFac
         shared_node_tmp_gb=None if whole_node else part.shared_node_tmp_gb,
         run_name=str(a.get("project_name")),
         signal_lead=_signal_lead(str(a.get("walltime") or "01:00:00")),
-        memory=_memory(site, whole_node),
+        memory=_memory(site, node, whole_node),
         # srun masks only make sense when the job has whole nodes. [UG-lumig], [TM-Bind]
-        cpu_bind="verbose,mask_cpu:" + ",".join(site.node.cpu_masks) if whole_node else "",
+        cpu_bind="verbose,mask_cpu:" + ",".join(node.cpu_masks) if whole_node else "",
         binds=list(dict.fromkeys(site.bind_roots + container.binds)),
+        srun_options=site.srun_options + part.srun_options,
     )
-    job["slurm"] = {kind: _slurm_options(kind, a, site, part, smoke, job) for kind in ("smoke", "train", "profile")}
+    job["slurm"] = {
+        "smoke": _smoke_options(a, site, smoke),
+        **{kind: _job_options(kind, a, site, part, job) for kind in ("train", "profile")},
+    }
     return JobFields(**job)
 
 
-def _memory(site: Site, whole_node: bool) -> str:
+def _memory(site: Site, node: NodeLayout, whole_node: bool) -> str:
     """Whole nodes ask for the node's memory, part of a node for memory per GPU; nothing
-    where the site gives no figure (Slurm's default applies)."""
+    where the site gives no figure (Slurm's default applies) or memory follows the GPUs."""
+    if site.memory_follows_gpus:
+        return ""
     if whole_node:
-        return f"--mem={site.node.mem_per_node_gb}G" if site.node.mem_per_node_gb else ""
-    return f"--mem-per-gpu={site.node.mem_per_gpu_gb}G" if site.node.mem_per_gpu_gb else ""
+        return f"--mem={node.mem_per_node_gb}G" if node.mem_per_node_gb else ""
+    return f"--mem-per-gpu={node.mem_per_gpu_gb}G" if node.mem_per_gpu_gb else ""
 
 
-def _slurm_options(kind: str, a: Answers, site: Site, part: Partition, smoke: Partition, job: dict[str, Any]) -> list[str]:
-    """The options of one job kind: "smoke" (one GPU on the partial-node partition for ten
-    minutes) or "train"/"profile" (the chosen shape; the profile job launches like training).
-    Each answer was checked against the site before (see the checks above)."""
-    project, account = a.get("project_name"), a.get("account")
-    if kind == "smoke":
-        opts = [f"--job-name={project}-smoke", f"--account={account}", f"--partition={smoke.slurm_name}",
-                "--time=00:10:00", "--nodes=1", "--ntasks-per-node=1", "--gpus-per-node=1",
-                f"--cpus-per-task={site.node.cpus_per_gpu}"]
-        if site.node.mem_per_gpu_gb:
-            opts.append(f"--mem-per-gpu={site.node.mem_per_gpu_gb}G")
-        return opts + ([f"--qos={smoke.qos}"] if smoke.qos else [])
-    opts = [f"--job-name={project}-{kind}", f"--account={account}", f"--partition={part.slurm_name}",
-            f"--time={a.get('walltime')}", f"--nodes={a.int('nodes', 1)}", f"--ntasks-per-node={job['tasks_per_node']}",
-            f"--gpus-per-node={a.int('gpus_per_node', site.node.gpus)}", f"--cpus-per-task={job['cpus_per_task']}"]
+def _gpus_option(site: Site, node: NodeLayout, gpus: int) -> str:
+    if site.gpu_request == "gres":
+        return f"--gres=gpu:{node.gpu_type}:{gpus}" if node.gpu_type else f"--gres=gpu:{gpus}"
+    return f"--gpus-per-node={gpus}"
+
+
+def _smoke_options(a: Answers, site: Site, smoke: Partition) -> list[str]:
+    """One GPU on the partial-node partition for ten minutes."""
+    node = site.node_of(smoke.name)
+    opts = [f"--job-name={a.get('project_name')}-smoke", f"--account={a.get('account')}",
+            f"--partition={smoke.slurm_name}", "--time=00:10:00", "--nodes=1", "--ntasks-per-node=1",
+            _gpus_option(site, node, 1), f"--cpus-per-task={node.cpus_per_gpu}"]
+    memory = _memory(site, node, whole_node=node.gpus == 1)
+    opts += [memory] if memory else []
+    opts += [f"--qos={smoke.qos}"] if smoke.qos else []
+    return opts + site.sbatch_options + smoke.sbatch_options
+
+
+def _job_options(kind: str, a: Answers, site: Site, part: Partition, job: dict[str, Any]) -> list[str]:
+    """The training job's shape ("train"), which the profile job shares ("profile"). Each
+    answer was checked against the site before (see the checks above)."""
+    node = site.node_of(part.name)
+    opts = [f"--job-name={a.get('project_name')}-{kind}", f"--account={a.get('account')}",
+            f"--partition={part.slurm_name}", f"--time={a.get('walltime')}", f"--nodes={a.int('nodes', 1)}",
+            f"--ntasks-per-node={job['tasks_per_node']}", _gpus_option(site, node, a.int("gpus_per_node", node.gpus)),
+            f"--cpus-per-task={job['cpus_per_task']}"]
     opts += [job["memory"]] if job["memory"] else []
     opts += ["--exclusive"] if job["exclusive"] else []
-    return opts + ([f"--qos={part.qos}"] if part.qos else [])
+    opts += [f"--qos={part.qos}"] if part.qos else []
+    return opts + site.sbatch_options + part.sbatch_options
 
 
 def _launch(launcher: str, gpus: int, cpus_per_gpu: int) -> dict[str, int]:

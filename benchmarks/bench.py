@@ -22,7 +22,8 @@ Everything runs on this machine in one go, so the ratios compare like with like:
   copy of the generated project, prepared outside the timed region. Copier's update
   floor (the one-file template, v1 -> v2) is shown for context.
 * In-process render of every combination of choice answers (answer_matrix,
-  render_many with 2 workers) and lint_projects over them, timed separately; plus the
+  render_many with 2 workers and the Copier shortcuts of tests/copier_shortcuts.py, as
+  tests/test_render.py renders it) and lint_projects over them, timed separately; plus the
   median of single in-process renders (warm) for the per-combination cost.
 * ``--only jobs`` (root, Slurm from Debian, CPU PyTorch and JAX, as the test suite needs):
   the behavioural matrix of generated jobs (tests/test_job_behaviour.py: every job kind,
@@ -355,7 +356,10 @@ def check_updated(project: Path) -> None:
 
 def bench_matrix(root: Path, template_src: Path, sample: int | None, workers: int, singles: int) -> list[Row]:
     from lumi_scaffold.plugins import get_catalogue
-    from lumi_scaffold.testing import answer_matrix, lint_projects, render_many, render_project, scratch_dir
+    from lumi_scaffold.testing import answer_matrix, lint_projects, render_project, scratch_dir
+
+    sys.path.insert(0, str(REPO))  # the matrix test's Copier shortcuts live in tests/
+    from tests.copier_shortcuts import render_many
 
     # a plain directory (no git), as the test suite renders it
     template = root / "matrix-template"

@@ -62,8 +62,12 @@ def template_source(dest: Path | None = None) -> Path:
 
 
 def job_shapes(site: Site) -> list[tuple[str, int, int]]:
-    """(partition, nodes, gpus_per_node): one shape per partition that fits it, plus whole
-    single nodes on the partial-node partition (which adds --exclusive)."""
+    """(partition, nodes, gpus_per_node), each shape once: two whole nodes on each
+    whole-node partition that allows two (one where it allows one), one node with up to two
+    GPUs on each by-resource partition, one whole node on the partial-node partition (which
+    adds --exclusive), and, when none of those spans nodes, two nodes' worth of GPUs on the
+    first partition that allows two nodes, so a multi-node job is rendered wherever the
+    site can run one."""
     full = site.node.gpus
     shapes = []
     for part in site.partitions:
@@ -72,7 +76,9 @@ def job_shapes(site: Site) -> list[tuple[str, int, int]]:
         else:
             shapes.append((part.name, 1, min(2, full)))
     shapes.append((site.partial_node_partition, 1, full))
-    return shapes
+    if all(nodes == 1 for _, nodes, _ in shapes):
+        shapes += [(part.name, 2, full) for part in site.partitions if part.max_nodes >= 2][:1]
+    return list(dict.fromkeys(shapes))
 
 
 def answer_matrix(cat: Catalogue | None = None, *, sites: Iterable[str] | None = None,

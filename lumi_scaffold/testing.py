@@ -17,7 +17,6 @@ import importlib.metadata
 import itertools
 import multiprocessing
 import os
-import re
 import shutil
 import tempfile
 import types
@@ -33,7 +32,7 @@ from .lint import bash_syntax, check_headers, shell_files, shellcheck
 from .models import Site
 from .plugins import Catalogue, get_catalogue
 
-__all__ = ["answer_matrix", "copier_shortcuts", "job_shapes", "lint_projects", "render_many", "render_project",
+__all__ = ["answer_matrix", "job_shapes", "lint_projects", "render_many", "render_project",
            "scratch_dir", "template_root", "template_source"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -63,8 +62,12 @@ def template_source(dest: Path | None = None) -> Path:
 
 
 def job_shapes(site: Site) -> list[tuple[str, int, int]]:
-    """(partition, nodes, gpus_per_node): one shape per partition that fits it, plus whole
-    single nodes on the partial-node partition (which adds --exclusive)."""
+    """(partition, nodes, gpus_per_node), each shape once: two whole nodes on each
+    whole-node partition that allows two (one where it allows one), one node with up to two
+    GPUs on each by-resource partition, one whole node on the partial-node partition (which
+    adds --exclusive), and, when none of those spans nodes, two nodes' worth of GPUs on the
+    first partition that allows two nodes, so a multi-node job is rendered wherever the
+    site can run one."""
     full = site.node.gpus
     shapes = []
     for part in site.partitions:
@@ -73,7 +76,9 @@ def job_shapes(site: Site) -> list[tuple[str, int, int]]:
         else:
             shapes.append((part.name, 1, min(2, full)))
     shapes.append((site.partial_node_partition, 1, full))
-    return shapes
+    if all(nodes == 1 for _, nodes, _ in shapes):
+        shapes += [(part.name, 2, full) for part in site.partitions if part.max_nodes >= 2][:1]
+    return list(dict.fromkeys(shapes))
 
 
 def answer_matrix(cat: Catalogue | None = None, *, sites: Iterable[str] | None = None,
@@ -135,150 +140,6 @@ def render_project(template: Path | str, dest: Path, answers: dict[str, Any]) ->
 
 
 @contextlib.contextmanager
-def copier_shortcuts() -> Iterator[list[str]]:
-    """Skip work Copier does on every run that cannot change a fresh render from a
-    template in a plain directory; yields the names of the shortcuts taken.
-
-    Used by :func:`render_many` (the full matrix), where together they halve Copier's
-    time per project (docs/performance.md):
-
-    - ``filemode``: ``Worker._sync_git_index_executable_bit`` runs ``git config`` once per
-      written file, and only acts on files git already tracks; a fresh destination has none;
-    - ``bundle``: ``is_git_bundle`` runs ``git init`` and ``git bundle verify`` for every
-      template path, but a bundle is a file, never a directory;
-    - ``config``: ``load_template_config`` parses copier.yml with pure-Python YAML on every
-      render; it is parsed once per (path, mtime, size) and deep-copied;
-    - ``choices``: choices rendered with ``| tojson`` are parsed back with pure-Python YAML;
-      JSON is tried first (JSON is YAML, so the result is the same);
-    - ``plain``: Copier renders every string of every question (help, default, when...)
-      and every part of every path with Jinja; most contain no Jinja at all and are
-      returned as they are (only when the environment would render them unchanged, and
-      after the extensions' preprocess hooks, which reset Copier's yield state);
-    - ``context``: ``Worker._render_context`` rebuilds the whole Jinja context (all answers
-      merged, the answers file's subset recomputed) for every path part and every file,
-      ~130 times per project, and renders the answers file's path ~45 times; in the
-      render phase the answers are final, so both are built once per project (the
-      context is copied for each caller).
-
-    Each patch is applied only where Copier still has the function it replaces, so a
-    Copier upgrade can only lose a speed-up; everything is restored on exit. A test renders
-    with and without them and compares the trees byte for byte.
-    """
-    import copy
-    import json
-
-    taken: list[str] = []
-    saved: list[tuple[Any, str, Any]] = []
-
-    def patch(name: str, module_name: str, owner_name: str | None, attr: str, make) -> None:
-        try:
-            module = importlib.import_module(module_name)
-            owner = getattr(module, owner_name) if owner_name else module
-            original = getattr(owner, attr)
-        except (ImportError, AttributeError):
-            return
-        saved.append((owner, attr, original))
-        setattr(owner, attr, make(original))
-        if name not in taken:
-            taken.append(name)
-
-    def no_filemode_sync(original):
-        return lambda self, dst_relpath, src_mode: None
-
-    def bundles_are_files(original):
-        return lambda path: Path(path).is_file() and original(path)
-
-    def config_once(original):
-        parsed: dict[tuple, Any] = {}
-
-        def load(conf_path, quiet=False):
-            info = Path(conf_path).stat()
-            key = (str(conf_path), info.st_mtime_ns, info.st_size, quiet)
-            if key not in parsed:
-                parsed[key] = original(conf_path, quiet)
-            return copy.deepcopy(parsed[key])
-
-        return load
-
-    # JSON that YAML 1.1 (PyYAML) reads otherwise: exponents without a dot, NaN and
-    # Infinity, surrogate pairs
-    not_yaml_alike = re.compile(r"[0-9][eE]|NaN|Infinity|\\u[dD][89a-fA-F]")
-
-    def json_first(original):
-        def parse(string):
-            if string[:1] in ("[", "{") and not not_yaml_alike.search(string):
-                try:
-                    return json.loads(string)
-                except ValueError:
-                    pass
-            return original(string)
-
-        return parse
-
-    def context_once_per_render(original):
-        from copier._types import LazyDict, Phase
-
-        def context(self):
-            if Phase.current() is not Phase.RENDER:
-                return original(self)
-            cached = self.__dict__.get("_lumi_render_context")
-            if cached is None:
-                cached = self.__dict__["_lumi_render_context"] = original(self)
-            # What Copier builds afresh per call, each caller gets afresh: the top-level
-            # dicts (Copier writes into _copier_conf, see Worker.answers_relpath), the
-            # LazyDict filled from the shared one, the answers file's mapping copied.
-            conf = cached["_copier_conf"]
-            return {**cached, "_copier_conf": LazyDict({k: functools.partial(conf.__getitem__, k) for k in conf}),
-                    "_copier_answers": dict(cached["_copier_answers"])}
-
-        return context
-
-    def answers_path_once_per_render(original):
-        from copier._types import Phase
-
-        def answers_relpath(self):
-            if Phase.current() is not Phase.RENDER:
-                return original.fget(self)
-            if "_lumi_answers_relpath" not in self.__dict__:
-                self.__dict__["_lumi_answers_relpath"] = original.fget(self)
-            return self.__dict__["_lumi_answers_relpath"]
-
-        return property(answers_relpath)
-
-    def plain_strings_as_they_are(original):
-        def render_value(self, value, extra_answers=None):
-            if isinstance(value, str) and _renders_to_itself(self.jinja_env, value):
-                return value
-            return original(self, value, extra_answers)
-
-        return render_value
-
-    def plain_paths_as_they_are(original):
-        def render_string(self, string, extra_context=None):
-            env = self.jinja_env
-            if isinstance(string, str) and _renders_to_itself(env, string):
-                env.preprocess(string)  # what compiling it would do: extensions reset their state
-                return string
-            return original(self, string, extra_context)
-
-        return render_string
-
-    patch("filemode", "copier._main", "Worker", "_sync_git_index_executable_bit", no_filemode_sync)
-    patch("plain", "copier._user_data", "Question", "render_value", plain_strings_as_they_are)
-    patch("plain", "copier._main", "Worker", "_render_string", plain_paths_as_they_are)
-    patch("context", "copier._main", "Worker", "_render_context", context_once_per_render)
-    patch("context", "copier._main", "Worker", "answers_relpath", answers_path_once_per_render)
-    patch("bundle", "copier._vcs", None, "is_git_bundle", bundles_are_files)
-    patch("config", "copier._template", None, "load_template_config", config_once)
-    patch("choices", "copier._user_data", None, "parse_yaml_string", json_first)
-    try:
-        yield taken
-    finally:
-        for owner, attr, original in reversed(saved):
-            setattr(owner, attr, original)
-
-
-@contextlib.contextmanager
 def scratch_dir(fallback: Path | None = None, need_bytes: int = 2 * 1024**3) -> Iterator[Path]:
     """A temporary directory in tmpfs (``/dev/shm``) when it is writable and has
     ``need_bytes`` free, else one under ``fallback`` (or the default temp directory);
@@ -296,22 +157,10 @@ def scratch_dir(fallback: Path | None = None, need_bytes: int = 2 * 1024**3) -> 
         yield Path(directory)
 
 
-def _renders_to_itself(env, text: str) -> bool:
-    """True when Jinja would render ``text`` as it is: no delimiter of any kind, and no
-    newline that the environment would change (a trailing one dropped, or \n rewritten)."""
-    marks = (env.block_start_string, env.variable_start_string, env.comment_start_string,
-             env.line_statement_prefix, env.line_comment_prefix)
-    if any(mark and mark in text for mark in marks) or "\r" in text:
-        return False
-    if "\n" in text and (env.newline_sequence != "\n" or (text.endswith("\n") and not env.keep_trailing_newline)):
-        return False
-    return True
-
-
-def _render_chunk(job: tuple[str, list[tuple[str, dict[str, Any]]], bool]) -> list[tuple[str, str]]:
-    template, items, shortcuts = job
+def _render_chunk(job: tuple[str, list[tuple[str, dict[str, Any]]], Callable[[], Any] | None]) -> list[tuple[str, str]]:
+    template, items, around = job
     failures = []
-    with copier_shortcuts() if shortcuts else contextlib.nullcontext():
+    with around() if around else contextlib.nullcontext():
         for dest, answers in items:
             try:
                 render_project(template, Path(dest), answers)
@@ -320,14 +169,19 @@ def _render_chunk(job: tuple[str, list[tuple[str, dict[str, Any]]], bool]) -> li
     return failures
 
 
-def render_many(template: Path, root: Path, matrix: list[dict[str, Any]], workers: int = 2,
-                shortcuts: bool = True) -> list[tuple[str, str]]:
-    """Render each answer set into root/<index>; returns (dest, error) for failures.
+def render_many(template: Path, root: Path, matrix: list[dict[str, Any]], workers: int = 2) -> list[tuple[str, str]]:
+    """Render each answer set into root/<index> with plain Copier, in ``workers``
+    processes; returns (dest, error) for failures."""
+    return _render_many(template, root, matrix, workers)
 
-    ``shortcuts`` skips Copier's per-run git and YAML work that cannot change a fresh
-    render (see :func:`copier_shortcuts`)."""
+
+def _render_many(template: Path, root: Path, matrix: list[dict[str, Any]], workers: int = 2,
+                 around: Callable[[], Any] | None = None) -> list[tuple[str, str]]:
+    """:func:`render_many`, each worker's renders inside ``around()`` (a context manager
+    factory importable by name, so it reaches the workers); the repository's own matrix
+    test passes its Copier shortcuts here (tests/copier_shortcuts.py)."""
     items = [(str(root / f"{i:05d}"), answers) for i, answers in enumerate(matrix)]
-    chunks = [(str(template), items[i::workers], shortcuts) for i in range(workers)]
+    chunks = [(str(template), items[i::workers], around) for i in range(workers)]
     if workers == 1:
         return _render_chunk(chunks[0])
     with ProcessPoolExecutor(workers) as pool:

@@ -1,5 +1,5 @@
 """The Jinja extension's speed-ups change nothing but the time: the answers-file filter and
-the compiled-code cache (in memory and on disk)."""
+the compiled-code cache (in memory, and on disk when LUMI_SCAFFOLD_CACHE_DIR asks for it)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def _count_compiles(monkeypatch) -> list[str]:
 
 def test_second_process_reuses_code_from_disk(template, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
-    monkeypatch.setenv(copier_ext.CACHE_ENV, str(cache))
+    monkeypatch.setenv(copier_ext._CACHE_ENV, str(cache))
     monkeypatch.setattr(copier_ext, "_COMPILED", {})  # a fresh process: nothing in memory
     compiled = _count_compiles(monkeypatch)
     first = read_tree(render(template, tmp_path / "a"))
@@ -66,7 +66,7 @@ def test_second_process_reuses_code_from_disk(template, tmp_path, monkeypatch):
 
 def test_damaged_or_unwritable_cache_is_ignored(template, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
-    monkeypatch.setenv(copier_ext.CACHE_ENV, str(cache))
+    monkeypatch.setenv(copier_ext._CACHE_ENV, str(cache))
     monkeypatch.setattr(copier_ext, "_COMPILED", {})
     expected = read_tree(render(template, tmp_path / "a"))
     entries = list((cache / "jinja-code").iterdir())
@@ -78,26 +78,27 @@ def test_damaged_or_unwritable_cache_is_ignored(template, tmp_path, monkeypatch)
 
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the cache directory would go")
-    monkeypatch.setenv(copier_ext.CACHE_ENV, str(blocked))
+    monkeypatch.setenv(copier_ext._CACHE_ENV, str(blocked))
     monkeypatch.setattr(copier_ext, "_COMPILED", {})
     assert read_tree(render(template, tmp_path / "c")) == expected
 
 
-def test_empty_cache_setting_turns_the_disk_cache_off(template, tmp_path, monkeypatch):
-    monkeypatch.setenv(copier_ext.CACHE_ENV, "")
+@pytest.mark.parametrize("setting", [None, ""], ids=["unset", "empty"])
+def test_disk_cache_is_opt_in(template, tmp_path, monkeypatch, setting):
+    """Without LUMI_SCAFFOLD_CACHE_DIR (or with it empty) nothing is written anywhere."""
+    if setting is None:
+        monkeypatch.delenv(copier_ext._CACHE_ENV)
+    else:
+        monkeypatch.setenv(copier_ext._CACHE_ENV, setting)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(copier_ext, "_COMPILED", {})
+    compiled = _count_compiles(monkeypatch)
     render(template, tmp_path / "p")
-    assert not (tmp_path / "home").exists()
-    assert not (tmp_path / "jinja-code").exists()
-
-
-def test_default_cache_location(monkeypatch, tmp_path):
-    monkeypatch.delenv(copier_ext.CACHE_ENV)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert copier_ext._code_dir() == tmp_path / "lumi-scaffold" / "jinja-code"
+    assert len(compiled) > 50  # compiled, and kept in memory only
+    assert copier_ext._code_dir() is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p"]
 
 
 @pytest.mark.parametrize("change", ["pass_context", "other_filter", "trim_blocks"])
@@ -163,7 +164,7 @@ def _run(tmp_path, script: str, *args: str) -> str:
     import sys
 
     result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=tmp_path,
-                            env={**__import__("os").environ, copier_ext.CACHE_ENV: str(tmp_path / "cache")})
+                            env={**__import__("os").environ, copier_ext._CACHE_ENV: str(tmp_path / "cache")})
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 

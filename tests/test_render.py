@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from lumi_scaffold import testing
 from lumi_scaffold.plugins import get_catalogue
-from lumi_scaffold.testing import answer_matrix, copier_shortcuts, lint_projects, render_many, scratch_dir
+from lumi_scaffold.testing import answer_matrix, lint_projects, scratch_dir
 
+from .copier_shortcuts import copier_shortcuts, render_many
 from .helpers import read_tree, render
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -63,7 +65,7 @@ def _tree_with_modes(root: Path) -> dict[str, tuple[int, bytes]]:
 
 @pytest.mark.parametrize("installed", ["default", "all"])
 def test_copier_shortcuts_change_nothing(template, tmp_path, monkeypatch, installed):
-    """render_many's shortcuts (lumi_scaffold.testing.copier_shortcuts) only save time.
+    """The matrix's shortcuts (tests/copier_shortcuts.py) only save time.
     "all": every installed plugin, so plugin files ({% yield %} paths), Frontier's
     own-image projects and DeepSpeed's config are in the sample when installed."""
     from lumi_scaffold import plugins
@@ -77,8 +79,8 @@ def test_copier_shortcuts_change_nothing(template, tmp_path, monkeypatch, instal
     with copier_shortcuts() as taken:
         pass
     assert taken == ["filemode", "plain", "context", "bundle", "config", "choices"], "a Copier upgrade removed what a shortcut replaces"
-    assert render_many(template, tmp_path / "fast", sample, workers=1, shortcuts=True) == []
-    assert render_many(template, tmp_path / "plain", sample, workers=1, shortcuts=False) == []
+    assert render_many(template, tmp_path / "fast", sample, workers=1) == []
+    assert testing.render_many(template, tmp_path / "plain", sample, workers=1) == []
     for i in range(len(sample)):
         assert _tree_with_modes(tmp_path / "fast" / f"{i:05d}") == _tree_with_modes(tmp_path / "plain" / f"{i:05d}")
     import copier._vcs
@@ -91,8 +93,6 @@ def test_copier_shortcuts_on_a_template_that_pokes_the_context(tmp_path):
     """Found in review: templates that mutate or serialise what Copier builds per file."""
     import contextlib
 
-    from lumi_scaffold.testing import render_project
-
     tpl = tmp_path / "tpl"
     tpl.mkdir()
     (tpl / "copier.yml").write_text("name:\n  type: str\n  default: n\nn:\n  type: int\n  choices: '{{ [1, 2] | tojson }}'\n  default: 1\n")
@@ -104,10 +104,32 @@ def test_copier_shortcuts_on_a_template_that_pokes_the_context(tmp_path):
     trees = []
     for use in (False, True):
         with copier_shortcuts() if use else contextlib.nullcontext():
-            project = render_project(tpl, tmp_path / f"out-{use}", {})
+            project = testing.render_project(tpl, tmp_path / f"out-{use}", {})
         trees.append(read_tree(project))
     assert trees[0] == trees[1]
     assert trees[1]["b.txt"] == b"n .copier-answers.yml True /\n"
+
+
+def test_public_render_many_runs_plain_copier(template, tmp_path, monkeypatch):
+    """Plugin authors' renders (render_many, so check_conformance) take no shortcut: Copier
+    runs its own per-file step, which the "filemode" shortcut skips."""
+    import copier._main
+
+    synced: list[str] = []
+    original = copier._main.Worker._sync_git_index_executable_bit
+
+    def sync(self, dst_relpath, src_mode):
+        synced.append(str(dst_relpath))
+        return original(self, dst_relpath, src_mode)
+
+    monkeypatch.setattr(copier._main.Worker, "_sync_git_index_executable_bit", sync)
+    answers = next(answer_matrix())
+    assert testing.render_many(template, tmp_path / "plain", [answers], workers=1) == []
+    written = {str(p.relative_to(tmp_path / "plain" / "00000")) for p in (tmp_path / "plain" / "00000").rglob("*") if p.is_file()}
+    assert written <= set(synced)
+    synced.clear()
+    assert render_many(template, tmp_path / "fast", [answers], workers=1) == []
+    assert synced == []
 
 
 @pytest.mark.parametrize("text", ["plain", "", "two\nlines", "end\n", "a {{ x }}", "{% if 1 %}y{% endif %}", "{# c #}", "cr\r\nlf", "{ braces }", "50% } {"])
@@ -115,7 +137,7 @@ def test_copier_shortcuts_on_a_template_that_pokes_the_context(tmp_path):
 def test_plain_string_shortcut_only_where_jinja_agrees(text, keep_trailing_newline):
     import jinja2
 
-    from lumi_scaffold.testing import _renders_to_itself
+    from .copier_shortcuts import _renders_to_itself
 
     env = jinja2.Environment(keep_trailing_newline=keep_trailing_newline)
     if text in ("plain", "", "two\nlines", "{ braces }") or (text == "end\n" and keep_trailing_newline):

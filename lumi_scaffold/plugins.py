@@ -119,6 +119,14 @@ class Catalogue:
     def plugin_versions(self) -> dict[str, str]:
         return {p.name: p.version or "builtin" for p in self.plugins}
 
+    def plugin_of_file(self, file: TemplateFile) -> str:
+        """The plugin that registered ``file`` ("?" for one not in the catalogue)."""
+        return self.provenance.get(("template file", _file_key(file)), "?")
+
+
+def _file_key(file: TemplateFile) -> str:
+    return f"{file.owner}/{file.owner_name}/{file.directory}/{file.name}"
+
 
 def _env_list(name: str) -> list[str] | None:
     value = os.environ.get(name)
@@ -315,6 +323,7 @@ def _add(cat: Catalogue, attr: str, kind: str, key: str, obj: Any, plugin: str,
     name = getattr(obj, key)
     if attr == "files":
         cat.files.append(obj)
+        cat.provenance[(kind, _file_key(obj))] = plugin
         return True
     store = getattr(cat, attr)
     owners.setdefault((kind, name), []).append(plugin)

@@ -62,7 +62,7 @@ def _module_stamps(objects) -> tuple:
 
     stamps = set()
     for name in {getattr(obj, "__module__", None) for obj in objects} - {None, "builtins"}:
-        path = getattr(sys.modules.get(name), "__file__", None)
+        path = getattr(sys.modules.get(name), "__file__", None)  # type: ignore[arg-type]  # None is taken out above
         try:
             info = os.stat(path) if path else None
         except OSError:

@@ -372,10 +372,10 @@ def _drop(cat: Catalogue, kind: str, attr: str, name: str, message: str) -> None
 
 def _cross_check(cat: Catalogue) -> None:
     """Checks that span objects from several plugins; failing objects are dropped."""
-    for fw in list(cat.frameworks.values()):
-        unknown = [p for p in fw.profilers if p not in cat.profilers]
+    for framework in list(cat.frameworks.values()):
+        unknown = [p for p in framework.profilers if p not in cat.profilers]
         if unknown:
-            _drop(cat, "framework", "frameworks", fw.name, f"profilers {unknown} are not registered; known: {sorted(cat.profilers)}")
+            _drop(cat, "framework", "frameworks", framework.name, f"profilers {unknown} are not registered; known: {sorted(cat.profilers)}")
     for image in list(cat.containers.values()):
         site, fw = cat.sites.get(image.site), cat.frameworks.get(image.framework)
         if site is None:
@@ -402,13 +402,14 @@ def _cross_check(cat: Catalogue) -> None:
         if image.replaced_by and (target is None or (target.site, target.framework) != (image.site, image.framework)):
             _drop(cat, "container", "containers", image.id, f"replaced_by={image.replaced_by!r} is not an image for the same site and framework")
     pairs = sorted({(c.site, c.framework) for c in cat.containers.values()})
-    for site, fw in pairs:
-        images = cat.images(site, fw)
+    for site_name, fw_name in pairs:
+        images = cat.images(site_name, fw_name)
         recommended = [c.id for c in images if c.status == "recommended"]
+        pair = f"{site_name}/{fw_name}"
         if len(recommended) > 1:
             for image_id in recommended[1:]:
-                _drop(cat, "container", "containers", image_id, f"a second recommended image for {site}/{fw} (first: {recommended[0]}); mark one legacy")
+                _drop(cat, "container", "containers", image_id, f"a second recommended image for {pair} (first: {recommended[0]}); mark one legacy")
         elif images and not recommended:
             cat.problems.append(
-                PluginProblem(cat.provenance[("container", images[0].id)], f"no recommended image for {site}/{fw}; mark one recommended")
+                PluginProblem(cat.provenance[("container", images[0].id)], f"no recommended image for {pair}; mark one recommended")
             )

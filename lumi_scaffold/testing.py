@@ -320,7 +320,7 @@ def _render_chunk(job: tuple[str, list[tuple[str, dict[str, Any]]], bool]) -> li
     return failures
 
 
-def render_many(template: Path, root: Path, matrix: list[dict[str, Any]], workers: int = 2,
+def render_many(template: Path | str, root: Path, matrix: list[dict[str, Any]], workers: int = 2,
                 shortcuts: bool = True) -> list[tuple[str, str]]:
     """Render each answer set into root/<index>; returns (dest, error) for failures.
 
@@ -468,7 +468,7 @@ def catalogue_fixture(*items: Any, scope: str = "module", builtins: Iterable[str
     """
     import pytest
 
-    @pytest.fixture(scope=scope)
+    @pytest.fixture(scope=scope)  # type: ignore[call-overload]  # scope: a pytest scope name (str), pytest checks it
     def isolated_catalogue_fixture() -> Iterator[Catalogue]:
         with isolated_catalogue(*items, builtins=builtins, installed=installed) as cat:
             yield cat

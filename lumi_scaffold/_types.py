@@ -75,11 +75,3 @@ ShellWord = Annotated[str, AfterValidator(check_shell_word)]
 AbsPath = Annotated[str, AfterValidator(check_abs_path)]
 EnvName = Annotated[str, AfterValidator(_check_env_name)]
 
-
-def format_slurm_time(seconds: int) -> str:
-    """``D-HH:MM:SS`` (or ``HH:MM:SS`` under a day) for a number of seconds."""
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
-    return f"{days}-{clock}" if days else clock

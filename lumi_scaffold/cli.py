@@ -1,7 +1,8 @@
 """The ``lumi-scaffold`` command: plugins, new, lint.
 
 Imports are deferred into the commands so that ``lumi-scaffold --help`` stays fast.
-Every error the user can cause ends in one message and exit code 1, never a traceback.
+Every error the user can cause is a :class:`~lumi_scaffold.errors.LumiScaffoldError`: it
+ends in one message and exit code 1, never a traceback.
 """
 
 from __future__ import annotations
@@ -9,17 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
+from .errors import LumiScaffoldError, UsageError, copier_message
+
 TEMPLATE_ENV = "LUMI_SCAFFOLD_TEMPLATE"
 PUBLISHED_TEMPLATE = "gh:org/lumi-scaffold"
-
-
-class CliError(Exception):
-    """Printed as 'lumi-scaffold: error: <message>' with exit code 1."""
 
 
 def default_template() -> str:
@@ -40,14 +39,14 @@ def parse_data(pairs: list[str], data_file: str | None) -> dict[str, Any]:
         try:
             loaded = YAML(typ="safe", pure=True).load(Path(data_file).read_text())
         except (OSError, ValueError) as exc:
-            raise CliError(f"--data-file {data_file}: {exc}") from None
+            raise UsageError(f"--data-file {data_file}: {exc}") from None
         if not isinstance(loaded, dict):
-            raise CliError(f"--data-file {data_file}: expected a mapping of question: answer")
+            raise UsageError(f"--data-file {data_file}: expected a mapping of question: answer")
         data.update(loaded)
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:
-            raise CliError(f"--data {pair!r}: write NAME=VALUE, e.g. --data nodes=2")
+            raise UsageError(f"--data {pair!r}: write NAME=VALUE, e.g. --data nodes=2")
         data[name] = value
     return data
 
@@ -92,7 +91,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     data = parse_data(args.data, args.data_file)
     dest = Path(args.destination)
     if dest.exists() and any(dest.iterdir()):
-        raise CliError(f"{dest} exists and is not empty; choose a new directory")
+        raise UsageError(f"{dest} exists and is not empty; choose a new directory")
     _check_types(data)
     try:
         copier.run_copy(
@@ -104,11 +103,27 @@ def cmd_new(args: argparse.Namespace) -> int:
             quiet=args.quiet,
             vcs_ref=args.vcs_ref,
         )
-    except (CopierError, ValueError) as exc:
-        raise CliError(_copier_message(exc)) from None
-    except KeyboardInterrupt:
-        raise CliError("stopped by the user; nothing was generated") from None
+    except BaseException as exc:
+        _empty(dest)  # Copier removes a destination it created; one that existed (empty) is emptied here
+        if isinstance(exc, LumiScaffoldError):
+            raise
+        if isinstance(exc, (CopierError, ValueError)):
+            raise UsageError(copier_message(exc)) from None
+        if isinstance(exc, KeyboardInterrupt):
+            raise UsageError("stopped by the user; nothing was generated") from None
+        raise
     return 0
+
+
+def _empty(dest: Path) -> None:
+    """Remove what a failed copy left in ``dest`` (which was empty or missing before)."""
+    if not dest.is_dir():
+        return
+    for entry in dest.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 INT_QUESTIONS = ("nodes", "gpus_per_node", "profile_rank")
@@ -121,16 +136,14 @@ def _check_types(data: dict[str, Any]) -> None:
             try:
                 int(data[name])
             except (TypeError, ValueError):
-                raise CliError(f"{name}={data[name]!r}: not a whole number. Fix: e.g. --data {name}=1") from None
+                raise UsageError(f"{name}={data[name]!r}: not a whole number. Fix: e.g. --data {name}=1") from None
 
 
-def _copier_message(exc: BaseException) -> str:
-    """Copier's validation and choice errors, as 'question: message'."""
-    text = str(exc).strip()
-    match = re.match(r"(?:Validation error for question|Invalid choice for) '([^']+)': (.*)", text, re.S)
-    if match:
-        return f"{match.group(1)}: {match.group(2)}"
-    return text or type(exc).__name__
+def cmd_new_plugin(args: argparse.Namespace) -> int:
+    from .newplugin import new_plugin
+
+    new_plugin(args.destination, parse_data(args.data, None), defaults=args.defaults, quiet=args.quiet)
+    return 0
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
@@ -139,7 +152,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
     project = Path(args.project)
     if not (project / "jobs").is_dir():
-        raise CliError(f"{project} does not look like a generated project (no jobs/ directory)")
+        raise UsageError(f"{project} does not look like a generated project (no jobs/ directory)")
     problems = lint_project(project, get_catalogue())
     for line in problems:
         print(line)
@@ -148,15 +161,11 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    from .errors import UserMessageError
     from .update import update_project
 
     data = parse_data(args.data, args.data_file)
     _check_types(data)
-    try:
-        result = update_project(args.project, data, pretend=args.pretend, vcs_ref=args.vcs_ref, quiet=args.quiet)
-    except UserMessageError as exc:
-        raise CliError(exc.message) from None
+    result = update_project(args.project, data, pretend=args.pretend, vcs_ref=args.vcs_ref, quiet=args.quiet)
     if args.pretend:
         print(result.diff or "No changes.", end="" if result.diff else "\n")
     for notice in result.notices:
@@ -164,7 +173,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     if result.conflicts:
         verb = "would conflict" if args.pretend else "conflict"
         listing = "\n  ".join(result.conflicts)
-        raise CliError(
+        raise UsageError(
             f"{len(result.conflicts)} file(s) {verb} with your edits:\n  {listing}\n"
             "Fix: edit each file to keep the right lines between <<<<<<< and >>>>>>> (or apply the .rej hunks), "
             "delete the markers and .rej files, then git add and commit."
@@ -175,16 +184,12 @@ def cmd_update(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from .errors import UserMessageError
     from .lint import lint_project
     from .plugins import get_catalogue
     from .update import project_notices
 
     project = Path(args.project)
-    try:
-        notices = project_notices(project)
-    except UserMessageError as exc:
-        raise CliError(exc.message) from None
+    notices = project_notices(project)
     problems = lint_project(project, get_catalogue())
     for line in notices:
         print(f"warning: {line}")
@@ -214,9 +219,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true")
     p.set_defaults(func=cmd_new)
 
-    from .newplugin import add_subcommand as add_new_plugin
-
-    add_new_plugin(sub)
+    p = sub.add_parser("new-plugin", help="scaffold a new site or framework plugin package")
+    p.add_argument("destination")
+    p.add_argument("-d", "--data", action="append", default=[], metavar="NAME=VALUE",
+                   help="answer a question: kind (site|framework), name, plugin_name, title, author, author_email")
+    p.add_argument("--defaults", action="store_true", help="do not ask; use defaults for unanswered questions")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=cmd_new_plugin)
 
     p = sub.add_parser("update", help="copier update with trust; fails when conflicts are left, --pretend shows the diff")
     p.add_argument("project", nargs="?", default=".")
@@ -240,10 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
-    except CliError as exc:
+        code: int = args.func(args)
+    except LumiScaffoldError as exc:
         print(f"lumi-scaffold: error: {exc}", file=sys.stderr)
         return 1
+    return code
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ def _module_stamps(objects) -> tuple:
 
     stamps = set()
     for name in {getattr(obj, "__module__", None) for obj in objects} - {None, "builtins"}:
-        path = getattr(sys.modules.get(name), "__file__", None)
+        path = getattr(sys.modules.get(name), "__file__", None)  # type: ignore[arg-type]  # None is taken out above
         try:
             info = os.stat(path) if path else None
         except OSError:
@@ -235,10 +235,50 @@ def lumi_notices(plugin_data: Any) -> list[str]:
 @pass_context
 def lumi_framework_text(ctx: Context, what: str) -> str:
     """The framework's smoke test or example script, rendered with the answers."""
-    fw = _catalogue().frameworks.get(str(ctx.get("framework")))
+    cat = _catalogue()
+    fw = cat.frameworks.get(str(ctx.get("framework")))
     if fw is None or what not in ("smoke_test", "example"):
         return ""
-    return ctx.environment.from_string(getattr(fw, what)).render(ctx.get_all())
+    script = "train.py" if what == "example" else "smoke_test.py"
+    where = f"Framework {fw.name!r} {what} (the project's {script})"
+    return _render_plugin_text(ctx, getattr(fw, what), cat.provenance.get(("framework", fw.name), "?"), where)
+
+
+def _render_plugin_text(ctx: Context, text: str, plugin: str, where: str) -> str:
+    """Render plugin-supplied Jinja; any error becomes one message naming the plugin, the
+    file and the line (Copier then removes the half-written project)."""
+    from jinja2 import TemplateSyntaxError
+
+    from .errors import LumiScaffoldError, PluginTemplateError
+
+    try:
+        return ctx.environment.from_string(text).render(ctx.get_all())
+    except LumiScaffoldError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the plugin's text does, it is reported, not a traceback
+        line = exc.lineno if isinstance(exc, TemplateSyntaxError) else _template_line(exc)
+        reason = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+        fix = ("write a literal {{, {% or {# as {% raw %}...{% endraw %}, or close the tag"
+               if isinstance(exc, TemplateSyntaxError) else "use only the project's answers and plugin_data in the text")
+        raise _copier_aware(PluginTemplateError)(plugin, where, line, reason, fix) from None
+
+
+def _template_line(exc: BaseException) -> int | None:
+    """The line of the string template in Jinja's rewritten traceback, if any."""
+    line, tb = None, exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _copier_aware(cls: type) -> type:
+    """``cls`` that is also Copier's UserMessageError, so that ``copier copy`` prints its
+    message alone instead of a traceback."""
+    from copier.errors import UserMessageError
+
+    return type(cls.__name__, (cls, UserMessageError), {"__module__": cls.__module__})
 
 
 @pass_context
@@ -275,7 +315,12 @@ def lumi_sources(ctx: Context) -> list[dict[str, str]]:
 @pass_context
 def lumi_render(ctx: Context, text: str) -> str:
     """Render plugin-supplied template text with the project's answers."""
-    return ctx.environment.from_string(text).render(ctx.get_all())
+    cat = _catalogue()
+    owners = {"site": str(ctx.get("site")), "framework": str(ctx.get("framework"))}
+    file = next((f for f in cat.files if f.content == text and owners[f.owner] == f.owner_name), None)
+    if file is None:
+        return _render_plugin_text(ctx, text, "?", "plugin text")
+    return _render_plugin_text(ctx, text, cat.plugin_of_file(file), f"{file.directory}/{file.name}")
 
 
 # Text both YAML emitters write alike (found by differential tests against Copier's

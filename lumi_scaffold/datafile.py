@@ -16,7 +16,10 @@ fails, the file is parsed again with ruamel and everything is reported from ther
 
 from __future__ import annotations
 
+import difflib
 import re
+import types
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import DataFileError
 
-__all__ = ["load_data_file", "locate", "validation_lines"]
+__all__ = ["error_messages", "load_data_file", "locate", "validation_lines"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -147,8 +150,9 @@ def _fast_load(text: str) -> Any:
 _DECLINED = object()
 
 
-def locate(root: Any, loc: tuple[Any, ...]) -> tuple[int, int]:
-    """1-based (line, column) of the node a pydantic error ``loc`` points at."""
+def locate(root: Any, loc: tuple[Any, ...], *, at_key: bool = False) -> tuple[int, int]:
+    """1-based (line, column) of the node a pydantic error ``loc`` points at (with
+    ``at_key``, of the key of the last mapping entry, e.g. an unknown key)."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
     node = root
@@ -157,7 +161,7 @@ def locate(root: Any, loc: tuple[Any, ...]) -> tuple[int, int]:
         if isinstance(node, CommentedMap) and part in node:
             child = node[part]
             nested = isinstance(child, (CommentedMap, CommentedSeq))
-            pos = node.lc.key(part) if nested else node.lc.value(part)
+            pos = node.lc.key(part) if nested or at_key else node.lc.value(part)
             node = child
         elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
             pos = node.lc.item(part)
@@ -167,14 +171,80 @@ def locate(root: Any, loc: tuple[Any, ...]) -> tuple[int, int]:
     return pos[0] + 1, pos[1] + 1
 
 
-def validation_lines(path: str, data: Any, error: ValidationError, *, prefix: tuple[Any, ...] = ()) -> list[str]:
-    """One ``file:line:col: field: message`` line per pydantic error."""
-    lines = []
+def _model_at(model: Any, loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model that validates the mapping at ``loc`` below ``model``, if one does."""
+    tp = model
+    for part in (*loc, None):
+        while True:  # unwrap Annotated[...] and X | None
+            origin, args = typing.get_origin(tp), typing.get_args(tp)
+            if origin is typing.Annotated:
+                tp = args[0]
+            elif origin in (typing.Union, types.UnionType):
+                arms = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+                if len(arms) != 1:
+                    return None
+                tp = arms[0]
+            else:
+                break
+        if part is None:
+            return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            if part not in tp.model_fields:
+                return None
+            tp = tp.model_fields[part].annotation
+        elif origin in (list, tuple, set, frozenset) and isinstance(part, int) and args:
+            tp = args[0]
+        elif origin is dict and len(args) == 2:
+            tp = args[1]
+        else:
+            return None
+    return None  # not reached
+
+
+def _node_at(data: Any, loc: tuple[Any, ...]) -> Any:
+    for part in loc:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def error_messages(model: Any, data: Any, error: ValidationError) -> list[tuple[tuple[Any, ...], str, str, Any]]:
+    """(location, pydantic's error type, message, input) per pydantic error of ``model`` validating ``data``. An unknown
+    key gets "did you mean" (or the list of known keys); a missing field that such a
+    suggestion names is not reported again."""
+    found = []
     for err in error.errors(include_url=False):
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        line, col = locate(data, prefix + loc)
+        found.append((loc, err["type"], err["msg"].removeprefix("Value error, "), err.get("input")))
+    suggested = set()
+    messages = []
+    for loc, kind, message, value in found:
+        if kind == "extra_forbidden" and loc and model is not None:
+            parent, key = loc[:-1], str(loc[-1])
+            owner = _model_at(model, parent)
+            if owner is not None:
+                present = _node_at(data, parent)
+                fields = [f for f in owner.model_fields if not (isinstance(present, dict) and f in present)]
+                close = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
+                if close:
+                    message = f"unknown key; did you mean {close[0]!r}?"
+                    suggested.add((*parent, close[0]))
+                else:
+                    message = f"unknown key; {owner.__name__} has {', '.join(owner.model_fields)}"
+        messages.append((loc, kind, message, value))
+    return [m for m in messages if not (m[1] == "missing" and m[0] in suggested)]
+
+
+def validation_lines(path: str, data: Any, error: ValidationError, *, prefix: tuple[Any, ...] = (),
+                     model: Any = None) -> list[str]:
+    """One ``file:line:col: field: message`` line per pydantic error (``model``, when given,
+    adds "did you mean" to unknown keys)."""
+    lines = []
+    for loc, kind, message, _value in error_messages(model, _node_at(data, prefix), error):
+        line, col = locate(data, prefix + loc, at_key=kind == "extra_forbidden")
         field = ".".join(str(p) for p in prefix + loc) or "(top level)"
-        message = err["msg"].removeprefix("Value error, ")
         lines.append(f"{path}:{line}:{col}: {field}: {message}")
     return lines
 
@@ -224,7 +294,7 @@ def _load_careful(text: str, shown: str, model: type[M], many: bool, overrides: 
             try:
                 items.append(_validate(model, item, overrides))
             except ValidationError as exc:
-                problems += validation_lines(shown, data, exc, prefix=(index,))
+                problems += validation_lines(shown, data, exc, prefix=(index,), model=model)
         if problems:
             raise DataFileError(shown, problems)
         return items
@@ -233,7 +303,7 @@ def _load_careful(text: str, shown: str, model: type[M], many: bool, overrides: 
     try:
         return _validate(model, data, overrides)
     except ValidationError as exc:
-        raise DataFileError(shown, validation_lines(shown, data, exc)) from None
+        raise DataFileError(shown, validation_lines(shown, data, exc, model=model)) from None
 
 
 def _validate(model: type[M], data: Any, overrides: dict[str, Any]) -> M:

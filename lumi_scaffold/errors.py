@@ -1,49 +1,52 @@
-"""Errors that lumi-scaffold reports to users as one clear message."""
+"""Errors that lumi-scaffold reports to users as one clear message, and the record of a
+plugin problem.
+
+Every error raised on purpose derives from :class:`LumiScaffoldError`; the
+``lumi-scaffold`` command prints its message after ``lumi-scaffold: error:`` and exits 1,
+never with a traceback. :class:`PluginProblem` is not an exception: plugin loading
+collects one per problem and carries on with the other plugins.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 __all__ = [
-    "AnswerError",
     "DataFileError",
     "LumiScaffoldError",
     "PluginProblem",
+    "PluginTemplateError",
+    "UsageError",
     "UserMessageError",
+    "copier_message",
 ]
 
 
 class LumiScaffoldError(Exception):
     """Root of every error raised on purpose by lumi-scaffold."""
 
-
-class UserMessageError(LumiScaffoldError):
-    """An error whose text is shown to the user as it is (CLI exit code 1)."""
-
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
+    def __str__(self) -> str:
+        return self.message
 
-class AnswerError(UserMessageError, ValueError):
-    """An answer to the questionnaire is invalid.
 
-    The message names the question, the value and how to fix it.
-    """
+class UserMessageError(LumiScaffoldError):
+    """An error whose text is shown to the user as it is (CLI exit code 1)."""
 
-    def __init__(self, *, question: str, value: object, reason: str, fix: str = "") -> None:
-        self.question = question
-        self.value = value
-        self.reason = reason
-        self.fix = fix
-        text = f"{question}={value!r}: {reason}"
-        if fix:
-            text += f" Fix: {fix}"
-        super().__init__(text)
+
+class UsageError(UserMessageError):
+    """A command was given input it cannot use (an argument, a destination, an answer)."""
 
 
 class DataFileError(UserMessageError, ValueError):
     """A YAML data file (site, framework, containers) failed to load or validate.
 
-    ``lines`` holds one ``file:line:col: field: message`` entry per problem.
+    ``lines`` holds one ``file:line:col: field: message`` entry per problem, all of the
+    file's problems at once.
     """
 
     def __init__(self, path: str, lines: list[str]) -> None:
@@ -52,11 +55,33 @@ class DataFileError(UserMessageError, ValueError):
         super().__init__("\n".join(lines))
 
 
-class PluginProblem(LumiScaffoldError):
-    """Something one plugin did wrong: import error, bad hook, invalid data, duplicate."""
+class PluginTemplateError(UserMessageError):
+    """Jinja text a plugin supplied (a template file, a framework's example or smoke test)
+    failed to render; the message names the plugin, the file and the line."""
 
-    def __init__(self, plugin: str, message: str, *, kind: str = "error") -> None:
-        self.plugin = plugin
-        self.kind = kind
-        self.message = message
-        super().__init__(f"plugin {plugin!r}: {message}")
+    def __init__(self, plugin: str, file: str, line: int | None, reason: str, fix: str) -> None:
+        self.plugin, self.file, self.line, self.reason = plugin, file, line, reason
+        where = f"{file}, line {line}" if line else file
+        super().__init__(f"plugin {plugin!r}: {where}: {reason}. Fix: {fix}")
+
+
+@dataclass(frozen=True)
+class PluginProblem:
+    """One thing one plugin did wrong: an import error, a bad hook, invalid data, a duplicate
+    name. A record, not an exception: ``lumi-scaffold plugins`` lists them."""
+
+    plugin: str
+    message: str
+    kind: str = "error"
+
+    def __str__(self) -> str:
+        return f"plugin {self.plugin!r}: {self.message}"
+
+
+def copier_message(exc: BaseException) -> str:
+    """Copier's validation and choice errors, as 'question: message'."""
+    text = str(exc).strip()
+    match = re.match(r"(?:Validation error for question|Invalid choice for) '([^']+)': (.*)", text, re.S)
+    if match:
+        return f"{match.group(1)}: {match.group(2)}"
+    return text or type(exc).__name__

@@ -27,7 +27,8 @@ import pluggy
 from pydantic import BaseModel, ValidationError
 
 from . import hookspecs
-from .errors import PluginProblem
+from .datafile import error_messages
+from .errors import DataFileError, PluginProblem
 from .models import ContainerImage, Framework, Profiler, Site, TemplateFile
 
 __all__ = [
@@ -52,13 +53,14 @@ DEFAULT_PLUGINS = {
 }
 
 # hook name -> (kind shown to users, model, catalogue attribute, key attribute)
-KINDS: dict[str, tuple[str, type[BaseModel], str, str]] = {
+KINDS: dict[str, tuple[str, type[Any], str, str]] = {
     "register_sites": ("site", Site, "sites", "name"),
     "register_frameworks": ("framework", Framework, "frameworks", "name"),
     "register_profilers": ("profiler", Profiler, "profilers", "name"),
     "register_containers": ("container", ContainerImage, "containers", "id"),
     "register_template_files": ("template file", TemplateFile, "files", "name"),
 }
+KIND_ATTRS = {kind: attr for kind, _model, attr, _key in KINDS.values()}
 
 
 @dataclass
@@ -117,6 +119,14 @@ class Catalogue:
     def plugin_versions(self) -> dict[str, str]:
         return {p.name: p.version or "builtin" for p in self.plugins}
 
+    def plugin_of_file(self, file: TemplateFile) -> str:
+        """The plugin that registered ``file`` ("?" for one not in the catalogue)."""
+        return self.provenance.get(("template file", _file_key(file)), "?")
+
+
+def _file_key(file: TemplateFile) -> str:
+    return f"{file.owner}/{file.owner_name}/{file.directory}/{file.name}"
+
 
 def _env_list(name: str) -> list[str] | None:
     value = os.environ.get(name)
@@ -126,8 +136,10 @@ def _env_list(name: str) -> list[str] | None:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+    """``Type: message`` on one line, the whole message (pluggy's PluginValidationError
+    gives the reason on its third line)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {'; '.join(lines)}" if lines else type(exc).__name__
 
 
 def _load_plugins(pm: pluggy.PluginManager) -> tuple[list[PluginInfo], list[PluginProblem]]:
@@ -167,7 +179,26 @@ def _load_plugins(pm: pluggy.PluginManager) -> tuple[list[PluginInfo], list[Plug
     for info in infos:
         plugin = pm.get_plugin(info.name)
         info.hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or []) if plugin else []
+        problems += _unmarked_hooks(pm, info.name, plugin, info.hooks)
     return infos, problems
+
+
+def _unmarked_hooks(pm: pluggy.PluginManager, name: str, plugin: object, hooks: list[str]) -> list[PluginProblem]:
+    """Functions named like hooks that pluggy does not call because they lack ``@hookimpl``
+    (or carry another project's marker): the plugin silently registers nothing with them."""
+    if plugin is None:
+        return []
+    candidates = [a for a in dir(plugin) if a.startswith("register_") and callable(getattr(plugin, a, None))]
+    # A known hook name is always meant as a hook; other register_* names only when the
+    # plugin has no hook at all (they may be the plugin's own helpers).
+    unmarked = [a for a in candidates if a not in hooks and (a in KINDS or not hooks)
+                and pm.parse_hookimpl_opts(plugin, a) is None]
+    if not unmarked:
+        return []
+    one = len(unmarked) == 1
+    effect = "the plugin registers nothing" if not hooks else f"pluggy never calls {'it' if one else 'them'}"
+    return [PluginProblem(name, f"{', '.join(unmarked)} {'is' if one else 'are'} not marked @hookimpl, so {effect}. "
+                                "Fix: `from lumi_scaffold import hookimpl` and put @hookimpl above each hook function")]
 
 
 def _unknown_hooks(pm: pluggy.PluginManager, infos: list[PluginInfo]) -> list[PluginProblem]:
@@ -223,13 +254,18 @@ def build_catalogue(
     """Call every register hook plugin by plugin, validate, dedupe and cross-check."""
     cat = Catalogue(plugins=list(infos), problems=list(problems))
     by_name = {i.name: i for i in cat.plugins}
+    owners: dict[tuple[str, str], list[str]] = {}  # (kind, name) -> every plugin that registered it
     for hook_name, (kind, model, attr, key) in KINDS.items():
         for impl in getattr(pm.hook, hook_name).get_hookimpls():  # registration order
             collected = _call_register_hook(impl, kind, model, key, cat.problems)
             if collected is None:
                 continue
             for obj in collected:
-                _add(cat, attr, kind, key, obj, impl.plugin_name, by_name.get(impl.plugin_name))
+                if _add(cat, attr, kind, key, obj, impl.plugin_name, owners):
+                    info = by_name.get(impl.plugin_name)
+                    if info is not None:
+                        info.registered.setdefault(kind, []).append(getattr(obj, key))
+    _refuse_contested(cat, owners, by_name)
     _cross_check(cat)
     return cat
 
@@ -245,7 +281,7 @@ def _call_register_hook(impl, kind: str, model: type[BaseModel], key: str, probl
             try:
                 obj = model.model_validate(obj)
             except ValidationError as exc:
-                failed.append(PluginProblem(impl.plugin_name, f"{kind} {label!r}: {_validation_text(exc)}"))
+                failed.append(PluginProblem(impl.plugin_name, f"{kind} {label!r}: {_validation_text(model, obj, exc)}"))
                 return
         if not isinstance(obj, model):
             failed.append(PluginProblem(impl.plugin_name, f"register() for {kind}s got {type(obj).__name__}, expected {model.__name__} or dict"))
@@ -253,39 +289,79 @@ def _call_register_hook(impl, kind: str, model: type[BaseModel], key: str, probl
         collected.append(obj)
 
     args = {"register": register}
+    failed_as = f"hook {impl.function.__name__} failed"
     try:
         impl.function(**{name: args[name] for name in impl.argnames})
+    except DataFileError as exc:  # every problem of the file, each at its file:line:col
+        problems += [PluginProblem(impl.plugin_name, f"{failed_as}: {line}") for line in exc.lines]
+        return None
     except Exception as exc:
-        problems.append(PluginProblem(impl.plugin_name, f"hook {impl.function.__name__} failed: {_describe(exc)}"))
+        problems.append(PluginProblem(impl.plugin_name, f"{failed_as}: {_describe(exc)}"))
         return None
     problems += failed
     return collected
 
 
-def _validation_text(exc: ValidationError) -> str:
+def _validation_text(model: type[BaseModel], data: Any, exc: ValidationError) -> str:
     parts = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "(object)"
-        value = err.get("input")
-        shown = "" if isinstance(value, (dict, list)) else f" (got {value!r})"
-        parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}{shown}")
+    for loc, kind, message, value in error_messages(model, data, exc):
+        shown = "" if isinstance(value, (dict, list)) or kind == "extra_forbidden" else f" (got {value!r})"
+        parts.append(f"{'.'.join(str(p) for p in loc) or '(object)'}: {message}{shown}")
     return "; ".join(parts)
 
 
-def _add(cat: Catalogue, attr: str, kind: str, key: str, obj: Any, plugin: str, info: PluginInfo | None) -> None:
+# Kinds whose duplicates refuse every registration of the name: a site or a framework
+# decides a whole project, and which plugin loaded first is an accident of entry-point
+# names. For profilers and images the first one stays (a plugin cannot take away a
+# built-in profiler such as `none`).
+CONTESTED_REFUSED = ("site", "framework")
+
+
+def _add(cat: Catalogue, attr: str, kind: str, key: str, obj: Any, plugin: str,
+         owners: dict[tuple[str, str], list[str]]) -> bool:
+    """Store ``obj``; False when its name is taken (reported here, or by _refuse_contested)."""
     name = getattr(obj, key)
     if attr == "files":
         cat.files.append(obj)
-    else:
-        store = getattr(cat, attr)
-        if name in store:
+        cat.provenance[(kind, _file_key(obj))] = plugin
+        return True
+    store = getattr(cat, attr)
+    owners.setdefault((kind, name), []).append(plugin)
+    if name in store:
+        if kind not in CONTESTED_REFUSED:
             owner = cat.provenance[(kind, name)]
             cat.problems.append(PluginProblem(plugin, f"{kind} {name!r} is already registered by plugin {owner!r}; ignored"))
-            return
-        store[name] = obj
-        cat.provenance[(kind, name)] = plugin
-    if info is not None:
-        info.registered.setdefault(kind, []).append(name)
+        return False
+    store[name] = obj
+    cat.provenance[(kind, name)] = plugin
+    return True
+
+
+def _refuse_contested(cat: Catalogue, owners: dict[tuple[str, str], list[str]], by_name: dict[str, PluginInfo]) -> None:
+    """Remove every site and framework that more than one registration claimed, and say so
+    to each plugin involved."""
+    for (kind, name), plugins in owners.items():
+        if kind not in CONTESTED_REFUSED or len(plugins) < 2:
+            continue
+        getattr(cat, KIND_ATTRS[kind]).pop(name, None)
+        cat.provenance.pop((kind, name), None)
+        distinct = list(dict.fromkeys(plugins))
+        if len(distinct) == 1:
+            who, fix = f"plugin {distinct[0]!r} registers it {len(plugins)} times", "register it once"
+        else:
+            third_party = [p for p in distinct if p not in DEFAULT_PLUGINS] or distinct
+            who = f"plugins {' and '.join(map(repr, distinct))} {'both' if len(distinct) == 2 else 'all'} register it"
+            fix = f"rename it in one plugin, or leave one out with {ENV_DISABLE}={third_party[-1]}"
+        for plugin in distinct:
+            info = by_name.get(plugin)
+            kept = [n for n in info.registered.get(kind, []) if n != name] if info is not None else []
+            if info is not None and kept:
+                info.registered[kind] = kept
+            elif info is not None:
+                info.registered.pop(kind, None)
+            cat.problems.append(PluginProblem(
+                plugin, f"{kind} {name!r} refused: {who}, and which one a project got would depend on the order "
+                        f"plugins load. Fix: {fix}"))
 
 
 def _drop(cat: Catalogue, kind: str, attr: str, name: str, message: str) -> None:
@@ -296,10 +372,10 @@ def _drop(cat: Catalogue, kind: str, attr: str, name: str, message: str) -> None
 
 def _cross_check(cat: Catalogue) -> None:
     """Checks that span objects from several plugins; failing objects are dropped."""
-    for fw in list(cat.frameworks.values()):
-        unknown = [p for p in fw.profilers if p not in cat.profilers]
+    for framework in list(cat.frameworks.values()):
+        unknown = [p for p in framework.profilers if p not in cat.profilers]
         if unknown:
-            _drop(cat, "framework", "frameworks", fw.name, f"profilers {unknown} are not registered; known: {sorted(cat.profilers)}")
+            _drop(cat, "framework", "frameworks", framework.name, f"profilers {unknown} are not registered; known: {sorted(cat.profilers)}")
     for image in list(cat.containers.values()):
         site, fw = cat.sites.get(image.site), cat.frameworks.get(image.framework)
         if site is None:
@@ -326,13 +402,14 @@ def _cross_check(cat: Catalogue) -> None:
         if image.replaced_by and (target is None or (target.site, target.framework) != (image.site, image.framework)):
             _drop(cat, "container", "containers", image.id, f"replaced_by={image.replaced_by!r} is not an image for the same site and framework")
     pairs = sorted({(c.site, c.framework) for c in cat.containers.values()})
-    for site, fw in pairs:
-        images = cat.images(site, fw)
+    for site_name, fw_name in pairs:
+        images = cat.images(site_name, fw_name)
         recommended = [c.id for c in images if c.status == "recommended"]
+        pair = f"{site_name}/{fw_name}"
         if len(recommended) > 1:
             for image_id in recommended[1:]:
-                _drop(cat, "container", "containers", image_id, f"a second recommended image for {site}/{fw} (first: {recommended[0]}); mark one legacy")
+                _drop(cat, "container", "containers", image_id, f"a second recommended image for {pair} (first: {recommended[0]}); mark one legacy")
         elif images and not recommended:
             cat.problems.append(
-                PluginProblem(cat.provenance[("container", images[0].id)], f"no recommended image for {site}/{fw}; mark one recommended")
+                PluginProblem(cat.provenance[("container", images[0].id)], f"no recommended image for {pair}; mark one recommended")
             )

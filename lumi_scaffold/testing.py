@@ -169,13 +169,13 @@ def _render_chunk(job: tuple[str, list[tuple[str, dict[str, Any]]], Callable[[],
     return failures
 
 
-def render_many(template: Path, root: Path, matrix: list[dict[str, Any]], workers: int = 2) -> list[tuple[str, str]]:
+def render_many(template: Path | str, root: Path, matrix: list[dict[str, Any]], workers: int = 2) -> list[tuple[str, str]]:
     """Render each answer set into root/<index> with plain Copier, in ``workers``
     processes; returns (dest, error) for failures."""
     return _render_many(template, root, matrix, workers)
 
 
-def _render_many(template: Path, root: Path, matrix: list[dict[str, Any]], workers: int = 2,
+def _render_many(template: Path | str, root: Path, matrix: list[dict[str, Any]], workers: int = 2,
                  around: Callable[[], Any] | None = None) -> list[tuple[str, str]]:
     """:func:`render_many`, each worker's renders inside ``around()`` (a context manager
     factory importable by name, so it reaches the workers); the repository's own matrix
@@ -322,7 +322,7 @@ def catalogue_fixture(*items: Any, scope: str = "module", builtins: Iterable[str
     """
     import pytest
 
-    @pytest.fixture(scope=scope)
+    @pytest.fixture(scope=scope)  # type: ignore[call-overload]  # scope: a pytest scope name (str), pytest checks it
     def isolated_catalogue_fixture() -> Iterator[Catalogue]:
         with isolated_catalogue(*items, builtins=builtins, installed=installed) as cat:
             yield cat

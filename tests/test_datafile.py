@@ -24,14 +24,44 @@ def test_line_and_column_of_bad_value(tmp_path):
     assert info.value.lines == [f"{path}:3:12: max_nodes: Input should be a valid integer, unable to parse string as an integer"]
 
 
-def test_unknown_key_and_missing_key(tmp_path):
+def test_misspelled_key_gets_did_you_mean_instead_of_field_required(tmp_path):
     path = tmp_path / "part.yaml"
     path.write_text("name: small-g\nallocation: by-resource\nmax_node: 4\nmax_walltime: 3-00:00:00\n")
     with pytest.raises(DataFileError) as info:
         load_data_file(path, Partition)
-    text = str(info.value)
-    assert f"{path}:1:1: max_nodes: Field required" in text
-    assert f"{path}:3:11: max_node: Extra inputs are not permitted" in text
+    assert info.value.lines == [f"{path}:3:1: max_node: unknown key; did you mean 'max_nodes'?"]
+
+
+def test_unknown_key_without_a_close_match_lists_the_keys_and_missing_ones_stay(tmp_path):
+    path = tmp_path / "part.yaml"
+    path.write_text("name: small-g\nallocation: by-resource\ncolour: blue\nmax_walltime: 3-00:00:00\n")
+    with pytest.raises(DataFileError) as info:
+        load_data_file(path, Partition)
+    assert f"{path}:1:1: max_nodes: Field required" in info.value.lines
+    unknown = next(line for line in info.value.lines if "colour" in line)
+    assert unknown.startswith(f"{path}:3:1: colour: unknown key; Partition has name, slurm_partition, qos, allocation,")
+
+
+def test_every_error_of_a_file_in_one_run_each_located(tmp_path):
+    """Three mistakes in different places, nested ones included: three located lines."""
+    path = tmp_path / "prof.yaml"
+    path.write_text("name: p\ntitle: t\nkind: comand\ncommand:\n  - rocprof\n  - $(evil)\nenv:\n  - name: X\n    why: w\n    valeu: 1\n")
+    with pytest.raises(DataFileError) as info:
+        load_data_file(path, Profiler)
+    assert len(info.value.lines) == 3, info.value.lines
+    assert info.value.lines[0].startswith(f"{path}:3:7: kind: Input should be 'none', 'command' or 'framework'")
+    assert info.value.lines[1].startswith(f"{path}:6:5: command.1: '$(evil)' may only contain")
+    assert info.value.lines[2] == f"{path}:10:5: env.0.valeu: unknown key; did you mean 'value'?"
+    assert str(info.value) == "\n".join(info.value.lines)
+
+
+def test_did_you_mean_in_a_list_file(tmp_path):
+    path = tmp_path / "images.yaml"
+    path.write_text("- id: a\n  site: s\n  framework: f\n  title: t\n  path: /a.sif\n  generation: g\n  status: legacy\n"
+                    "  version: {torch: '2.1'}\n")
+    with pytest.raises(DataFileError) as info:
+        load_data_file(path, ContainerImage, many=True)
+    assert info.value.lines == [f"{path}:8:3: 0.version: unknown key; did you mean 'versions'?"]
 
 
 def test_list_file_locates_item(tmp_path):

@@ -80,3 +80,8 @@ def test_installed_wheel_renders_a_project(wheel, tmp_path):
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "True"]
+
+
+def test_wheel_ships_py_typed(wheel):
+    with zipfile.ZipFile(wheel) as zf:
+        assert "lumi_scaffold/py.typed" in zf.namelist()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lumi_scaffold import ContainerImage, hookimpl, newplugin, plugins
+from lumi_scaffold import ContainerImage, cli, hookimpl, plugins
 from lumi_scaffold.lint import lint_project
 from lumi_scaffold.questions import check, choices
 from lumi_scaffold.testing import check_conformance, isolated_catalogue, plugin_catalogue, plugin_matrix, render_project
@@ -153,8 +153,6 @@ def test_frontier_project_has_the_right_partition_qos_and_time(template, tmp_pat
     ],
 )
 def test_frontier_limits_are_enforced_when_generating(template, tmp_path, capsys, answers, fragment):
-    from lumi_scaffold import cli
-
     data = [f"--data={k}={v}" for k, v in {"site": "frontier", "account": "abc123", **answers}.items()]
     with isolated_catalogue(STAND_IN, installed=True):
         code = cli.main(["new", str(tmp_path / "p"), "--defaults", "--quiet", "--template", str(template), *data])
@@ -168,10 +166,10 @@ def test_frontier_limits_are_enforced_when_generating(template, tmp_path, capsys
 def test_new_plugin_refuses_bad_input_cleanly(tmp_path, capsys):
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "file").write_text("x")
-    assert newplugin.main(["new-plugin", str(tmp_path / "taken"), "--defaults"]) == 1
-    assert newplugin.main(["new-plugin", str(tmp_path / "a"), "--defaults", "-d", "name=My_Cluster"]) == 1
-    assert newplugin.main(["new-plugin", str(tmp_path / "b"), "--defaults", "-d", "kind=framework", "-d", "name=jax"]) == 1
-    assert newplugin.main(["new-plugin", str(tmp_path / "c"), "--defaults", "-d", "kindname"]) == 1
+    assert cli.main(["new-plugin", str(tmp_path / "taken"), "--defaults"]) == 1
+    assert cli.main(["new-plugin", str(tmp_path / "a"), "--defaults", "-d", "name=My_Cluster"]) == 1
+    assert cli.main(["new-plugin", str(tmp_path / "b"), "--defaults", "-d", "kind=framework", "-d", "name=jax"]) == 1
+    assert cli.main(["new-plugin", str(tmp_path / "c"), "--defaults", "-d", "kindname"]) == 1
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 4 and all(line.startswith("lumi-scaffold: error: ") for line in lines), lines
     assert "exists and is not an empty directory" in lines[0]
@@ -201,7 +199,7 @@ def _pytest(python: Path, tests: Path) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("kind", ["site", "framework"])
 def test_new_plugin_package_installs_and_passes_its_tests(venv, tmp_path, kind):
     dest = tmp_path / "plugin"
-    assert newplugin.main(["new-plugin", str(dest), "--defaults", "-q", "-d", f"kind={kind}", "-d", "name=demo"]) == 0
+    assert cli.main(["new-plugin", str(dest), "--defaults", "-q", "-d", f"kind={kind}", "-d", "name=demo"]) == 0
     package = f"lumi_{kind}_demo"
     assert (dest / "pyproject.toml").read_text().count(f'lumi-{kind}-demo = "{package}"') == 1
     _pip_install(venv, dest)

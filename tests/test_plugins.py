@@ -61,7 +61,9 @@ def test_third_party_plugin_is_loaded_with_version(fake_site_packages):
         ("raise RuntimeError('boom at import')\n", "cannot load: RuntimeError: boom at import"),
         (
             "from lumi_scaffold import hookimpl\n@hookimpl\ndef register_sites(register, extra):\n    pass\n",
-            "cannot load: PluginValidationError",
+            "cannot load: PluginValidationError: Plugin 'broken' for hook 'register_sites'; hookimpl definition: "
+            "register_sites(register, extra); Argument(s) {'extra'} are declared in the hookimpl but can not be found "
+            "in the hookspec",
         ),
         (
             "from lumi_scaffold import hookimpl\n@hookimpl\ndef register_site(register):\n    pass\n",
@@ -106,6 +108,76 @@ def test_duplicate_entry_point_names_are_reported(fake_site_packages):
     assert "entry point name 'same' from dist-" in problem_text(cat)
     write_plugin_dist(fake_site_packages, "dist-c", {"lumi": "fakeplug_b"}, {})
     assert "already used by lumi-scaffold (built-in)" in problem_text(load())
+
+
+def test_hooks_without_hookimpl_are_reported(fake_site_packages):
+    """A module whose register_* functions lack @hookimpl registers nothing: say so."""
+    unmarked = "def register_sites(register):\n    register({})\n"
+    half = GOOD_SITE + "\ndef register_containers(register):\n    pass\n\ndef register_helper():\n    pass\n"
+    write_plugin_dist(fake_site_packages, "lumi-none", {"none-marked": "fakeplug_none"}, {"fakeplug_none": unmarked})
+    write_plugin_dist(fake_site_packages, "lumi-half", {"half": "fakeplug_half"}, {"fakeplug_half": half})
+    cat = load()
+    assert [str(p) for p in cat.problems] == [
+        "plugin 'half': register_containers is not marked @hookimpl, so pluggy never calls it. "
+        "Fix: `from lumi_scaffold import hookimpl` and put @hookimpl above each hook function",
+        "plugin 'none-marked': register_sites is not marked @hookimpl, so the plugin registers nothing. "
+        "Fix: `from lumi_scaffold import hookimpl` and put @hookimpl above each hook function",
+    ]
+    assert "othersite" in cat.sites  # the marked hook of the same plugin works
+
+
+@pytest.mark.parametrize("kind", ["site", "framework"])
+def test_a_contested_site_or_framework_name_is_refused_for_every_plugin(fake_site_packages, kind):
+    if kind == "site":  # two third-party plugins with the same site name
+        first = second = GOOD_SITE
+        name, store = "othersite", "sites"
+    else:  # a third-party framework named like the built-in one
+        first = second = ("from lumi_scaffold import hookimpl\nfrom lumi_scaffold.default_plugins._common import framework\n"
+                          "@hookimpl\ndef register_frameworks(register):\n    register(framework('jax'))\n")
+        name, store = "jax", "frameworks"
+    write_plugin_dist(fake_site_packages, "lumi-a", {"aaa": "fakeplug_a"}, {"fakeplug_a": first})
+    write_plugin_dist(fake_site_packages, "lumi-b", {"bbb": "fakeplug_b"}, {"fakeplug_b": second})
+    cat = load()
+    assert name not in getattr(cat, store)
+    contested = [p for p in cat.problems if p.message.startswith(f"{kind} {name!r} refused")]
+    owners = ["aaa", "bbb"] if kind == "site" else ["jax", "aaa", "bbb"]
+    assert sorted(p.plugin for p in contested) == sorted(owners), problem_text(cat)
+    listed = " and ".join(repr(o) for o in owners)
+    assert all(f"plugins {listed} {'both' if len(owners) == 2 else 'all'} register it" in p.message for p in contested)
+    assert all("LUMI_SCAFFOLD_DISABLE_PLUGINS=bbb" in p.message for p in contested)
+    assert all(kind not in info.registered for info in cat.plugins if info.name in owners)
+    assert "lumi" in cat.sites and "pytorch" in cat.frameworks  # the rest stays
+    if kind == "framework":  # its images go with it, each reported
+        assert not cat.images("lumi", "jax", include_removed=True)
+
+
+def test_every_error_of_a_plugin_data_file_is_reported_at_its_line(fake_site_packages):
+    source = """
+from pathlib import Path
+from lumi_scaffold import hookimpl, load_data_file
+from lumi_scaffold.models import Profiler
+HERE = Path(__file__).parent
+(HERE / "prof.yaml").write_text("name: p\\ntitle: t\\nkind: comand\\ncommand: [rocprof, $(x)]\\nveiw: look\\n")
+@hookimpl
+def register_profilers(register):
+    register(load_data_file(HERE / "prof.yaml", Profiler))
+"""
+    write_plugin_dist(fake_site_packages, "lumi-prof", {"prof": "fakeplug_prof"}, {"fakeplug_prof": source})
+    cat = load()
+    path = fake_site_packages / "prof.yaml"
+    assert [p.message for p in cat.problems] == [
+        f"hook register_profilers failed: {path}:3:7: kind: Input should be 'none', 'command' or 'framework'",
+        f"hook register_profilers failed: {path}:4:20: command.1: '$(x)' may only contain letters, digits, "
+        "_,./:=+@%- and ${NAME} references (no spaces, quotes, $(...), ; or globs)",
+        f"hook register_profilers failed: {path}:5:1: veiw: unknown key; did you mean 'view'?",
+    ]
+
+
+def test_misspelled_key_in_a_registered_dict_gets_did_you_mean(fake_site_packages):
+    source = ("from lumi_scaffold import hookimpl\n@hookimpl\ndef register_profilers(register):\n"
+              "    register({'name': 'nsys', 'title': 't', 'kind': 'none', 'veiw': 'x'})\n")
+    write_plugin_dist(fake_site_packages, "lumi-prof", {"prof": "fakeplug_prof"}, {"fakeplug_prof": source})
+    assert [p.message for p in load().problems] == ["profiler 'nsys': veiw: unknown key; did you mean 'view'?"]
 
 
 def test_environment_switches(fake_site_packages, monkeypatch):
@@ -164,8 +236,8 @@ def test_manager_and_catalogue_are_built_once():
 
 def run_cli(*args, pythonpath=None):
     env = dict(os.environ)
-    if pythonpath:
-        env["PYTHONPATH"] = str(pythonpath)
+    if pythonpath:  # in front of the caller's path, which may be how this checkout is imported
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
     return subprocess.run([sys.executable, "-m", "lumi_scaffold.cli", *args], capture_output=True, text=True, env=env)
 
 

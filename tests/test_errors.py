@@ -1,0 +1,82 @@
+"""One error root: every error raised on purpose is a LumiScaffoldError, and the command
+prints it as one line with exit code 1; the CLI and new-plugin import no cycle."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from lumi_scaffold import _types, cli, errors
+
+from .helpers import REPO
+
+
+def test_every_error_class_derives_from_the_root():
+    classes = [getattr(errors, name) for name in errors.__all__ if isinstance(getattr(errors, name), type)]
+    exceptions = [c for c in classes if issubclass(c, BaseException)]
+    assert {c.__name__ for c in exceptions} == {
+        "DataFileError", "LumiScaffoldError", "PluginTemplateError", "UsageError", "UserMessageError"}
+    assert all(issubclass(c, errors.LumiScaffoldError) for c in exceptions)
+    assert issubclass(errors.DataFileError, ValueError)  # 0.2 plugins may catch ValueError
+
+
+def test_plugin_problem_is_a_record_not_an_exception():
+    problem = errors.PluginProblem("mine", "cannot load: ImportError: x")
+    assert not isinstance(problem, BaseException) and dataclasses.is_dataclass(problem)
+    assert str(problem) == "plugin 'mine': cannot load: ImportError: x"
+    assert problem == errors.PluginProblem("mine", "cannot load: ImportError: x")
+
+
+def test_dead_code_is_gone():
+    assert not hasattr(errors, "AnswerError") and not hasattr(_types, "format_slurm_time")
+    from lumi_scaffold import newplugin
+
+    assert not hasattr(newplugin, "main") and not hasattr(cli, "CliError")
+
+
+def test_cli_and_newplugin_import_no_cycle():
+    code = ("import sys, lumi_scaffold.newplugin; assert 'lumi_scaffold.cli' not in sys.modules, 'newplugin imports cli'; "
+            "import lumi_scaffold.cli")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    source = (REPO / "lumi_scaffold" / "newplugin.py").read_text()
+    assert "from .cli" not in source and "import cli" not in source
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (errors.UsageError("nodes='x': not a whole number"), "lumi-scaffold: error: nodes='x': not a whole number"),
+        (errors.DataFileError("a.yaml", ["a.yaml:1:1: name: Field required"]), "lumi-scaffold: error: a.yaml:1:1: name: Field required"),
+        (errors.PluginTemplateError("p", "scripts/x.sh", 3, "unexpected '}'", "close the tag"),
+         "lumi-scaffold: error: plugin 'p': scripts/x.sh, line 3: unexpected '}'. Fix: close the tag"),
+        (errors.LumiScaffoldError("anything raised on purpose"), "lumi-scaffold: error: anything raised on purpose"),
+    ],
+)
+def test_cli_prints_any_lumi_scaffold_error_as_one_message(monkeypatch, capsys, error, expected):
+    def fail(args):
+        raise error
+
+    monkeypatch.setattr(cli, "cmd_lint", fail)
+    assert cli.main(["lint", "."]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == expected + "\n" and captured.out == ""
+
+
+def test_cli_usage_errors_are_one_line_without_traceback(tmp_path, capsys):
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "f").write_text("x")
+    for args, fragment in [
+        (["new", str(tmp_path / "taken"), "--defaults"], "exists and is not empty"),
+        (["new", str(tmp_path / "p"), "-d", "nodes"], "--data 'nodes': write NAME=VALUE"),
+        (["new", str(tmp_path / "p"), "-d", "nodes=two"], "nodes='two': not a whole number"),
+        (["lint", str(tmp_path)], "does not look like a generated project"),
+        (["update", str(tmp_path / "missing")], "is not a directory"),
+    ]:
+        assert cli.main(args) == 1, args
+        err = capsys.readouterr().err
+        assert err.startswith("lumi-scaffold: error: ") and fragment in err, (args, err)
+        assert len(err.splitlines()) == 1, err

@@ -90,22 +90,31 @@ def check_headers(project: Path, site_name: str, cat: Catalogue) -> list[str]:
             continue
         if not site.account.matches(opts.get("account", "")):
             bad(f"account {opts.get('account')!r} does not match {site.account.pattern}")
-        nodes, gpus = int(opts.get("nodes", "1")), int(opts.get("gpus-per-node", "0"))
+        node = site.node_of(part.name)
+        nodes, gpus = int(opts.get("nodes", "1")), _gpus(opts)
         limit = part.walltime_limit(nodes)
         if slurm_time_seconds(opts.get("time", "0:00:00")) > slurm_time_seconds(limit):
             bad(f"time {opts['time']} exceeds {part.name}'s {limit} for {nodes} node(s)")
         if nodes > part.max_nodes:
             bad(f"{nodes} nodes exceed {part.name}'s {part.max_nodes}")
-        if not 0 < gpus <= site.node.gpus:
-            bad(f"gpus-per-node={gpus} outside 1..{site.node.gpus}")
+        if not 0 < gpus <= node.gpus:
+            bad(f"{gpus} GPUs per node outside 1..{node.gpus}")
         tasks, cpus = int(opts.get("ntasks-per-node", "1")), int(opts.get("cpus-per-task", "1"))
-        if tasks * cpus > site.node.usable_cores:
-            bad(f"{tasks} tasks x {cpus} CPUs exceed the {site.node.usable_cores} usable cores")
-        if part.allocation == "whole-node" and gpus != site.node.gpus and site.has_partial_nodes and path.stem != "smoke-test":
+        if tasks * cpus > node.usable_cores:
+            bad(f"{tasks} tasks x {cpus} CPUs exceed the {node.usable_cores} usable cores")
+        if part.allocation == "whole-node" and gpus != node.gpus and site.has_partial_nodes and path.stem != "smoke-test":
             bad(f"{part.name} is whole-node but the job asks for {gpus} GPUs")
         if "output" not in opts:
             bad("no --output (logs would land in the submit directory)")
     return problems
+
+
+def _gpus(opts: dict[str, str]) -> int:
+    """GPUs per node a header asks for: --gpus-per-node=N or --gres=gpu[:type]:N (0: none)."""
+    if "gpus-per-node" in opts:
+        return int(opts["gpus-per-node"]) if opts["gpus-per-node"].isdigit() else 0
+    match = re.fullmatch(r"gpu(?::[A-Za-z0-9_-]+)?:(\d+)", opts.get("gres", ""))
+    return int(match.group(1)) if match else 0
 
 
 def lint_project(project: Path, cat: Catalogue, site_name: str | None = None) -> list[str]:

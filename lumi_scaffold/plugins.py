@@ -100,10 +100,11 @@ class Catalogue:
         return next((c for c in self.images(site, framework) if c.status == "recommended"), None)
 
     def frameworks_for(self, site: str) -> list[str]:
-        """Frameworks offered on ``site``: those with a recommended image there, and those
-        the site runs from a user's own image (``Site.own_image_frameworks``)."""
+        """Frameworks offered on ``site``: those with an image there (recommended, or only
+        legacy ones), and those the site runs from a user's own image
+        (``Site.own_image_frameworks``)."""
         s = self.sites.get(site)
-        return [f for f in self.frameworks if self.recommended_image(site, f) or (s is not None and s.runs_own_image(f))]
+        return [f for f in self.frameworks if self.images(site, f) or (s is not None and s.runs_own_image(f))]
 
     def container_options(self, site: str, framework: str, *, include_removed: bool = True) -> list[str]:
         """The ``container`` answers for a site and framework, in the order offered:
@@ -409,7 +410,3 @@ def _cross_check(cat: Catalogue) -> None:
         if len(recommended) > 1:
             for image_id in recommended[1:]:
                 _drop(cat, "container", "containers", image_id, f"a second recommended image for {pair} (first: {recommended[0]}); mark one legacy")
-        elif images and not recommended:
-            cat.problems.append(
-                PluginProblem(cat.provenance[("container", images[0].id)], f"no recommended image for {pair}; mark one recommended")
-            )

@@ -69,7 +69,7 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
         return {f"{s.name}: {s.title}": s.name for s in cat.sites.values()}
     if name == "framework":
         names = cat.frameworks_for(site.name) if site else []
-        return {f"{n}: {cat.frameworks[n].title}": n for n in names}
+        return {f"{n}: {cat.frameworks[n].title}{_framework_status(cat, site.name, n) if site else ''}": n for n in names}
     if name == "container":
         return _container_choices(a)
     if name == "partition":
@@ -91,6 +91,13 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
     raise KeyError(f"no choices for question {name!r}")
 
 
+def _framework_status(cat: Catalogue, site: str, framework: str) -> str:
+    """' (legacy images only)' or ' (your own image)' where the site has no recommended image."""
+    if cat.recommended_image(site, framework):
+        return ""
+    return " (legacy images only)" if cat.images(site, framework) else " (your own image)"
+
+
 _CONTAINER_LABELS = {
     "custom": "custom: my own .sif file (asked next)",
     "cotainr": "cotainr: build my own image with cotainr (conda environment file)",
@@ -104,8 +111,9 @@ def _container_choices(a: Answers) -> dict[str, str]:
     out: dict[str, str] = {}
     for option in a.cat.container_options(site.name, fw):
         image = a.cat.containers.get(option)
-        if option == "recommended":
-            label = f"recommended: follow the catalogue ({a.cat.recommended_image(site.name, fw).title})"
+        recommended = a.cat.recommended_image(site.name, fw)
+        if option == "recommended" and recommended is not None:
+            label = f"recommended: follow the catalogue ({recommended.title})"
         else:
             label = f"{image.id}: {image.title} [{image.status}]" if image else _CONTAINER_LABELS[option]
         out[label] = option
@@ -126,9 +134,13 @@ def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
         names = cat.frameworks_for(site.name) if site else []
         return "pytorch" if "pytorch" in names else (names[0] if names else "")
     if name == "container":
-        # No recommended image (a site where users pull their own): their own .sif.
+        # No recommended image: the first legacy one where the site has only those (its status
+        # is shown and warned about), else the user's own .sif (a site where users pull their own).
         fw = str(a.get("framework"))
-        return "recommended" if not site or cat.recommended_image(site.name, fw) else "custom"
+        if not site or cat.recommended_image(site.name, fw):
+            return "recommended"
+        legacy = cat.images(site.name, fw)
+        return legacy[0].id if legacy else "custom"
     if name == "container_path":
         # In the site's first data area; on LUMI /project/<account>/containers/<project>.sif.
         area = next((s for s in site.storage if s.data), None) if site else None
@@ -434,7 +446,9 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
     assert part is not None  # the default is one of the site's partitions
     image = _image(a)
     container = _container_facts(a, site, image, multi=nodes > 1)
-    user_dir = site.storage_area(site.cache_area).user_dir(account, group)
+    cache_area = site.storage_area(site.cache_area)
+    assert cache_area is not None  # the site model checks cache_area names an area
+    user_dir = cache_area.user_dir(account, group)
     profiler = cat.profilers.get(str(a.get("profiler") or "none")) or cat.profilers["none"]
     data_area = site.storage_area(str(a.get("data_location"))) or next(s for s in site.storage if s.data)
     project = str(a.get("project_name"))

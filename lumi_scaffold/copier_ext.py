@@ -7,7 +7,6 @@ Globals are prefixed ``lumi_`` so no answer can shadow them, and they only ever 
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Any
 
@@ -323,33 +322,6 @@ def lumi_render(ctx: Context, text: str) -> str:
     return _render_plugin_text(ctx, text, cat.plugin_of_file(file), f"{file.directory}/{file.name}")
 
 
-# Text both YAML emitters write alike (found by differential tests against Copier's
-# to_nice_yaml): printable characters of the Basic Multilingual Plane and newlines, but no
-# space next to a newline (that forces the double-quoted style, which the two fold
-# differently). Keys: printable ASCII, shorter than 128 (the simple-key limit).
-_SAME_TEXT = re.compile(r"(?:[\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd](?<! \n)(?<!\n ))*\Z")
-_SAME_KEY = re.compile(r"[\x20-\x7e]{1,127}\Z")
-
-
-def _same_in_libyaml(data: Any) -> bool:
-    todo = [data]
-    while todo:
-        item = todo.pop()
-        kind = type(item)
-        if kind is dict:
-            if not all(type(k) is str and _SAME_KEY.match(k) for k in item):
-                return False
-            todo.extend(item.values())
-        elif kind is list:
-            todo.extend(item)
-        elif kind is str:
-            if not _SAME_TEXT.match(item):
-                return False
-        elif kind not in (int, float, bool, type(None)):
-            return False
-    return True
-
-
 def lumi_py_text(value: Any) -> str:
     """Text for the inside of a double-quoted Python string or docstring: backslashes and
     double quotes escaped, so catalogue text (a site's title) cannot end the string."""
@@ -357,17 +329,13 @@ def lumi_py_text(value: Any) -> str:
 
 
 def lumi_yaml(data: Any) -> str:
-    """What Copier's ``to_nice_yaml`` writes, byte for byte: block style, 4-space indents.
+    """What Copier's ``to_nice_yaml`` writes: block style, 4-space indents (the answers file).
 
-    Through libyaml's emitter when the data is plain JSON-like data in which both emitters
-    agree (see _same_in_libyaml), else through the same pure-Python emitter as
-    ``to_nice_yaml``. The answers file holds the whole ``plugin_data`` snapshot; the
-    pure-Python emitter took 5-10 ms of each render."""
+    libyaml's emitter wrote the same bytes for most data ~3 ms faster per copy; below the
+    50 ms a second code path has to save to stay (docs/performance.md), so it went."""
     import yaml
 
-    fast = isinstance(data, (dict, list)) and getattr(yaml, "CDumper", None)
-    dumper = fast if fast and _same_in_libyaml(data) else yaml.Dumper
-    return yaml.dump(data, Dumper=dumper, indent=4, allow_unicode=True, default_flow_style=False)
+    return yaml.dump(data, Dumper=yaml.Dumper, indent=4, allow_unicode=True, default_flow_style=False)
 
 
 class LumiExtension(Extension):

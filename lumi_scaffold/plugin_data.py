@@ -290,10 +290,11 @@ def validate_plugin_data(data: Any, where: str = "plugin_data") -> PluginData:
     try:
         return PluginData.model_validate(data)
     except ValidationError as exc:
-        raise PluginDataError(_one_line_message(exc, data, where)) from None
+        raise PluginDataError(one_line_message(exc, data, where)) from None
 
 
-def _one_line_message(exc: ValidationError, data: Any, where: str) -> str:
+def one_line_message(exc: ValidationError, data: Any, where: str, fix: str = FIX) -> str:
+    """The first problem of ``exc`` (and how many more), naming the field and its value."""
     errors = exc.errors(include_url=False)
     # A field that may also be empty ('' | a word) reports both alternatives: the word's
     # reason is the one that helps.
@@ -305,7 +306,9 @@ def _one_line_message(exc: ValidationError, data: Any, where: str) -> str:
     more = f" ({others} more problem{'s' if others > 1 else ''})" if others else ""
     shown = "" if value is _MISSING else f"={value!r}"
     field = ".".join(map(str, (where, *loc) if where else loc))
-    text = f"{field}{shown}: {reason}{more}. Fix: {FIX}."
+    if value is _MISSING and first.get("input") is not None and first["type"] != "missing":
+        shown = f"={first['input']!r}"
+    text = f"{field}{shown}: {reason}{more}. Fix: {fix}."
     return " ".join(text.split())  # one line, whatever the value held
 
 

@@ -16,11 +16,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from ._types import check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
 from .models import ContainerImage, NodeLayout, Partition, Site, StorageArea
-from .plugin_data import (SCHEMA, Cache, ContainerFacts, FrameworkFacts, JobFields, PartitionFacts, PluginData, ProfilerFacts,
-                          Section, SiteFacts, Storage)
+from .plugin_data import SCHEMA, ContainerFacts, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
 
 __all__ = ["CONTAINER_SPECIAL", "check", "choices", "default", "resolve", "notices"]
@@ -432,6 +433,18 @@ def resolve(answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
     return data.dump() if data is not None else {}
 
 
+def _part(name: str, build: Any, *args: Any, **kwargs: Any) -> Any:
+    """``build(*args)``, one part of plugin_data. The answers were checked and the catalogue
+    validated before, so a value that does not fit plugin_data's rules comes from a plugin
+    (or an answer the checks let through): say which field, in one line."""
+    try:
+        return build(*args, **kwargs)
+    except ValidationError as exc:
+        raise PluginDataError(_plugin_data.one_line_message(
+            exc, None, f"plugin_data.{name}" if name else "plugin_data",
+            fix="report it to the plugin that supplies this value (lumi-scaffold plugins lists them)")) from None
+
+
 def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData | None:
     """The validated :class:`PluginData` for these answers, built part by part below."""
     a = Answers(answers, cat)
@@ -445,36 +458,37 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
     part = site.partition(str(a.get("partition"))) or site.partition(default("partition", answers, cat))
     assert part is not None  # the default is one of the site's partitions
     image = _image(a)
-    container = _container_facts(a, site, image, multi=nodes > 1)
+    container = _part("container", _container_facts, a, site, image, multi=nodes > 1)
     cache_area = site.storage_area(site.cache_area)
     assert cache_area is not None  # the site model checks cache_area names an area
     user_dir = cache_area.user_dir(account, group)
     profiler = cat.profilers.get(str(a.get("profiler") or "none")) or cat.profilers["none"]
     data_area = site.storage_area(str(a.get("data_location"))) or next(s for s in site.storage if s.data)
     project = str(a.get("project_name"))
-    return PluginData(
+    return _part(
+        "", PluginData,
         schema=PLUGIN_DATA_SCHEMA,
         package=project.replace("-", "_"),
         plugins=dict(sorted(cat.plugin_versions().items())),
-        site=_site_facts(site, site.node_of(part.name), multi=nodes > 1),
-        partition=_partition_facts(part, nodes),
-        job=_job_fields(a, site, part, container),
+        site=_part("site", _site_facts, site, site.node_of(part.name), multi=nodes > 1),
+        partition=_part("partition", _partition_facts, part, nodes),
+        job=_part("job", _job_fields, a, site, part, container),
         container=container,
         pins=dict(sorted(image.versions.items())) if image else {},  # your own image: versions unknown
-        framework=FrameworkFacts(name=fw.name, title=fw.title, needs_master_addr=fw.needs_master_addr,
+        framework=dict(name=fw.name, title=fw.title, needs_master_addr=fw.needs_master_addr,
                                  distributed_init=fw.distributed_init, pinned_packages=fw.pinned_packages,
                                  train_args=fw.train_args),
         env=[e for e in site.env + fw.env if e.scope == "all" or nodes > 1],
-        caches=[Cache(name=v, value=f"{user_dir}/cache/{v.lower()}") for v in fw.cache_vars],
+        caches=[dict(name=v, value=f"{user_dir}/cache/{v.lower()}") for v in fw.cache_vars],
         data_dir=data_area.resolve(account, group),
         dataset_dir=f"{data_area.resolve(account, group)}/datasets/{project}",
         output_root=f"{user_dir}/{project}/outputs",
-        storage=[Storage(name=s.name, path=s.resolve(account, group), note=s.note) for s in site.storage],
-        profiler=ProfilerFacts(name=profiler.name, title=profiler.title, kind=profiler.kind,
+        storage=[dict(name=s.name, path=s.resolve(account, group), note=s.note) for s in site.storage],
+        profiler=dict(name=profiler.name, title=profiler.title, kind=profiler.kind,
                                command=profiler.command, env=profiler.env, view=profiler.view),
         requirements=sorted(dict.fromkeys(fw.requirements + (image.requirements if image else [])
                                           + split_requirements(a.get("extra_requirements")))),
-        readme=[Section(**s.model_dump()) for s in site.readme + fw.readme],
+        readme=[s.model_dump() for s in site.readme + fw.readme],
     )
 
 

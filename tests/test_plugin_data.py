@@ -260,3 +260,12 @@ def test_a_project_made_by_0_2_updates_and_keeps_its_edits(tmp_path):
         warnings.simplefilter("ignore")
         copier.run_copy(str(template), str(fresh), data=answers, defaults=True, unsafe=True, quiet=True, vcs_ref="v0.3.0")
     assert (project / "scripts" / "job-env.sh").read_text() == (fresh / "scripts" / "job-env.sh").read_text()
+
+
+def test_a_value_that_does_not_fit_is_reported_by_field_not_as_a_traceback():
+    """plugin_data is built from checked answers and validated plugin data; should a value
+    still not fit (here an answer the questionnaire would have asked for is missing), the
+    error names the field in one line."""
+    answers = {**DEFAULTS, "site": "lumi", "framework": "pytorch", "container": "custom"}
+    with pytest.raises(PluginDataError, match=r"^plugin_data\.container\.path='None': .* Fix: report it to the plugin"):
+        resolve(answers, plugins.get_catalogue())

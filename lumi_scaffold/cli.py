@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import LumiScaffoldError, UsageError, copier_message
+from .errors import LumiScaffoldError, UsageError, UserMessageError, copier_message
 
 TEMPLATE_ENV = "LUMI_SCAFFOLD_TEMPLATE"
 PUBLISHED_TEMPLATE = "gh:org/lumi-scaffold"
@@ -188,16 +188,35 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices
 
-    project = Path(args.project)
-    notices = project_notices(project)
+    from .doctor import sbatch_test_only
+
+    project = Path(args.project).resolve()
+    try:
+        notices = project_notices(project)
+    except UserMessageError as exc:  # e.g. no template version recorded: the other checks still run
+        notices = [exc.message]
     problems = lint_project(project, get_catalogue())
     for line in notices:
         print(f"warning: {line}")
     for line in problems:
         print(f"problem: {line}")
-    if not notices and not problems:
+    checks = sbatch_test_only(project)
+    if checks is None:
+        print("note: no sbatch on PATH: run doctor on a login node to have Slurm check the jobs (sbatch --test-only)")
+    for check in checks or []:
+        print(f"{'ok' if check.ok else 'problem'}: {check.job}: sbatch --test-only: {check.message}")
+    failed = [c for c in checks or [] if not c.ok]
+    if not notices and not problems and not failed:
         print("No problems found.")
-    return 1 if problems else 0
+    return 1 if problems or failed else 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from .explain import explain_project, format_report
+
+    report = explain_project(Path(args.project).resolve())
+    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -235,6 +254,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vcs-ref", default=None, help="template git ref (default: the newest version tag)")
     p.add_argument("-q", "--quiet", action="store_true")
     p.set_defaults(func=cmd_update)
+
+    p = sub.add_parser("explain", help="each job's shape, rank binding and cost (GPU-hours) before you submit it")
+    p.add_argument("project", nargs="?", default=".", help="the project directory (default: this one)")
+    p.add_argument("--json", action="store_true", help="machine-readable output, every rank")
+    p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("doctor", help="legacy images, plugin version skew and lint problems of a project")
     p.add_argument("project", nargs="?", default=".")

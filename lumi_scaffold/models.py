@@ -17,6 +17,7 @@ from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, check_a
 
 __all__ = [
     "AccountRule",
+    "BillingRule",
     "BindingsModule",
     "ContainerGeneration",
     "CotainrSupport",
@@ -101,6 +102,60 @@ def _extra_option(value: str) -> str:
 SlurmOption = Annotated[str, AfterValidator(_extra_option)]
 
 
+class BillingRule(Model):
+    """How a partition bills a job, so that a project can say what a job costs before it runs.
+
+    Either whole nodes (``per_node_hour``: LUMI standard-g bills 4 GPU-hours per node-hour
+    [UG-bill]) or slices of a node (``per_slice_hour`` for each slice a job takes on each node,
+    the most of ceil(cores/slice_cores), ceil(memory/slice_mem_gb) and ceil(GPUs/slice_gpus):
+    LUMI small-g and dev-g bill 0.5 GPU-hours per slice-hour, a slice being 8 cores, 64 GB or
+    one GCD [UG-bill])."""
+
+    unit: str = Field(default="GPU-hours", description="What the site bills in (GPU-hours, SU, node-hours).")
+    per_node_hour: float | None = Field(default=None, gt=0, description="Units per node-hour for whole nodes.")
+    per_slice_hour: float | None = Field(default=None, gt=0, description="Units per slice-hour (by-resource).")
+    slice_cores: PositiveInt | None = Field(default=None, description="Cores in one slice.")
+    slice_mem_gb: PositiveInt | None = Field(default=None, description="GB of memory in one slice.")
+    slice_gpus: PositiveInt = Field(default=1, description="GPUs in one slice.")
+    source: str = ""
+
+    _text = field_validator("unit", "source")(_one_line)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> BillingRule:
+        if (self.per_node_hour is None) == (self.per_slice_hour is None):
+            raise ValueError("give per_node_hour (whole nodes) or per_slice_hour (slices of a node), one of them")
+        if self.per_node_hour is not None and (self.slice_cores or self.slice_mem_gb):
+            raise ValueError("slice_cores and slice_mem_gb belong to per_slice_hour rules")
+        return self
+
+    def units_per_hour(self, nodes: int, gpus: int, cores: int, mem_gb: int | None) -> float:
+        """Units one hour of a job costs: ``nodes`` nodes, each with ``gpus`` GPUs, ``cores``
+        cores and ``mem_gb`` GB (None: no memory request, not counted)."""
+        if self.per_node_hour is not None:
+            return nodes * self.per_node_hour
+        slices = -(-gpus // self.slice_gpus)
+        if self.slice_cores:
+            slices = max(slices, -(-cores // self.slice_cores))
+        if self.slice_mem_gb and mem_gb:
+            slices = max(slices, -(-mem_gb // self.slice_mem_gb))
+        assert self.per_slice_hour is not None  # one of the two forms, checked above
+        return nodes * slices * self.per_slice_hour
+
+    def describe(self) -> str:
+        """The rule in words, for explain and the README."""
+        if self.per_node_hour is not None:
+            return f"{_number(self.per_node_hour)} {self.unit} per node-hour, whole nodes"
+        terms = [f"ceil(GPUs/{self.slice_gpus})" if self.slice_gpus != 1 else "GPUs"]
+        terms = ([f"ceil(cores/{self.slice_cores})"] if self.slice_cores else []) + (
+            [f"ceil(mem/{self.slice_mem_gb}GB)"] if self.slice_mem_gb else []) + terms
+        return f"max({', '.join(terms)}) x {_number(self.per_slice_hour or 0)} {self.unit} per hour on each node"
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
 class WalltimeBin(Model):
     """A wall-time limit that applies to jobs of up to ``max_nodes`` nodes."""
 
@@ -120,6 +175,12 @@ class NodeLayout(Model):
     cpu_masks: list[str] = Field(
         description="--cpu-bind=mask_cpu masks in local-rank order (rank i -> GPU i), hex."
     )
+    gpu_numa: list[int] = Field(
+        default_factory=list, description="NUMA node of each GPU, in local-rank order (LUMI: rocm-smi --showtoponuma "
+        "[UG-bind]); shown by `lumi-scaffold explain`; leave out where unknown.")
+    gpu_nic: list[str] = Field(
+        default_factory=list, description="Network interface nearest each GPU, in local-rank order; shown by "
+        "`lumi-scaffold explain`; leave out where unknown.")
     mem_per_gpu_gb: PositiveInt | None = Field(
         default=None, description="Memory to request per GPU (--mem-per-gpu), GB; leave out to request none."
     )
@@ -142,6 +203,11 @@ class NodeLayout(Model):
 
     @model_validator(mode="after")
     def _check_layout(self) -> NodeLayout:
+        for name in ("gpu_numa", "gpu_nic"):
+            if getattr(self, name) and len(getattr(self, name)) != self.gpus:
+                raise ValueError(f"{name} has {len(getattr(self, name))} entries but the node has {self.gpus} GPUs; give one per GPU")
+        if any(not re.fullmatch(r"[A-Za-z0-9_.:-]+", nic) for nic in self.gpu_nic):
+            raise ValueError("gpu_nic entries are interface names: letters, digits, _ . : -")
         if len(self.cpu_masks) != self.gpus:
             raise ValueError(f"cpu_masks has {len(self.cpu_masks)} masks but the node has {self.gpus} GPUs; give one per GPU")
         bad = [c for c in self.reserved_cores if not 0 <= c < self.cpus]
@@ -209,6 +275,9 @@ class Partition(Model):
     )
     purpose: str = Field(default="", description="What the partition is for, one line.")
     billing: str = Field(default="", description="How jobs are billed, one line.")
+    billing_rule: BillingRule | None = Field(
+        default=None, description="How jobs are billed, as a rule `lumi-scaffold explain` and the README compute "
+        "costs with; leave out where the site's rule is not known (then no cost is shown).")
     source: str = Field(default="", description="Source key of the limits.")
 
     _text = field_validator("purpose", "billing", "source")(_one_line)

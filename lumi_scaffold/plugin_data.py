@@ -130,6 +130,8 @@ class SiteFacts(_Part):
     bind_roots: list[AbsPath] = []
     miopen_cache: AbsOrEmpty = ""
     memory_follows_gpus: bool = Field(False, description="Jobs cannot ask for memory; it follows their GPUs.")
+    gpu_numa: list[int] = Field(default_factory=list, description="NUMA node of each GPU, in local-rank order.")
+    gpu_nic: list[PlainOrEmpty] = Field(default_factory=list, description="Network interface nearest each GPU.")
 
 
 class PartitionFacts(_Part):
@@ -141,6 +143,20 @@ class PartitionFacts(_Part):
     purpose: Text = ""
     billing: Text = ""
     source: Text = ""
+
+
+class Cost(_Part):
+    """What one job of a kind is billed, by the partition's rule, at its time limit."""
+
+    unit: Text
+    per_hour: float = Field(ge=0)
+    hours: float = Field(gt=0, description="The job's time limit in hours.")
+    at_limit: float = Field(ge=0, description="Billed when the job runs to its time limit.")
+    rule: Text
+    source: Text = ""
+
+
+JobKind = Literal["smoke", "train", "profile"]
 
 
 class JobFields(_Part):
@@ -159,7 +175,7 @@ class JobFields(_Part):
     run_name: Slug = "run"
     signal_lead: int = Field(300, ge=1)
     # Computed (schema 2).
-    slurm: dict[Literal["smoke", "train", "profile"], list[SlurmOption]] = Field(
+    slurm: dict[JobKind, list[SlurmOption]] = Field(
         default_factory=dict, description="The Slurm options of each job kind (jobs/interactive.sh uses train's)."
     )
     memory: SlurmOption | Literal[""] = Field("", description="The training job's memory option, or '' for none.")
@@ -169,6 +185,9 @@ class JobFields(_Part):
     binds: list[AbsPath] = Field(default_factory=list, description="Every path the container gets bound.")
     srun_options: list[SlurmOption] = Field(
         default_factory=list, description="The site's and partition's extra options of the training step's srun.")
+    cost: dict[JobKind, Cost] = Field(
+        default_factory=dict, description="Each job kind's cost where its partition has a billing rule "
+        "(jobs/interactive.sh: train's per hour).")
 
 
 class ContainerFacts(_Part):

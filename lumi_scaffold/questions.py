@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from ._types import check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
 from .models import ContainerImage, NodeLayout, Partition, Site, StorageArea
-from .plugin_data import SCHEMA, ContainerFacts, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
+from .plugin_data import SCHEMA, ContainerFacts, Cost, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
 
 __all__ = ["CONTAINER_SPECIAL", "check", "choices", "default", "resolve", "notices"]
@@ -502,7 +502,7 @@ def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
         mem_per_gpu_gb=node.mem_per_gpu_gb, mem_per_node_gb=node.mem_per_node_gb,
         node_local_tmp=site.node_local_tmp, node_local_tmp_note=site.node_local_tmp_note,
         bind_roots=site.bind_roots, miopen_cache=site.miopen_cache or "",
-        memory_follows_gpus=site.memory_follows_gpus,
+        memory_follows_gpus=site.memory_follows_gpus, gpu_numa=node.gpu_numa, gpu_nic=node.gpu_nic,
     )
 
 
@@ -583,7 +583,39 @@ def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFac
         "smoke": _smoke_options(a, site, smoke),
         **{kind: _job_options(kind, a, site, part, job) for kind in ("train", "profile")},
     }
+    job["cost"] = _costs(a, site, part, smoke, job)
     return JobFields(**job)
+
+
+def _costs(a: Answers, site: Site, part: Partition, smoke: Partition, job: dict[str, Any]) -> dict[str, Cost]:
+    """What each job is billed at its time limit, by its partition's rule (none without one)."""
+    node, smoke_node = site.node_of(part.name), site.node_of(smoke.name)
+    gpus = a.int("gpus_per_node", node.gpus)
+    # An --exclusive job holds the node's every core.
+    cores = node.cores if job["exclusive"] else job["cpus_per_task"] * job["tasks_per_node"]
+    hours = slurm_time_seconds(str(a.get("walltime") or "01:00:00")) / 3600
+    shapes = {
+        "smoke": (smoke.billing_rule, 1, 1, smoke_node.cpus_per_gpu, _memory_gb(site, smoke_node, 1), 10 / 60),
+        **{kind: (part.billing_rule, a.int("nodes", 1), gpus, cores, _memory_gb(site, node, gpus), hours)
+           for kind in ("train", "profile")},
+    }
+    out = {}
+    for kind, (rule, nodes, g, c, mem, h) in shapes.items():
+        if rule is None:
+            continue
+        per_hour = rule.units_per_hour(nodes, g, c, mem)
+        out[kind] = Cost(unit=rule.unit, per_hour=per_hour, hours=round(h, 4), at_limit=round(per_hour * h, 4),
+                         rule=rule.describe(), source=rule.source)
+    return out
+
+
+def _memory_gb(site: Site, node: NodeLayout, gpus: int) -> int | None:
+    """GB of memory a job holds on each node (None where it asks for none), as _memory asks."""
+    option = _memory(site, node, whole_node=gpus == node.gpus)
+    if not option:
+        return None
+    number = int(option.split("=")[1].rstrip("G"))
+    return number * gpus if option.startswith("--mem-per-gpu") else number
 
 
 def _memory(site: Site, node: NodeLayout, whole_node: bool) -> str:

@@ -104,7 +104,7 @@ def test_resolve_whole_node_multi_node_legacy_image():
     assert c["binds"][-3:] == ["/var/spool/slurmd", "/opt/cray", "/usr/lib64/libcxi.so.1"]
     assert data["pins"] == {"torch": "2.7.1"}
     job = data["job"]
-    computed = {k: job.pop(k) for k in ("slurm", "memory", "cpu_bind", "binds", "srun_options")}
+    computed = {k: job.pop(k) for k in ("slurm", "memory", "cpu_bind", "binds", "srun_options", "cost")}
     assert job == {"smoke_partition": "small-g", "smoke_qos": "", "whole_node": True, "exclusive": False, "tasks": 16,
                    "tasks_per_node": 8, "ranks_per_task": 1, "cpus_per_task": 7, "torchrun_binding": "",
                    "shared_node_tmp_gb": None, "run_name": "demo", "signal_lead": 300}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -115,6 +116,23 @@ def test_header_over_the_limit_is_refused_by_slurm_and_by_us(slurm_cluster, temp
     train.write_text(train.read_text().replace("--time=3-00:00:01", "--time=01:00:00").replace("--nodes=1", "--nodes=5"))
     ok, message = slurm_cluster.test_only(train, cwd=project)
     assert not ok, message
+
+
+def test_doctor_asks_slurm_about_every_job(slurm_cluster, template, tmp_path):
+    """`lumi-scaffold doctor` on a login node: sbatch --test-only on each job file, per job."""
+    project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprofv3")
+    train = project / "jobs/train.sbatch"
+    train.write_text(train.read_text().replace("#SBATCH --time=01:00:00", "#SBATCH --time=3-00:00:01"))
+    run = slurm_cluster.run([sys.executable, "-c", "from lumi_scaffold.cli import main; raise SystemExit(main())",
+                             "doctor", str(project)], timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    assert lines, run.stderr
+    assert any(line.startswith("ok: jobs/smoke-test.sbatch: sbatch --test-only: sbatch: Job") for line in lines), lines
+    assert any(line.startswith("ok: jobs/profile.sbatch: sbatch --test-only:") for line in lines), lines
+    assert any(line.startswith("problem: jobs/train.sbatch: sbatch --test-only:") and "time limit" in line
+               for line in lines), lines
+    assert any(line.startswith("problem: train.sbatch: time 3-00:00:01 exceeds small-g's 3-00:00:00") for line in lines)
 
 
 # ------------------------------------------------------------------ real runs

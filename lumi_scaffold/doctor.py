@@ -1,0 +1,50 @@
+"""`lumi-scaffold doctor`: what would stop a project's jobs, checked before they queue.
+
+Besides lint (bash -n, shellcheck, #SBATCH headers against the partition's limits in the
+catalogue installed now) and the update notices, it asks Slurm itself: ``sbatch
+--test-only`` on every job file, where ``sbatch`` is on PATH (a login node). Slurm then
+checks the account, partition, QOS and limits as they are today, without queueing anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["SbatchCheck", "sbatch_test_only"]
+
+
+@dataclass
+class SbatchCheck:
+    job: str
+    ok: bool
+    message: str
+
+
+def find_sbatch() -> str | None:
+    return shutil.which("sbatch")
+
+
+def sbatch_test_only(project: Path, sbatch: str | None = None, timeout: float = 60) -> list[SbatchCheck] | None:
+    """``sbatch --test-only`` on each jobs/*.sbatch, run from the project directory as the
+    README submits them; None when there is no sbatch on PATH."""
+    exe = sbatch or find_sbatch()
+    if exe is None:
+        return None
+    checks = []
+    for path in sorted((project / "jobs").glob("*.sbatch")):
+        rel = str(path.relative_to(project))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | (
+            {"SLURM_CONF": os.environ["SLURM_CONF"]} if "SLURM_CONF" in os.environ else {})
+        try:
+            result = subprocess.run([exe, "--test-only", rel], cwd=project, capture_output=True, text=True,
+                                    timeout=timeout, env=env)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            checks.append(SbatchCheck(rel, False, f"sbatch could not run: {exc}"))
+            continue
+        text = " ".join((result.stderr + result.stdout).split()) or f"exit status {result.returncode}"
+        checks.append(SbatchCheck(rel, result.returncode == 0, text))
+    return checks

@@ -1,0 +1,222 @@
+"""`lumi-scaffold explain`: what each job of a project asks for, how its ranks are bound,
+and what it costs, before any of it is spent.
+
+Everything comes from the project's recorded ``plugin_data`` (``.copier-answers.yml``):
+the Slurm options the job files were written with, the site's masks, NUMA and NIC facts
+for the job's partition, and the partition's billing rule. Facts the site does not give
+(a NUMA map, NICs, a billing rule) are left out and said to be unknown, never guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UserMessageError
+from .plugin_data import PluginData, validate_plugin_data
+
+__all__ = ["JobReport", "explain_project", "format_report"]
+
+ANSWERS_FILE = ".copier-answers.yml"
+JOB_FILES = {"smoke": "jobs/smoke-test.sbatch", "train": "jobs/train.sbatch", "profile": "jobs/profile.sbatch"}
+
+
+@dataclass
+class Rank:
+    rank: int
+    node: int
+    local_rank: int
+    gpu: int
+    cpus: str
+    numa: int | None = None
+    nic: str | None = None
+
+
+@dataclass
+class JobReport:
+    kind: str
+    file: str
+    nodes: int
+    tasks_per_node: int
+    ranks: int
+    cpus_per_task: int
+    memory: str
+    time_limit: str
+    billed_per_hour: float | None
+    billed_at_limit: float | None
+    unit: str
+    rule: str
+    source: str
+    binding: str
+    whole_node: bool
+    table: list[Rank] = field(default_factory=list)
+
+
+def _options(opts: list[str]) -> dict[str, str]:
+    return {o.split("=", 1)[0][2:]: o.split("=", 1)[1] if "=" in o else "" for o in opts}
+
+
+def _cores(mask: str) -> str:
+    """A hex CPU mask as core ranges: 0x00fe -> '1-7'."""
+    bits = int(mask, 16)
+    cores = [i for i in range(bits.bit_length()) if bits >> i & 1]
+    ranges: list[str] = []
+    for core in cores:
+        if ranges and core == int(ranges[-1].split("-")[-1]) + 1:
+            ranges[-1] = f"{ranges[-1].split('-')[0]}-{core}"
+        else:
+            ranges.append(str(core))
+    return ",".join(ranges)
+
+
+def _binding(data: PluginData, kind: str, launcher: str) -> str:
+    job, site = data.job, data.site
+    if kind == "smoke":
+        return f"one task on one GPU with {site.cpus_per_gpu} cores, placed by Slurm"
+    if launcher == "torchrun":
+        if job.torchrun_binding:
+            return f"torchrun binds each worker to cores of its GPU's NUMA node (--numa-binding={job.torchrun_binding})"
+        return "torchrun's workers are not bound to cores"
+    if job.cpu_bind:
+        return "srun binds each rank to its GPU's cores (--cpu-bind=mask_cpu, the site's masks)"
+    return "one task per GPU, placed by Slurm (no masks on part of a node)"
+
+
+def _table(data: PluginData, kind: str, nodes: int, gpus: int, launcher: str) -> list[Rank]:
+    site, job = data.site, data.job
+    masks = site.cpu_masks if job.cpu_bind and kind != "smoke" and launcher == "srun" else []
+    rows = []
+    for rank in range(nodes * gpus):
+        local = rank % gpus
+        if masks:
+            cpus = _cores(masks[local])
+        elif kind != "smoke" and launcher == "torchrun" and job.torchrun_binding and site.gpu_numa:
+            cpus = f"NUMA {site.gpu_numa[local]} (shared with its node's other workers there)"
+        else:
+            per = site.cpus_per_gpu if kind == "smoke" else job.cpus_per_task // max(job.ranks_per_task, 1)
+            cpus = f"{per} placed by Slurm"
+        # Which physical GPU a job gets is known on whole nodes only (local rank i -> GPU i).
+        whole = kind != "smoke" and gpus == site.gpus_per_node
+        rows.append(Rank(rank=rank, node=rank // gpus, local_rank=local, gpu=local, cpus=cpus,
+                         numa=site.gpu_numa[local] if site.gpu_numa and whole else None,
+                         nic=site.gpu_nic[local] if site.gpu_nic and whole else None))
+    return rows
+
+
+def read_project(project: Path) -> tuple[dict[str, Any], PluginData]:
+    import yaml
+
+    path = project / ANSWERS_FILE
+    if not path.is_file():
+        raise UserMessageError(f"{project} has no {ANSWERS_FILE}: not a project made by lumi-scaffold (or the file was removed)")
+    try:
+        answers = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise UserMessageError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+    if not isinstance(answers, dict) or "plugin_data" not in answers:
+        raise UserMessageError(f"{path} has no plugin_data: not a project made by lumi-scaffold")
+    data = validate_plugin_data(answers["plugin_data"], f"{path}: plugin_data")
+    if not data.job.slurm:
+        raise UserMessageError(f"{project} was made before lumi-scaffold 0.3 (plugin_data schema {data.schema_}), which did "
+                               "not record its jobs' options. Fix: lumi-scaffold update the project first.")
+    return answers, data
+
+
+def explain_project(project: Path | str) -> dict[str, Any]:
+    """Every job of the project (smoke test, training, profiling when it has one) and the
+    interactive allocation, as plain data (the --json output)."""
+    project = Path(project)
+    answers, data = read_project(project)
+    launcher = str(answers.get("launcher") or "srun")
+    jobs = []
+    for kind, opts in data.job.slurm.items():
+        if not (project / JOB_FILES[kind]).is_file() and kind == "profile":
+            continue
+        o = _options(opts)
+        nodes = int(o.get("nodes", "1"))
+        gpus = int(o["gpus-per-node"]) if "gpus-per-node" in o else int(o.get("gres", "gpu:1").rsplit(":", 1)[-1])
+        tasks = int(o.get("ntasks-per-node", "1"))
+        ranks_per_task = data.job.ranks_per_task if kind != "smoke" else 1
+        cost = data.job.cost.get(kind)
+        memory = next((opt for opt in opts if opt.startswith(("--mem=", "--mem-per-gpu="))), "")
+        jobs.append(JobReport(
+            kind=kind, file=JOB_FILES[kind], nodes=nodes, tasks_per_node=tasks, ranks=nodes * tasks * ranks_per_task,
+            cpus_per_task=int(o.get("cpus-per-task", "1")),
+            memory=memory or ("follows the GPUs" if data.site.memory_follows_gpus else "the partition's default"),
+            time_limit=o.get("time", ""), billed_per_hour=cost.per_hour if cost else None,
+            billed_at_limit=cost.at_limit if cost else None, unit=cost.unit if cost else "",
+            rule=cost.rule if cost else "no billing rule known for this partition", source=cost.source if cost else "",
+            binding=_binding(data, kind, launcher), whole_node=kind != "smoke" and gpus == data.site.gpus_per_node,
+            table=_table(data, kind, nodes, gpus, launcher)))
+    train = data.job.cost.get("train")
+    return {
+        "project": str(project),
+        "site": data.site.display_name or data.site.name,
+        "partition": data.partition.name,
+        "jobs": [asdict(job) for job in jobs],
+        "interactive": {"file": "jobs/interactive.sh", "shape": "as jobs/train.sbatch",
+                        "billed_per_hour": train.per_hour if train else None, "unit": train.unit if train else "",
+                        "rule": train.rule if train else "no billing rule known for this partition"},
+        "prestage": _prestage(answers, data),
+    }
+
+
+def _prestage(answers: dict[str, Any], data: PluginData) -> dict[str, Any] | None:
+    """How much node-local memory pre-staged data may fill on each node."""
+    if not answers.get("prestage"):
+        return None
+    where = data.site.node_local_tmp
+    if data.job.shared_node_tmp_gb:
+        return {"where": where, "budget_gb": data.job.shared_node_tmp_gb,
+                "why": "the partition's limit for a job on a shared node"}
+    mem = data.site.mem_per_node_gb if data.job.whole_node else (data.site.mem_per_gpu_gb or 0) * int(answers.get("gpus_per_node", 1))
+    note = f" ({data.site.node_local_tmp_note})" if data.site.node_local_tmp_note else ""
+    return {"where": where, "budget_gb": mem or None,
+            "why": f"the job's memory on each node{note}, less what training itself uses"}
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The text `lumi-scaffold explain` prints."""
+    lines = [f"{report['project']}: {report['site']}, partition {report['partition']}", ""]
+    for job in report["jobs"]:
+        lines.append(f"{job['file']} ({job['kind']}): {job['nodes']} node(s) x {job['tasks_per_node']} task(s), "
+                     f"{job['ranks']} rank(s), {job['cpus_per_task']} CPUs per task, memory {job['memory']}, "
+                     f"time limit {job['time_limit']}")
+        if job["billed_per_hour"] is None:
+            lines.append(f"  billed: {job['rule']}")
+        else:
+            source = f" [{job['source']}]" if job["source"] else ""
+            lines.append(f"  billed: {_number(job['billed_at_limit'])} {job['unit']} at the time limit, "
+                         f"{_number(job['billed_per_hour'])} per hour; rule: {job['rule']}{source}")
+        lines.append(f"  binding: {job['binding']}")
+        numa = any(r["numa"] is not None for r in job["table"])
+        nic = any(r["nic"] is not None for r in job["table"])
+        head = ["rank", "node", "local", "GPU", "CPU cores"] + (["NUMA"] if numa else []) + (["NIC"] if nic else [])
+        rows = [[str(r["rank"]), str(r["node"]), str(r["local_rank"]), str(r["gpu"]), r["cpus"]]
+                + ([str(r["numa"])] if numa else []) + ([str(r["nic"])] if nic else []) for r in job["table"]]
+        shown = [row for row, r in zip(rows, job["table"]) if r["node"] == 0]
+        widths = [max(len(x) for x in col) for col in zip(head, *shown)]
+        for row in [head, *shown]:
+            lines.append("  " + "  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip())
+        if job["nodes"] > 1:
+            lines.append(f"  (the same on each of the other {job['nodes'] - 1} node(s): ranks {len(shown)}-{len(rows) - 1}; "
+                         "--json lists every rank)")
+        whole = job["whole_node"]
+        if not numa:
+            lines.append("  NUMA nodes: " + ("not in the site's data" if whole else "depend on the GPUs Slurm gives the job"))
+        if not nic:
+            lines.append("  NICs per GPU: " + ("not in the site's data" if whole else "depend on the GPUs Slurm gives the job"))
+        lines.append("")
+    inter = report["interactive"]
+    billed = (f"{_number(inter['billed_per_hour'])} {inter['unit']} per hour held" if inter["billed_per_hour"] is not None
+              else inter["rule"])
+    lines.append(f"{inter['file']}: {inter['shape']}; billed {billed}")
+    if report["prestage"]:
+        p = report["prestage"]
+        lines.append(f"pre-staging: up to {_number(p['budget_gb'])} GB in {p['where']} per node: {p['why']}")
+    return "\n".join(lines)

@@ -1,0 +1,49 @@
+"""`lumi-scaffold doctor`: limits that changed since the project was made, and Slurm's own
+check of every job file (sbatch --test-only; the real one runs in tests/test_slurm_jobs.py)."""
+
+from __future__ import annotations
+
+import stat
+
+from lumi_scaffold import cli, doctor, plugins
+
+from .helpers import REPO, render
+
+FAKE_SBATCH = """#!/bin/bash
+# Stand-in for sbatch --test-only: refuses the profile job, as Slurm would an unknown QOS.
+[ "$1" = --test-only ] || exit 2
+case "$2" in
+    *profile*) echo "sbatch: error: Batch job submission failed: Invalid qos specification" >&2; exit 1 ;;
+    *) echo "sbatch: Job 4242 to start at 2026-11-23T10:00:00 using 8 processors on nodes nid005000 in partition standard-g" >&2 ;;
+esac
+"""
+
+
+def test_a_limit_lowered_since_the_project_was_made_is_reported(tmp_path, monkeypatch, capsys):
+    project = render(REPO, tmp_path / "p", walltime="2-00:00:00")
+    cat = plugins.get_catalogue()
+    lumi = cat.sites["lumi"]
+    parts = [p.model_copy(update={"max_walltime": "1-00:00:00"}) if p.name == "standard-g" else p for p in lumi.partitions]
+    monkeypatch.setitem(cat.sites, "lumi", lumi.model_copy(update={"partitions": parts}))
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: None)  # not a login node
+    assert cli.main(["doctor", str(project)]) == 1
+    out = capsys.readouterr().out
+    assert "problem: train.sbatch: time 2-00:00:00 exceeds standard-g's 1-00:00:00 for 1 node(s), its limit in the catalogue installed now" in out
+    assert "note: no sbatch on PATH" in out
+
+
+def test_every_job_file_goes_through_sbatch_test_only(tmp_path, monkeypatch, capsys):
+    render(REPO, tmp_path / "p", profiler="rocprofv3")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text(FAKE_SBATCH)
+    sbatch.chmod(sbatch.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: str(sbatch))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["doctor", "p"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    results = [line for line in out if "sbatch --test-only" in line]
+    assert [line.split(":")[0:2] for line in results] == [
+        ["problem", " jobs/profile.sbatch"], ["ok", " jobs/smoke-test.sbatch"], ["ok", " jobs/train.sbatch"]]
+    assert "Invalid qos specification" in results[0] and "Job 4242 to start" in results[2]

@@ -1,0 +1,112 @@
+"""`lumi-scaffold explain` and the billing rules behind it, against hand-computed cases
+(LUMI's rules, lumi-facts.md §1.2 [UG-bill], [TM-Slurm])."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from lumi_scaffold import cli, plugins
+from lumi_scaffold.explain import explain_project, format_report
+from lumi_scaffold.models import BillingRule
+
+from .helpers import REPO, render
+
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures"
+
+
+def lumi_rule(partition: str) -> BillingRule:
+    rule = plugins.get_catalogue().sites["lumi"].partition(partition).billing_rule
+    assert rule is not None
+    return rule
+
+
+@pytest.mark.parametrize("partition,nodes,gpus,cores,mem,hours,expected", [
+    ("small-g", 1, 1, 7, 60, 1, 0.5),      # 1 GCD, 7 cores, 60 GB for an hour: one slice
+    ("small-g", 1, 1, 16, 60, 1, 1.0),     # 16 cores on 1 GCD: two slices of 8 cores
+    ("small-g", 1, 1, 16, 256, 1, 2.0),    # the sheet's example: 256 GB is four slices
+    ("dev-g", 1, 8, 56, 480, 1, 4.0),      # a whole node by resources: 8 GCDs
+    ("standard-g", 2, 8, 56, 480, 2, 16.0),  # 2 whole nodes for 2 h at 4 per node-hour
+], ids=["1gcd", "16cores", "256GB", "devg-node", "2-nodes-2h"])
+def test_billing_rules_give_the_hand_computed_gpu_hours(partition, nodes, gpus, cores, mem, hours, expected):
+    assert lumi_rule(partition).units_per_hour(nodes, gpus, cores, mem) * hours == expected
+
+
+def test_a_rule_has_one_form():
+    with pytest.raises(ValueError, match="one of them"):
+        BillingRule(per_node_hour=4, per_slice_hour=0.5)
+    with pytest.raises(ValueError, match="one of them"):
+        BillingRule()
+
+
+def job(report: dict, kind: str) -> dict:
+    return next(j for j in report["jobs"] if j["kind"] == kind)
+
+
+def test_one_gcd_on_small_g_for_an_hour_is_half_a_gpu_hour(tmp_path):
+    project = render(REPO, tmp_path / "p", gpus_per_node=1, partition="small-g", walltime="01:00:00")
+    report = explain_project(project)
+    train = job(report, "train")
+    assert (train["billed_per_hour"], train["billed_at_limit"], train["unit"]) == (0.5, 0.5, "GPU-hours")
+    assert train["memory"] == "--mem-per-gpu=60G" and train["ranks"] == 1 and train["whole_node"] is False
+    # Which GCD Slurm gives a job on part of a node is not known: no NUMA node is claimed.
+    assert [r["numa"] for r in train["table"]] == [None]
+    assert "NUMA nodes: depend on the GPUs Slurm gives the job" in format_report(report)
+    assert "| Cost | 0.5 GPU-hours per training job" in (project / "README.md").read_text()
+
+
+def test_two_standard_g_nodes_for_two_hours_are_sixteen_gpu_hours(tmp_path):
+    project = render(REPO, tmp_path / "p", nodes=2, walltime="02:00:00", profiler="rocprofv3")
+    report = explain_project(project)
+    for kind in ("train", "profile"):
+        assert (job(report, kind)["billed_per_hour"], job(report, kind)["billed_at_limit"]) == (8.0, 16.0)
+    assert report["interactive"]["billed_per_hour"] == 8.0
+    train = job(report, "train")
+    assert len(train["table"]) == 16 and train["table"][12] == {
+        "rank": 12, "node": 1, "local_rank": 4, "gpu": 4, "cpus": "1-7", "numa": 0, "nic": None}
+    smoke = job(report, "smoke")
+    assert smoke["billed_per_hour"] == 0.5 and smoke["billed_at_limit"] == round(0.5 / 6, 4)
+    text = format_report(report)
+    assert "16 GPU-hours at the time limit, 8 per hour; rule: 4 GPU-hours per node-hour, whole nodes [UG-bill]" in text
+    assert "  4     0     4      4    1-7        0" in text and "ranks 8-15" in text
+    assert "NICs per GPU: not in the site's data" in text
+
+
+def test_torchrun_workers_bound_to_numa_nodes_are_shown_so(tmp_path):
+    project = render(REPO, tmp_path / "p", launcher="torchrun")
+    train = job(explain_project(project), "train")
+    assert train["tasks_per_node"] == 1 and train["ranks"] == 8 and train["cpus_per_task"] == 56
+    assert "--numa-binding=exclusive" in train["binding"]
+    assert train["table"][0]["cpus"].startswith("NUMA 3")
+
+
+def test_a_partition_without_a_rule_says_so(tmp_path, monkeypatch):
+    cat = plugins.get_catalogue()
+    lumi = cat.sites["lumi"]
+    parts = [p.model_copy(update={"billing_rule": None}) for p in lumi.partitions]
+    monkeypatch.setitem(cat.sites, "lumi", lumi.model_copy(update={"partitions": parts}))
+    project = render(REPO, tmp_path / "p")
+    report = explain_project(project)
+    assert job(report, "train")["billed_per_hour"] is None
+    assert "billed: no billing rule known for this partition" in format_report(report)
+    assert "| Cost |" not in (project / "README.md").read_text()
+
+
+def test_the_command_takes_a_relative_path_and_prints_json(tmp_path, monkeypatch, capsys):
+    render(REPO, tmp_path / "p", nodes=2)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["explain", "p", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(job(report, "train")["table"]) == 16
+
+
+def test_a_project_made_by_0_2_is_told_to_update(tmp_path, capsys):
+    (tmp_path / ".copier-answers.yml").write_text(yaml.safe_dump(
+        {"site": "lumi", "plugin_data": json.loads((FIXTURES / "plugin_data-v0.2.json").read_text())}))
+    assert cli.main(["explain", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "made before lumi-scaffold 0.3" in err and "update the project first" in err
+    assert cli.main(["explain", str(tmp_path / "nowhere")]) == 1
+    assert "has no .copier-answers.yml" in capsys.readouterr().err

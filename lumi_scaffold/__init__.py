@@ -15,11 +15,18 @@ from .hookspecs import hookimpl
 
 __version__ = "0.2.0"
 
+# The project's home, the one place it is set: the docs site, `lumi-scaffold new`'s
+# published template and every generated README take it from here, and tests check that
+# the READMEs and docs that cannot import it say the same. PLACEHOLDER until the project
+# has a public repository: change it here and run tests/test_docs_site.py.
+HOME_URL = "https://github.com/org/lumi-scaffold"
+
 __all__ = [
     "ContainerGeneration",
     "ContainerImage",
     "EnvSetting",
     "Framework",
+    "HOME_URL",
     "Profiler",
     "Site",
     "TemplateFile",

@@ -15,10 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import HOME_URL
 from .errors import LumiScaffoldError, UsageError, UserMessageError, copier_message
 
 TEMPLATE_ENV = "LUMI_SCAFFOLD_TEMPLATE"
-PUBLISHED_TEMPLATE = "gh:org/lumi-scaffold"
+PUBLISHED_TEMPLATE = HOME_URL  # Copier clones https://github.com/... URLs as git repositories
 
 
 def default_template() -> str:

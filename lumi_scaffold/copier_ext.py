@@ -14,7 +14,7 @@ from jinja2 import pass_context
 from jinja2.ext import Extension
 from jinja2.runtime import Context
 
-from . import plugins, questions, sources
+from . import HOME_URL, plugins, questions, sources
 
 _warned = False
 # Compiled template code shared across Jinja environments. Copier builds a new
@@ -352,6 +352,7 @@ class LumiExtension(Extension):
             lumi_framework_text=lumi_framework_text,
             lumi_plugin_files=lumi_plugin_files,
             lumi_sources=lumi_sources,
+            lumi_home_url=HOME_URL,
         )
         environment.filters["lumi_render"] = lumi_render
         environment.filters["lumi_yaml"] = lumi_yaml

@@ -1,0 +1,198 @@
+"""The documentation site (mkdocs.yml, docs/): it builds in strict mode, its reference pages
+are generated from the code, a broken link fails the build."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lumi_scaffold import HOME_URL, hookspecs, models, plugin_data
+
+from .helpers import REPO
+
+spec = importlib.util.spec_from_file_location("lumi_docs", REPO / "docs" / "_hooks" / "lumi_docs.py")
+lumi_docs = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(lumi_docs)
+
+QUESTIONS = [name for name in yaml.safe_load((REPO / "copier.yml").read_text()) if not name.startswith("_")]
+
+
+def build(root: Path, site: Path) -> subprocess.CompletedProcess:
+    """``mkdocs build --strict`` of the checkout at ``root``, with this checkout's package."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(root / "mkdocs.yml"),
+                           "-d", str(site)], capture_output=True, text=True, env=env, timeout=300)
+
+
+def checkout_copy(tmp_path: Path) -> Path:
+    """The repository with docs/ and mkdocs.yml copied (to break them) and the rest linked."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for entry in REPO.iterdir():
+        if entry.name not in (".git", "docs", "mkdocs.yml", "site"):
+            (root / entry.name).symlink_to(entry)
+    shutil.copytree(REPO / "docs", root / "docs", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    return root
+
+
+@pytest.mark.slow
+def test_site_builds_strictly_with_a_page_per_question_model_and_hook(tmp_path):
+    result = build(REPO, tmp_path / "site")
+    assert result.returncode == 0, result.stderr
+    site = tmp_path / "site"
+    questions = (site / "reference" / "questions" / "index.html").read_text()
+    for name in QUESTIONS:
+        assert f'id="{name}"' in questions, name
+    reference = (site / "reference" / "models" / "index.html").read_text()
+    for name in models.__all__:
+        assert f'id="{name.lower()}"' in reference, name
+    hooks = (site / "reference" / "hookspecs" / "index.html").read_text()
+    for name in vars(hookspecs):
+        if name.startswith("register_"):
+            assert f'id="{name}"' in hooks, name
+    assert f'href="{HOME_URL}"' in (site / "index.html").read_text()
+    for page in ("install", "first-project", "updating", "catalogue", "hooks", "performance", "sources",
+                 "plugins", "reference/plugin-data"):
+        assert (site / page / "index.html").is_file(), page
+
+
+BREAKS = {  # what is broken: the page, what is appended to it, what the warning names
+    "missing page": ("docs/install.md", "\nSee [the missing page](no-such-page.md).\n", "no-such-page.md"),
+    "missing anchor": ("docs/install.md", "\nSee [a section](updating.md#no-such-section).\n", "#no-such-section"),
+    "missing repository file": ("docs/updating.md", "\nSee [the notes](../NO-SUCH-FILE.md).\n", "NO-SUCH-FILE.md"),
+    "page not in the nav": ("docs/orphan.md", "# Orphan\n", "orphan.md"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where, text, named", BREAKS.values(), ids=BREAKS)
+def test_a_broken_link_or_an_orphan_page_fails_the_build(tmp_path, where, text, named):
+    root = checkout_copy(tmp_path)
+    page = root / where
+    page.write_text((page.read_text() if page.exists() else "") + text)
+    result = build(root, tmp_path / "site")
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("WARNING")]
+    assert result.returncode != 0
+    assert warnings and named in result.stderr, result.stderr  # (the intact site builds: the test above)
+
+
+# ---------------------------------------------------------------- the generated pages
+
+
+def test_questions_page_is_generated_from_copier_yml(tmp_path):
+    config = (REPO / "copier.yml").read_text()
+    config += "\nnew_question:\n  type: int\n  help: A question added to copier.yml only\n  default: 7\n"
+    (tmp_path / "copier.yml").write_text(config)
+    page = lumi_docs.questions_page(tmp_path / "copier.yml")
+    assert re.findall(r"^## (\w+)$", page, re.M) == [*QUESTIONS, "new_question"]
+    section = page.split("## new_question\n", 1)[1]
+    assert "A question added to copier.yml only" in section and "`int`" in section and "`-d new_question=7`" in section
+
+
+def test_questions_page_shows_the_built_in_choices_and_defaults():
+    page = lumi_docs.questions_page()
+    sections = dict(re.findall(r"^## (\w+)\n(.*?)(?=^## |\Z)", page, re.M | re.S))
+    assert "- `lumi`: LUMI" in sections["site"]
+    assert "with the built-in plugins: `pytorch`" in sections["framework"]
+    assert "- `jax`:" in sections["framework"]
+    assert "when `container == 'custom'`" in sections["container_path"]
+    assert "never (computed)" in sections["plugin_data"]
+
+
+def test_models_page_has_every_field_with_its_description():
+    page = lumi_docs.models_page()
+    sections = dict(re.findall(r"^## (\w+)\n(.*?)(?=^## |\Z)", page, re.M | re.S))
+    assert set(models.__all__) <= set(sections)
+    for name in models.__all__:
+        model = getattr(models, name)
+        for field_name, field in model.model_fields.items():
+            row = next((line for line in sections[name].splitlines() if line.startswith(f"| `{field_name}` |")), None)
+            assert row is not None, f"{name}.{field_name}"
+            assert " ".join((field.description or "").split()).replace("|", "\\|") in row
+    assert "list of [Partition](#partition)" in sections["Site"]
+
+
+def test_plugin_data_page_links_catalogue_parts_to_the_models_page():
+    page = lumi_docs.plugin_data_page()
+    assert page.index("## PluginData") < page.index("## SiteFacts")
+    assert "[RcclCheck](models.md#rcclcheck)" in page
+    for field in plugin_data.PluginData.model_fields.values():
+        if field.description:
+            assert " ".join(field.description.split()) in page
+
+
+def test_hookspecs_page_has_each_spec_with_its_docstring():
+    page = lumi_docs.hookspecs_page()
+    specs = [f for name, f in vars(hookspecs).items() if name.startswith("register_") and callable(f)]
+    assert specs
+    for spec_ in specs:
+        args = ", ".join(inspect.signature(spec_).parameters)
+        assert f"## {spec_.__name__}\n" in page and f"def {spec_.__name__}({args}): ..." in page
+        assert lumi_docs._md(spec_.__doc__) in page
+
+
+def test_links_out_of_the_site_point_at_the_repository_and_missing_ones_are_reported():
+    docs = REPO / "docs"
+    text = ("[log](../CHANGELOG.md#030) [dir](../plugins/lumi-site-local/) [page](hooks.md#x) "
+            "[web](https://example.org/a.md) [gone](../NO-SUCH-FILE.md)")
+    out, missing = lumi_docs.repo_links(text, docs / "updating.md", docs)
+    assert f"[log]({HOME_URL}/blob/main/CHANGELOG.md#030)" in out
+    assert f"[dir]({HOME_URL}/tree/main/plugins/lumi-site-local)" in out
+    assert "[page](hooks.md#x)" in out and "[web](https://example.org/a.md)" in out  # MkDocs's checks; none
+    assert missing == ["../NO-SUCH-FILE.md"] and "[gone](../NO-SUCH-FILE.md)" in out
+    # From a page one folder down the same links point into docs/: a page (MkDocs reports it
+    # missing) and a folder that is not there.
+    out, missing = lumi_docs.repo_links(text, docs / "plugins" / "index.md", docs)
+    assert "[log](../CHANGELOG.md#030)" in out and missing == ["../plugins/lumi-site-local/"]
+
+
+def test_the_sites_repository_link_is_home_url():
+    class Config:
+        repo_url = repo_name = edit_uri = None
+
+    config = lumi_docs.on_config(Config())
+    assert config.repo_url == HOME_URL and HOME_URL.endswith(config.repo_name)
+
+
+# ---------------------------------------------------------------- hand-written commands
+
+
+def commands(page: str) -> list[str]:
+    """The lines of a page's indented code blocks, comments cut off."""
+    text = (REPO / "docs" / page).read_text()
+    return [line.split("  #")[0].strip() for line in re.findall(r"^    (\S.*)$", text, re.M)]
+
+
+def test_install_commands_are_the_readmes():
+    """docs/install.md repeats the README's install lines, which a test runs."""
+    readme = {line.split("  #")[0].strip() for line in (REPO / "README.md").read_text().splitlines()}
+    assert commands("install.md")
+    assert [c for c in commands("install.md") if c not in readme] == []
+
+
+def test_first_project_commands_are_the_generated_readmes_or_the_clis():
+    golden = {line.split("  #")[0].strip() for path in (REPO / "tests" / "golden").glob("*/README.md")
+              for line in path.read_text().splitlines()}
+    used = commands("first-project.md")
+    assert len(used) >= 6
+    for command in used:
+        if not command.startswith("lumi-scaffold "):
+            assert command in golden, command
+            continue
+        sub = command.split()[1]
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        result = subprocess.run([sys.executable, "-m", "lumi_scaffold.cli", sub, "--help"], capture_output=True,
+                                text=True, env=env)
+        assert result.returncode == 0, command
+        options = re.findall(r"(?<!\w)(--[a-z][\w-]*|-d)(?=[\s=]|$)", command)
+        assert [o for o in options if o not in result.stdout] == [], command

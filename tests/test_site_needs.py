@@ -110,6 +110,10 @@ def test_projects_render_and_lint_clean(cat, tmp_path, extra):
         assert "## 3. Create the venv" in readme
     else:
         assert "Pull the container" not in readme and "This image is legacy" in readme
+    if extra.get("prestage"):
+        assert "use more GPUs per node (memory follows them)" in (project / "scripts" / "prestage.sh").read_text()
+    comment = "memory follows the GPUs" + ("." if extra.get("gpus_per_node") == 1 else "")
+    assert comment in train
     job_env = (project / "scripts" / "job-env.sh").read_text()
     assert ("--gpu-bind=closest" in job_env) == (extra.get("partition") == "gpu-highmem")
     assert 'DATA_DIR="${DATA_DIR:-/scratch/pawsey0001/${USER}/datasets/demo}"' in job_env

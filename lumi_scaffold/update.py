@@ -112,9 +112,44 @@ def _changed(project: Path) -> list[str]:
     return sorted({line[3:].split(" -> ")[-1] for line in lines})
 
 
+def _is_relative_path(src: str) -> bool:
+    """A local template path that Copier would read from the current directory."""
+    return not src.startswith(("/", "~")) and ":" not in src
+
+
+def _update_ref(project: Path, src: str, vcs_ref: str | None) -> str | None:
+    """The template version to update to, looked up once.
+
+    The bundled template (bundle.py) is refreshed from the installed package and defaults to
+    that package's template. For other sources the newest PEP 440 tag is found here, once:
+    Copier would look it up in each of its three renders and, in a template without tags,
+    print "No git tags found in template; using HEAD as ref" three times.
+    """
+    from .bundle import template_ref
+
+    if _is_relative_path(src):
+        raise UserMessageError(
+            f"{project / ANSWERS_FILE} records the template as the relative path _src_path: {src}, which Copier "
+            "reads from the current directory, not from the project. Fix: set _src_path to the template's "
+            "absolute path or URL, commit, and update again."
+        )
+    ref = template_ref(src, vcs_ref)
+    if ref is not None:
+        return ref
+    try:
+        from copier._vcs import get_latest_tag, get_repo
+
+        url = get_repo(src)
+        return get_latest_tag(url) if url else None  # prints Copier's warning, once, when there are no tags
+    except Exception:  # noqa: BLE001 - an unreachable or odd source: Copier reports it in its own words
+        return None
+
+
 def _run_copier_update(project: Path, data: dict[str, Any], vcs_ref: str | None, quiet: bool) -> None:
     import copier
     from copier.errors import CopierError
+
+    from .bundle import is_bundled
 
     try:
         with warnings.catch_warnings():
@@ -130,7 +165,13 @@ def _run_copier_update(project: Path, data: dict[str, Any], vcs_ref: str | None,
                 quiet=quiet,
             )
     except (CopierError, ValueError) as exc:
-        raise UserMessageError(f"copier update failed: {exc}") from None
+        fix = ""
+        if is_bundled(read_answers(project).get("_src_path")) and ("Unknown revision" in str(exc) or "downgrading" in str(exc)):
+            from . import __version__
+
+            fix = (f". The template of lumi-scaffold {__version__} installed here is older than the one that made "
+                   "this project. Fix: pipx upgrade lumi-scaffold (or uv tool upgrade lumi-scaffold), then update again")
+        raise UserMessageError(f"copier update failed: {exc}{fix}") from None
 
 
 def update_project(
@@ -144,7 +185,9 @@ def update_project(
     """Update ``project`` from its template; with ``pretend`` only compute the diff."""
     project = Path(project).resolve()
     _check_project(project)
-    _check_plugin_data(project, read_answers(project), data or {})
+    answers = read_answers(project)
+    _check_plugin_data(project, answers, data or {})
+    vcs_ref = _update_ref(project, str(answers["_src_path"]), vcs_ref)
     if pretend:
         return _pretend(project, data or {}, vcs_ref)
     _run_copier_update(project, data or {}, vcs_ref, quiet)

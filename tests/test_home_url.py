@@ -1,5 +1,5 @@
-"""The project's home address is set once, lumi_scaffold.HOME_URL: the CLI's published
-template, the generated README and the docs site (tests/test_docs_site.py) take it from
+"""The project's home address is set once, lumi_scaffold.HOME_URL: the generated README and
+the docs site (tests/test_docs_site.py) take it from
 there, and the files that cannot import it (READMEs, docs, comments) must say the same."""
 
 from __future__ import annotations
@@ -8,13 +8,12 @@ import re
 import subprocess
 from pathlib import Path
 
-from lumi_scaffold import HOME_URL, cli, copier_ext
+from lumi_scaffold import HOME_URL, copier_ext
 
 from .helpers import REPO, render
 
 
-def test_the_cli_and_the_generated_readme_take_the_home_url_from_one_constant(template, tmp_path, monkeypatch):
-    assert cli.PUBLISHED_TEMPLATE == HOME_URL
+def test_the_generated_readme_takes_the_home_url_from_one_constant(template, tmp_path, monkeypatch):
     monkeypatch.setattr(copier_ext, "HOME_URL", "https://example.org/lumi-elsewhere")
     readme = (render(template, tmp_path / "p") / "README.md").read_text()
     assert "[lumi-scaffold](https://example.org/lumi-elsewhere)" in readme

@@ -1,5 +1,7 @@
 """The wheel carries the template, so plugin authors can render projects with
-lumi-scaffold installed from an index (lumi_scaffold.testing.template_source)."""
+lumi-scaffold installed from an index (lumi_scaffold.testing.template_source), and its
+history as a git bundle, so `lumi-scaffold new`/`update` work from the installed package
+(tests/test_install.py runs those in a fresh venv)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from .helpers import REPO
+from .wheels import git, source_clone
 
 pytestmark = pytest.mark.slow
 
@@ -27,23 +30,24 @@ def _has_setuptools_68() -> bool:
     return int(setuptools.__version__.split(".")[0]) >= 68
 
 
-SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "copier.yml", "lumi_scaffold", "project-templates"]
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    # built from a copy, so setuptools' build/ and egg-info land in the temp directory
-    src = tmp_path_factory.mktemp("src")
-    for name in SOURCES:
-        if (REPO / name).is_dir():
-            shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.py[co]", "*.egg-info"))
-        else:
-            shutil.copy2(REPO / name, src / name)
-    out = tmp_path_factory.mktemp("wheel")
+def build_cmd(src: Path, out: Path) -> list[str]:
     cmd = [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps", "-w", str(out), str(src)]
     if _has_setuptools_68():
         cmd.insert(4, "--no-build-isolation")  # offline and faster; else pip fetches setuptools
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return cmd
+
+
+@pytest.fixture(scope="session")
+def clone(tmp_path_factory) -> Path:
+    return source_clone(tmp_path_factory.mktemp("src") / "lumi-scaffold")
+
+
+@pytest.fixture(scope="session")
+def wheel(clone, tmp_path_factory) -> Path:
+    # built in a clone, so setuptools' build/ and egg-info land in the temp directory and the
+    # bundle holds the working tree as its HEAD
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(build_cmd(clone, out), check=True, capture_output=True, text=True)
     return next(out.glob("lumi_scaffold-*.whl"))
 
 
@@ -85,3 +89,37 @@ def test_installed_wheel_renders_a_project(wheel, tmp_path):
 def test_wheel_ships_py_typed(wheel):
     with zipfile.ZipFile(wheel) as zf:
         assert "lumi_scaffold/py.typed" in zf.namelist()
+
+
+def test_wheel_carries_the_template_history_as_a_bundle(wheel, clone, tmp_path):
+    with zipfile.ZipFile(wheel) as zf:
+        (tmp_path / "t.bundle").write_bytes(zf.read("lumi_scaffold/_template.bundle"))
+    heads = git(tmp_path, "bundle", "list-heads", str(tmp_path / "t.bundle"))
+    assert f"{git(clone, 'rev-parse', 'HEAD').strip()} HEAD" in heads.splitlines()
+    # Copier reads it as a repository: the HEAD template is the working tree's
+    copy = tmp_path / "copy"
+    git(tmp_path, "clone", "--quiet", str(tmp_path / "t.bundle"), str(copy))
+    assert (copy / "copier.yml").read_bytes() == (REPO / "copier.yml").read_bytes()
+
+
+def test_sdist_carries_the_bundle_and_a_wheel_built_from_it_too(clone, tmp_path):
+    import tarfile
+
+    subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path)], cwd=clone, check=True,
+                   capture_output=True, text=True)
+    sdist = next(tmp_path.glob("lumi_scaffold-*.tar.gz"))
+    with tarfile.open(sdist) as tf:
+        tf.extractall(tmp_path / "x", filter="data")
+    unpacked = next((tmp_path / "x").iterdir())
+    assert (unpacked / "lumi_scaffold/_template.bundle").is_file()
+    subprocess.run(build_cmd(unpacked, tmp_path / "w"), check=True, capture_output=True, text=True)
+    with zipfile.ZipFile(next((tmp_path / "w").glob("*.whl"))) as zf:
+        assert zf.read("lumi_scaffold/_template.bundle") == (unpacked / "lumi_scaffold/_template.bundle").read_bytes()
+
+
+def test_a_build_without_history_or_bundle_says_so_in_one_line(clone, tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(clone, src, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info"))
+    result = subprocess.run(build_cmd(src, tmp_path / "w"), capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "is neither a git checkout nor an sdist that carries the bundle. Fix: build from a git clone" in result.stderr + result.stdout

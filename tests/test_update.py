@@ -202,3 +202,52 @@ def test_doctor_reports_legacy_image_and_plugin_version_skew(template_repo, tmp_
     out = capsys.readouterr().out
     assert "warning: Container image lust-pytorch-2.7.1 is legacy. Move to laif-multitorch-20260513" in out
     assert "warning: plugin lumi was 0.9.0 when this project was made, now builtin" in out
+
+
+NO_TAGS = "No git tags found in template; using HEAD as ref"
+
+
+def test_a_relative_template_path_is_refused_in_one_line(template_repo, tmp_path, era, capsys):
+    era("now")
+    p = copy_project(template_repo, tmp_path / "p")
+    replace_in(p / ".copier-answers.yml", f"_src_path: {template_repo}", "_src_path: .")
+    commit(p, "what `copier copy .` records")
+    assert update(p) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "records the template as the relative path _src_path: ., which Copier" in err
+
+
+@pytest.mark.slow
+def test_readme_sample_project_updates_from_commits_and_warns_once(tmp_path, monkeypatch, capsys):
+    """The README's first command, in a clone without tags (tags do not travel with the
+    repository until scripts/release makes them); `lumi-scaffold update` then moves the
+    sample project along the template's commits, with Copier's warning once (not thrice)."""
+    from .helpers import REPO
+    from .wheels import source_clone
+
+    clone = source_clone(tmp_path / "lumi-scaffold")
+    assert git(clone, "tag") == ""
+    line = next(line for line in (REPO / "README.md").read_text().splitlines() if "copier copy" in line)
+    subprocess.run(["bash", "-c", line.split("&&", 1)[1]], cwd=clone, check=True, capture_output=True)
+    sample = clone / "sample-project"
+    assert f"_src_path: {clone}\n" in (sample / ".copier-answers.yml").read_text()
+    git(sample, "init", "-q")
+    commit(sample, "generated")
+    replace_in(clone / "project-templates/project/README.md.jinja", "## Interactive work", "## Interactive work (next)")
+    commit(clone, "a template change, untagged")
+    monkeypatch.chdir(tmp_path)  # not where the template is
+
+    capsys.readouterr()
+    assert update(sample) == 0
+    assert capsys.readouterr().err.count(NO_TAGS) == 1
+    assert "## Interactive work (next)" in (sample / "README.md").read_text()
+    assert f"_commit: {git(clone, 'rev-parse', '--short', 'HEAD').strip()}\n" in (sample / ".copier-answers.yml").read_text()
+
+    # plain `copier update` works from commits too (it prints the warning itself, per render)
+    commit(sample, "updated")
+    replace_in(clone / "project-templates/project/README.md.jinja", "(next)", "(after)")
+    commit(clone, "another template change")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        copier.run_update(str(sample), defaults=True, overwrite=True, unsafe=True, quiet=True, settings=copier.Settings())
+    assert "## Interactive work (after)" in (sample / "README.md").read_text()

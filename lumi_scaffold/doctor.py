@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SbatchCheck", "sbatch_test_only"]
+__all__ = ["SbatchCheck", "SlurmUnreachable", "sbatch_test_only"]
 
 
 @dataclass
@@ -28,17 +28,43 @@ def find_sbatch() -> str | None:
     return shutil.which("sbatch")
 
 
+class SlurmUnreachable(Exception):
+    """sbatch is installed but no Slurm controller answers (not a login node of a cluster)."""
+
+
+def _env() -> dict[str, str]:
+    # The job's own SLURM_* variables (doctor run inside an allocation) would change what
+    # sbatch checks; SLURM_CONF says which cluster.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    return env | ({"SLURM_CONF": os.environ["SLURM_CONF"]} if "SLURM_CONF" in os.environ else {})
+
+
+def _ping(sbatch: str, timeout: float) -> None:
+    """Raise SlurmUnreachable unless the controller answers ``scontrol ping``."""
+    scontrol = Path(sbatch).with_name("scontrol")
+    exe = str(scontrol) if scontrol.exists() else shutil.which("scontrol")
+    if exe is None:
+        return  # sbatch's own messages will say
+    try:
+        result = subprocess.run([exe, "ping"], capture_output=True, text=True, timeout=timeout, env=_env())
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SlurmUnreachable(str(exc)) from None
+    if result.returncode != 0 or "UP" not in result.stdout:
+        raise SlurmUnreachable(" ".join((result.stderr + result.stdout).split()) or f"exit status {result.returncode}")
+
+
 def sbatch_test_only(project: Path, sbatch: str | None = None, timeout: float = 60) -> list[SbatchCheck] | None:
     """``sbatch --test-only`` on each jobs/*.sbatch, run from the project directory as the
-    README submits them; None when there is no sbatch on PATH."""
+    README submits them; None when there is no sbatch on PATH, SlurmUnreachable when no
+    controller answers."""
     exe = sbatch or find_sbatch()
     if exe is None:
         return None
+    _ping(exe, timeout)
     checks = []
+    env = _env()
     for path in sorted((project / "jobs").glob("*.sbatch")):
         rel = str(path.relative_to(project))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | (
-            {"SLURM_CONF": os.environ["SLURM_CONF"]} if "SLURM_CONF" in os.environ else {})
         try:
             result = subprocess.run([exe, "--test-only", rel], cwd=project, capture_output=True, text=True,
                                     timeout=timeout, env=env)

@@ -9,6 +9,10 @@ from lumi_scaffold import cli, doctor, plugins
 
 from .helpers import REPO, render
 
+FAKE_SCONTROL = """#!/bin/bash
+[ "$1" = ping ] && echo "Slurmctld(primary) at localhost is ${FAKE_SLURM_STATE:-UP}"
+[ "${FAKE_SLURM_STATE:-UP}" = UP ]
+"""
 FAKE_SBATCH = """#!/bin/bash
 # Stand-in for sbatch --test-only: refuses the profile job, as Slurm would an unknown QOS.
 [ "$1" = --test-only ] || exit 2
@@ -36,9 +40,10 @@ def test_every_job_file_goes_through_sbatch_test_only(tmp_path, monkeypatch, cap
     render(REPO, tmp_path / "p", profiler="rocprofv3")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
+    for name, text in (("sbatch", FAKE_SBATCH), ("scontrol", FAKE_SCONTROL)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod((bin_dir / name).stat().st_mode | stat.S_IEXEC)
     sbatch = bin_dir / "sbatch"
-    sbatch.write_text(FAKE_SBATCH)
-    sbatch.chmod(sbatch.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(doctor, "find_sbatch", lambda: str(sbatch))
     monkeypatch.chdir(tmp_path)
     assert cli.main(["doctor", "p"]) == 1
@@ -47,3 +52,19 @@ def test_every_job_file_goes_through_sbatch_test_only(tmp_path, monkeypatch, cap
     assert [line.split(":")[0:2] for line in results] == [
         ["problem", " jobs/profile.sbatch"], ["ok", " jobs/smoke-test.sbatch"], ["ok", " jobs/train.sbatch"]]
     assert "Invalid qos specification" in results[0] and "Job 4242 to start" in results[2]
+
+
+def test_no_controller_is_a_note_not_a_problem(tmp_path, monkeypatch, capsys):
+    """sbatch installed where no Slurm answers (a laptop, CI): the jobs are not to blame."""
+    project = render(REPO, tmp_path / "p")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("sbatch", "#!/bin/bash\nexit 99\n"), ("scontrol", FAKE_SCONTROL)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: str(bin_dir / "sbatch"))
+    monkeypatch.setenv("FAKE_SLURM_STATE", "DOWN")
+    assert cli.main(["doctor", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "note: sbatch is here but no Slurm controller answers (Slurmctld(primary) at localhost is DOWN)" in out
+    assert "No problems found." in out

@@ -18,9 +18,10 @@ from typing import Any
 
 from ._types import check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
-from .models import ContainerImage, Partition, Site
+from .models import ContainerImage, EnvSetting, Partition, Site
 from .plugin_data import SCHEMA, Cache, ContainerFacts, FrameworkFacts, JobFields, PartitionFacts, PluginData, ProfilerFacts, SiteFacts, Storage
 from . import plugin_data as _plugin_data
+from . import sources
 
 __all__ = ["CONTAINER_SPECIAL", "check", "choices", "default", "resolve", "notices"]
 
@@ -434,7 +435,8 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         framework=FrameworkFacts(name=fw.name, title=fw.title, needs_master_addr=fw.needs_master_addr,
                                  distributed_init=fw.distributed_init, pinned_packages=fw.pinned_packages,
                                  train_args=fw.train_args),
-        env=[e for e in site.env + fw.env if e.scope == "all" or nodes > 1],
+        # A framework's settings are shared by every site: their sources as lumi_cite leaves them.
+        env=[e for e in site.env + [_cited_for(e, site.name) for e in fw.env] if e.scope == "all" or nodes > 1],
         caches=[Cache(name=v, value=f"{cache_root}/${{USER}}/cache/{v.lower()}") for v in fw.cache_vars],
         data_dir=data_area.resolve(account),
         dataset_dir=f"{data_area.resolve(account)}/datasets/{project}",
@@ -447,6 +449,10 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
     )
 
 
+def _cited_for(setting: EnvSetting, site: str) -> EnvSetting:
+    return setting.model_copy(update={"source": sources.field_for_site(setting.source, site)})
+
+
 def _site_facts(site: Site, multi: bool) -> SiteFacts:
     node = site.node
     return SiteFacts(
@@ -457,6 +463,8 @@ def _site_facts(site: Site, multi: bool) -> SiteFacts:
         mem_per_gpu_gb=node.mem_per_gpu_gb, mem_per_node_gb=node.mem_per_node_gb,
         node_local_tmp=site.node_local_tmp, node_local_tmp_note=site.node_local_tmp_note,
         bind_roots=site.bind_roots, miopen_cache=site.miopen_cache or "",
+        interconnect=site.interconnect, reserved_cores=node.reserved_cores,
+        reserved_cores_note=node.reserved_cores_note, gpu_power=node.gpu_power,
     )
 
 

@@ -308,7 +308,17 @@ def lumi_sources(ctx: Context) -> list[dict[str, str]]:
     texts += [f["content"] for d in ("scripts", "config") for f in lumi_plugin_files(ctx, d)]
     fw = _catalogue().frameworks.get(str(ctx.get("framework")))
     texts += [fw.example, fw.smoke_test] if fw else []
-    return sources.cited_in(texts, ctx.get("plugin_data"))
+    # The texts' keys as lumi_cite leaves them for this site; the data's all (the site's own).
+    return sources.cited_in(texts, ctx.get("plugin_data"), site=str(ctx.get("site")))
+
+
+@pass_context
+def lumi_cite(ctx: Context, text: str) -> str:
+    """``text`` with the [KEY] citations this project's site does not cite left out (a
+    LUMI source in a Frontier project), and an emptied citation with the blank before it:
+    ``sentence.{{ ' [AIG-05], [TM-Bind]' | lumi_cite }}``. Empty when nothing is left, so
+    ``{% if '[WS-ref]' | lumi_cite %}`` keeps prose that names such a source to its site."""
+    return sources.cite(str(text), str(ctx.get("site")))
 
 
 @pass_context
@@ -357,4 +367,5 @@ class LumiExtension(Extension):
         environment.filters["lumi_render"] = lumi_render
         environment.filters["lumi_yaml"] = lumi_yaml
         environment.filters["lumi_py_text"] = lumi_py_text
+        environment.filters["lumi_cite"] = lumi_cite
         _share_compiled_code(environment)

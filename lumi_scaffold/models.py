@@ -31,6 +31,7 @@ __all__ = [
     "RcclCheck",
     "ReadmeSection",
     "Site",
+    "SiteNote",
     "StorageArea",
     "WalltimeBin",
     "TemplateFile",
@@ -156,6 +157,15 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+class SiteNote(Model):
+    """One line of prose stating a site fact, with the fact's source key."""
+
+    text: str = Field(description="One line, written into comments, help text and the README.")
+    source: str = Field(default="", description="Source key of the fact (see lumi-facts.md).")
+
+    _text = field_validator("text", "source")(_one_line)
+
+
 class WalltimeBin(Model):
     """A wall-time limit that applies to jobs of up to ``max_nodes`` nodes."""
 
@@ -171,6 +181,10 @@ class NodeLayout(Model):
     cpus: PositiveInt = Field(description="Logical CPUs Slurm shows per node (hardware threads included).")
     cores: PositiveInt = Field(description="Physical cores per node.")
     reserved_cores: list[int] = Field(default_factory=list, description="Cores no job may use.")
+    reserved_cores_note: SiteNote | None = Field(
+        default=None, description="Which cores the reserved ones are, for the README (LUMI: 'the first core of each "
+        "CCD' [TM-LN]); leave out where the site's documentation does not say.",
+    )
     cpus_per_gpu: PositiveInt = Field(description="Cores per GPU task (--cpus-per-task).")
     cpu_masks: list[str] = Field(
         description="--cpu-bind=mask_cpu masks in local-rank order (rank i -> GPU i), hex."
@@ -186,6 +200,11 @@ class NodeLayout(Model):
     )
     mem_per_node_gb: PositiveInt | None = Field(
         default=None, description="Memory to request for a whole node (--mem), GB; leave out to request none."
+    )
+    gpu_power: SiteNote | None = Field(
+        default=None, description="What rocm-smi's power column shows for busy GPUs, the best sign that they work, for "
+        "`scripts/attach.sh --help` (LUMI: '~300 W one busy GCD, ~500 W both GCDs of an MI250X' [AIG-06]); leave out "
+        "where the site's documentation gives no figures.",
     )
     source: str = ""
 
@@ -597,6 +616,9 @@ class Site(Model):
     node_local_tmp_note: str = Field(
         "", description="What node_local_tmp is, for comments and the README (LUMI: 'RAM, counted in the "
                         "job's memory'); leave empty when the site's documentation does not say.")
+    interconnect: str = Field(
+        "", description="The network between nodes as prose names it, where images need builds for it (LUMI: "
+        "Slingshot: 'a generic wheel lacks the image's ROCm and Slingshot builds'); empty where the site does not say.")
     bind_roots: list[AbsPath] = Field(
         default_factory=list, description="Real roots behind symlinked file systems that must be bound (LUMI: /pfs)."
     )
@@ -648,7 +670,7 @@ class Site(Model):
         default_factory=list, description="Sections the generated README gets for projects at this site."
     )
 
-    _text = field_validator("title", "display_name", "source", "node_local_tmp_note")(_one_line)
+    _text = field_validator("title", "display_name", "source", "node_local_tmp_note", "interconnect")(_one_line)
 
     @field_validator("own_image_frameworks", mode="before")
     @classmethod

@@ -26,7 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, check_abs_path, check_shell_word
 from .errors import UserMessageError
-from .models import CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck, TrainArg, _one_line
+from .models import CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck, SiteNote, TrainArg, _one_line
 
 __all__ = ["SCHEMA", "PluginData", "PluginDataError", "validate_plugin_data"]
 
@@ -132,6 +132,11 @@ class SiteFacts(_Part):
     memory_follows_gpus: bool = Field(False, description="Jobs cannot ask for memory; it follows their GPUs.")
     gpu_numa: list[int] = Field(default_factory=list, description="NUMA node of each GPU, in local-rank order.")
     gpu_nic: list[PlainOrEmpty] = Field(default_factory=list, description="Network interface nearest each GPU.")
+    # 0.3: prose from data (schema 2 answers files without them still validate).
+    interconnect: Text = ""
+    reserved_cores: list[int] = Field([], description="Cores no job may use (the CPU masks avoid them).")
+    reserved_cores_note: SiteNote | None = None
+    gpu_power: SiteNote | None = Field(None, description="rocm-smi's power for busy GPUs, for attach.sh --help.")
 
 
 class PartitionFacts(_Part):

@@ -20,9 +20,10 @@ from pydantic import ValidationError
 
 from ._types import check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
-from .models import ContainerImage, NodeLayout, Partition, Site, StorageArea
+from .models import ContainerImage, EnvSetting, NodeLayout, Partition, Site, StorageArea
 from .plugin_data import SCHEMA, ContainerFacts, Cost, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
+from . import sources
 
 __all__ = ["CONTAINER_SPECIAL", "check", "choices", "default", "resolve", "notices"]
 
@@ -478,7 +479,8 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         framework=dict(name=fw.name, title=fw.title, needs_master_addr=fw.needs_master_addr,
                                  distributed_init=fw.distributed_init, pinned_packages=fw.pinned_packages,
                                  train_args=fw.train_args),
-        env=[e for e in site.env + fw.env if e.scope == "all" or nodes > 1],
+        # A framework's settings are shared by every site: their sources as lumi_cite leaves them.
+        env=[e for e in site.env + [_cited_for(e, site.name) for e in fw.env] if e.scope == "all" or nodes > 1],
         caches=[dict(name=v, value=f"{user_dir}/cache/{v.lower()}") for v in fw.cache_vars],
         data_dir=data_area.resolve(account, group),
         dataset_dir=f"{data_area.resolve(account, group)}/datasets/{project}",
@@ -492,6 +494,10 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
     )
 
 
+def _cited_for(setting: EnvSetting, site: str) -> EnvSetting:
+    return setting.model_copy(update={"source": sources.field_for_site(setting.source, site)})
+
+
 def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
     """The site, with the nodes of the job's partition."""
     return SiteFacts(
@@ -503,6 +509,8 @@ def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
         node_local_tmp=site.node_local_tmp, node_local_tmp_note=site.node_local_tmp_note,
         bind_roots=site.bind_roots, miopen_cache=site.miopen_cache or "",
         memory_follows_gpus=site.memory_follows_gpus, gpu_numa=node.gpu_numa, gpu_nic=node.gpu_nic,
+        interconnect=site.interconnect, reserved_cores=node.reserved_cores,
+        reserved_cores_note=node.reserved_cores_note, gpu_power=node.gpu_power,
     )
 
 

@@ -2,6 +2,10 @@
 fields in plugin data. The bibliography is ``sources.yaml`` beside this file;
 ``docs/sources.md`` is made from it (:func:`markdown`), and each generated README lists
 the sources its project cites (:func:`cited_in`, through the Copier extension).
+
+A source about one site (``sites:`` in the bibliography: LUMI's user guide, Frontier's) is
+cited by the shared templates only in that site's projects (:func:`cite`, the
+``lumi_cite`` filter); a site's own catalogue data cites what it likes.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ BIBLIOGRAPHY = Path(__file__).with_name("sources.yaml")
 # [KEY] or [KEY, KEY]: a key starts with two capitals or digits (WS-09, AIG-05, TM-Slurm,
 # PYPI), which a character range such as [A-Za-z0-9] does not.
 _KEY = r"[A-Z][A-Z0-9]+(?:-[A-Za-z0-9]+)*"
-_CITATION = re.compile(rf"\[({_KEY}(?:, {_KEY})*)\]")
+_KEYS = rf"{_KEY}(?:, {_KEY})*"
+_CITATION = re.compile(rf"\[({_KEYS})\]")
+# A run of citations ("[AIG-05], [TM-Bind]") and the blanks before it.
+_CITATION_RUN = re.compile(rf"(?P<lead>[ \t]*)(?P<run>\[{_KEYS}\](?:, \[{_KEYS}\])*)")
 _SOURCE_FIELDS = ("source", "packages_source")
 
 
@@ -26,6 +33,35 @@ _SOURCE_FIELDS = ("source", "packages_source")
 def bibliography() -> dict[str, dict[str, str]]:
     """key -> {title, url, read}."""
     return yaml.safe_load(BIBLIOGRAPHY.read_text(encoding="utf-8"))
+
+
+def citable(key: str, site: str) -> bool:
+    """Whether the shared templates cite ``key`` in a project for ``site``: a key with
+    ``sites`` only there; any other key (one the bibliography does not know too: a
+    plugin's own) everywhere."""
+    sites = bibliography().get(key, {}).get("sites")
+    return not sites or site in sites
+
+
+def cite(text: str, site: str) -> str:
+    """``text`` without the keys a project for ``site`` does not cite: "[AIG-05], [SL-x]"
+    keeps "[SL-x]"; a citation left with no key goes, with the blanks or ", " before it."""
+
+    def run(match: re.Match[str]) -> str:
+        groups = []
+        for group in _CITATION.findall(match["run"]):
+            kept = [key for key in group.split(", ") if citable(key, site)]
+            if kept:
+                groups.append(f"[{', '.join(kept)}]")
+        return match["lead"] + ", ".join(groups) if groups else ""
+
+    return _CITATION_RUN.sub(run, text)
+
+
+def field_for_site(value: str, site: str) -> str:
+    """A ``source:`` field without the keys a project for ``site`` does not cite."""
+    parts = [part.strip() for part in value.split(",") if part.strip()]
+    return ", ".join(part for part in parts if citable(re.sub(r"\s*\(.*?\)", "", part), site))
 
 
 def keys_in_text(text: str) -> set[str]:
@@ -53,12 +89,14 @@ def keys_in_data(data: Any) -> set[str]:
     return set()
 
 
-def cited_in(texts: Iterable[str], data: Any = None) -> list[dict[str, str]]:
-    """The known sources cited in ``texts`` and ``data``, sorted by key, each as
-    {key, title, url, read}."""
+def cited_in(texts: Iterable[str], data: Any = None, site: str | None = None) -> list[dict[str, str]]:
+    """The known sources cited in ``texts`` (only those :func:`citable` for ``site``, when
+    given) and ``data``, sorted by key, each as {key, title, url, read}."""
     known = bibliography()
-    keys = set().union(*(keys_in_text(t) for t in texts)) | keys_in_data(data)
-    return [{"key": key, **known[key]} for key in sorted(keys) if key in known]
+    keys = {key for text in texts for key in keys_in_text(text) if site is None or citable(key, site)}
+    keys |= keys_in_data(data)
+    return [{"key": key, "title": known[key]["title"], "url": known[key]["url"], "read": known[key]["read"]}
+            for key in sorted(keys) if key in known]
 
 
 def markdown() -> str:
@@ -70,12 +108,15 @@ def markdown() -> str:
         "plugin data), with what each is and when it was read. Made from",
         "`lumi_scaffold/sources.yaml` (tests/test_sources.py checks that this page matches it and",
         "that every cited key is in it); each generated README lists the ones its project cites.",
+        "A source about one site (column *sites*) is cited in the templates' comments only in",
+        "projects for that site; elsewhere the comment keeps its words and drops the key.",
         "",
-        "| key | source | read |",
-        "|---|---|---|",
+        "| key | source | read | sites |",
+        "|---|---|---|---|",
     ]
     for key, entry in sorted(bibliography().items()):
-        lines.append(f"| {key} | [{entry['title']}]({entry['url']}) | {entry['read']} |")
+        sites = ", ".join(entry.get("sites", [])) or "all"
+        lines.append(f"| {key} | [{entry['title']}]({entry['url']}) | {entry['read']} | {sites} |")
     return "\n".join(lines) + "\n"
 
 

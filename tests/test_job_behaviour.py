@@ -213,7 +213,7 @@ def runs(template, tmp_path_factory, request, slurm_cluster_2nodes, dataset, sit
             probe_dir = work / "probe" / kind
             probe_dir.mkdir(parents=True)
             env = job_env(clusters[case.cluster], work, site_root, PROBE_DIR=str(probe_dir), DATA_DIR=str(data_dir),
-                          LUMI_RCCL_DEBUG="1", **image_env(work, WITH_CONDA="export PROBE_ACTIVATED=1"))
+                          RCCL_DEBUG_FILES="1", **image_env(work, WITH_CONDA="export PROBE_ACTIVATED=1"))
             run = Run(case, kind, project, env, _answers(case, archive))
             by_cluster[case.cluster].append(run)
             out[(case.name, kind)] = run
@@ -357,7 +357,7 @@ def test_environment_inside_the_container(runs, case, kind):
             # (torchrun gives its workers a MASTER_ADDR of its own; the job's is its rendezvous.)
             first = next(r["node"] for r in run.records if r["env"].get("SLURM_NODEID") == "0")
             assert env.get("MASTER_ADDR") == first
-    # LUMI_RCCL_DEBUG=1: RCCL's debug output goes to one file per rank. [WS-09]
+    # RCCL_DEBUG_FILES=1: RCCL's debug output goes to one file per rank. [WS-09]
     files = [r["env"].get("NCCL_DEBUG_FILE") for r in run.records]
     assert None not in files and len(set(files)) == len(files), files
     # One report line per rank in the job's log: rank, node, local rank, GPU, CPUs (torchrun

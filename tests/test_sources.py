@@ -42,7 +42,39 @@ def test_every_cited_key_has_a_source():
     missing = {key: sorted(files) for key, files in cited_keys().items() if key not in known}
     assert not missing, f"keys without an entry in lumi_scaffold/sources.yaml: {missing}"
     for key, entry in known.items():
-        assert set(entry) == {"title", "url", "read"} and entry["url"].startswith("https://"), key
+        assert set(entry) - {"sites"} == {"title", "url", "read"} and entry["url"].startswith("https://"), key
+        assert entry.get("sites", ["x"]) and all(re.fullmatch(r"[a-z0-9-]+", s) for s in entry.get("sites", [])), key
+
+
+def test_site_bound_sources_are_the_ones_about_one_site():
+    """A key's `sites` follows its title: LUMI's guides, courses and images, Frontier's docs."""
+    for key, entry in sources.bibliography().items():
+        about = ("lumi" if re.search(r"\bLUMI\b|Getting Started with AI workshop", entry["title"])
+                 else "frontier" if entry["title"].startswith("OLCF") else None)
+        if key == "COT":  # cotainr's own guide (with LUMI examples) is about the tool, used on any site
+            about = None
+        assert entry.get("sites") == ([about] if about else None), key
+
+
+@pytest.mark.parametrize(("text", "site", "cited"), [
+    (" [AIG-05], [TM-Bind]", "lumi", " [AIG-05], [TM-Bind]"),
+    (" [AIG-05], [TM-Bind]", "setonix", ""),
+    ("reads these. [AIG-05]\nnext", "frontier", "reads these.\nnext"),
+    ("x [WS-2026, FI-CXI, OLCF-PT] y", "lumi", "x [WS-2026, FI-CXI] y"),
+    ("x [WS-2026, FI-CXI, OLCF-PT] y", "frontier", "x [FI-CXI, OLCF-PT] y"),
+    ("x [WS-09], [PYPI], [AIG]", "setonix", "x [PYPI]"),
+    ("JOBID [NODE] [SL-own]", "setonix", "JOBID [NODE] [SL-own]"),  # not the bibliography's: kept
+], ids=["lumi-keeps", "other-drops-all", "blank-before-goes", "one-of-a-group", "frontier-keeps-its-own",
+        "run-keeps-the-generic", "unknown-kept"])
+def test_cite_drops_the_keys_of_other_sites(text, site, cited):
+    assert sources.cite(text, site) == cited
+
+
+def test_field_for_site_keeps_notes_and_generic_keys():
+    assert sources.field_for_site("WS-ref, PYPI (flax 0.8.3), TM-Slurm (sinfo)", "lumi") == \
+        "WS-ref, PYPI (flax 0.8.3), TM-Slurm (sinfo)"
+    assert sources.field_for_site("WS-ref, PYPI (flax 0.8.3), TM-Slurm (sinfo)", "setonix") == "PYPI (flax 0.8.3)"
+    assert sources.field_for_site("WS-ref", "frontier") == ""
 
 
 def test_docs_sources_page_matches_the_bibliography():

@@ -71,7 +71,7 @@ def setup() -> tuple[int, int, int, torch.device]:
     if torch.cuda.is_available():  # ROCm GPUs appear as cuda devices
         device = torch.device("cuda", local_rank % torch.cuda.device_count())
         torch.cuda.set_device(device)
-        backend = "nccl"  # RCCL on LUMI
+        backend = "nccl"  # RCCL on {{ plugin_data.site.display_name }}
     else:
         device = torch.device("cpu")
         backend = "gloo"
@@ -108,7 +108,7 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
         batch_size=args.batch_size,
         sampler=sampler,
         num_workers=max(args.num_workers, 0),
-        # fork is not safe with Slingshot-11 in DataLoader workers; spawn is. [WS-09]
+        # {% if '[WS-09]' | lumi_cite %}fork is not safe with Slingshot-11 in DataLoader workers; spawn is. [WS-09]{% else %}DataLoader workers are spawned, not forked (see the end of this file).{% endif %}
         multiprocessing_context="spawn" if args.num_workers > 0 else None,
         persistent_workers=args.num_workers > 0,
     )
@@ -176,7 +176,7 @@ def start_profiler():
     from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-    # A few steps only: Perfetto struggles with traces over ~2 GB. [AIG-06]
+    # A few steps only: Perfetto struggles with traces over ~2 GB.{{ ' [AIG-06]' | lumi_cite }}
     prof = profile(activities=activities, schedule=schedule(wait=2, warmup=2, active=4, repeat=1),
                    on_trace_ready=tensorboard_trace_handler(out))
     prof.start()
@@ -184,6 +184,6 @@ def start_profiler():
 
 
 if __name__ == "__main__":
-    # Workaround for pytorch/pytorch#119845 with Slingshot; must run before any worker starts. [WS-09]
+    # Workaround for pytorch/pytorch#119845{% if '[WS-09]' | lumi_cite %} with Slingshot{% endif %}; must run before any worker starts.{{ ' [WS-09]' | lumi_cite }}
     torch.multiprocessing.set_start_method("spawn")
     main()

@@ -62,8 +62,9 @@ if [ -n "${SLURM_STEP_ID:-}" ]; then
     echo "rank ${RANK:-0}/${WORLD_SIZE:-1} node ${SLURMD_NODENAME:-$(hostname)} local_rank ${LOCAL_RANK:-0} gpu ${gpu} cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
 fi
 
-# RCCL debug output, one file per rank: submit with LUMI_RCCL_DEBUG=1 sbatch ... [WS-09]
-if [ "${LUMI_RCCL_DEBUG:-0}" = 1 ]; then
+# RCCL debug output, one file per rank: submit with RCCL_DEBUG_FILES=1 sbatch ... [WS-09]
+# (LUMI_RCCL_DEBUG=1, its name before lumi-scaffold 0.3, works too.)
+if [ "${RCCL_DEBUG_FILES:-${LUMI_RCCL_DEBUG:-0}}" = 1 ]; then
     export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,COLL
     export NCCL_DEBUG_FILE="${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank${RANK:-${SLURM_PROCID:-0}}.txt"
 fi

@@ -10,7 +10,7 @@ Run by scripts/setup-venv.sh inside the container (standard library, plus the
       with the new venv's Python: adds the image's site directories, in the image's order,
       after the venv's own (a .pth file), and checks that the venv sees every distribution.
       `python -m venv --system-site-packages` is not enough: a venv made from a venv's
-      Python (LAIF images keep their framework in the venv /opt/venv) sees the base
+      Python (an image may keep its framework in a venv, such as /opt/venv) sees the base
       interpreter's packages, not the image's.
   venv/bin/python scripts/image_packages.py constraints FILE.json
       prints a pip constraints file: every image distribution at its exact version, so
@@ -160,7 +160,7 @@ def check(record: dict, requirements: Path) -> None:
         print("ERROR: the venv changed packages the container image ships:", file=sys.stderr)
         print("\n".join(problems), file=sys.stderr)
         print("Fix: remove or loosen the requirement named, then rm -rf venv and rerun scripts/setup-venv.sh. "
-              "A generic wheel from PyPI lacks the image's ROCm and Slingshot builds.", file=sys.stderr)
+              "A generic wheel from PyPI lacks the image's ROCm and interconnect builds.", file=sys.stderr)
         raise SystemExit(1)
     print(f"venv ready; the image's {len(record['dists'])} distributions are intact.")
 

@@ -7,7 +7,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-_SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d{1,2}):(\d{2}):(\d{2})$")
+# ASCII digits only, the whole string (no spaces, no trailing newline): the value is
+# written verbatim into #SBATCH --time= lines.
+_SLURM_TIME = re.compile(r"(?:([0-9]+)-)?([0-9]{1,2}):([0-9]{2}):([0-9]{2})")
 _SLUG = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 _IDENT = re.compile(r"^[a-z][a-z0-9]*(?:[-.][a-z0-9]+)*$")
 # Characters a plugin-supplied shell word may contain. `${NAME}` references are
@@ -18,10 +20,12 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def slurm_time_seconds(value: str) -> int:
-    """Seconds in a Slurm time ``[D-]HH:MM:SS``; ValueError when malformed."""
-    match = _SLURM_TIME.match(value.strip())
+    """Seconds in a Slurm time ``[D-]HH:MM:SS``; ValueError when malformed (spaces,
+    newlines and non-ASCII digits included)."""
+    match = _SLURM_TIME.fullmatch(value) if isinstance(value, str) else None
     if not match:
-        raise ValueError(f"{value!r} is not a Slurm time; write D-HH:MM:SS or HH:MM:SS, e.g. 1-12:00:00")
+        raise ValueError(f"{value!r} is not a Slurm time; write D-HH:MM:SS or HH:MM:SS with ASCII digits "
+                         "and no spaces, e.g. 1-12:00:00")
     days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
     if minutes > 59 or seconds > 59 or (days and hours > 23):
         raise ValueError(f"{value!r} is not a Slurm time: minutes and seconds must be below 60")

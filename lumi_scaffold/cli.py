@@ -1,21 +1,30 @@
-"""The ``lumi-scaffold`` command: plugins, new, lint.
+"""The ``lumi-scaffold`` command: plugins, new, update, doctor, lint, completion.
 
 Imports are deferred into the commands so that ``lumi-scaffold --help`` stays fast.
-Every error the user can cause is a :class:`~lumi_scaffold.errors.LumiScaffoldError`: it
-ends in one message and exit code 1, never a traceback.
+Every error the user can cause ends in one line on stderr and exit code 1 (2 for a
+command line argparse cannot parse, 130 for Ctrl-C), never a traceback: errors raised on
+purpose are :class:`~lumi_scaffold.errors.LumiScaffoldError`, and what Copier, plumbum,
+YAML or the file system raise in ``new`` and ``update`` is turned into one.
+
+argparse, not click or typer: what this module does by hand (one-line errors from Copier
+and plumbum, checks of --data, Ctrl-C) would be the same code in either; what they give
+for free (--version, help without arguments, completion) is ~60 lines here, and they would
+be one more runtime dependency with their own multi-line usage errors.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from .errors import LumiScaffoldError, UsageError, UserMessageError, copier_message
+from .errors import Interrupted, LumiScaffoldError, UsageError, UserMessageError, copier_message
 
 TEMPLATE_ENV = "LUMI_SCAFFOLD_TEMPLATE"
 
@@ -33,17 +42,51 @@ def default_template() -> str:
     return SOURCE
 
 
+def progress(args: argparse.Namespace, message: str) -> None:
+    """One line on stderr before a step that takes seconds (not with --quiet)."""
+    if not getattr(args, "quiet", False):
+        print(f"lumi-scaffold: {message}", file=sys.stderr, flush=True)
+
+
+def one_line(text: str) -> str:
+    """``text`` with its lines joined: Copier's and pydantic's messages span several."""
+    return "; ".join(line.strip() for line in str(text).strip().splitlines() if line.strip()) or "unknown error"
+
+
+# ---------------------------------------------------------------- data (answers)
+
+
+_YAML_FIX = "plain `question: answer` lines, each question once, no !tags"
+
+
+def load_yaml(path: Path, what: str, fix: str = _YAML_FIX) -> Any:
+    """A YAML file (safe: no tags), or one line naming the file, the line and the problem."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"{what} {path}: cannot read it: {reason}") from None
+    try:
+        return YAML(typ="safe", pure=True).load(text)
+    except YAMLError as exc:
+        where, problem = "", str(exc)
+        if isinstance(exc, MarkedYAMLError):
+            mark = exc.problem_mark or exc.context_mark
+            where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+            problem = " ".join(p for p in (exc.context, exc.problem) if p) or problem
+        raise UsageError(f"{what} {path}{where}: not valid YAML: {one_line(problem)}. Fix: {fix}") from None
+
+
 def parse_data(pairs: list[str], data_file: str | None) -> dict[str, Any]:
     data: dict[str, Any] = {}
     if data_file:
-        from ruamel.yaml import YAML
-
-        try:
-            loaded = YAML(typ="safe", pure=True).load(Path(data_file).read_text())
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"--data-file {data_file}: {exc}") from None
+        loaded = load_yaml(Path(data_file), "--data-file")
         if not isinstance(loaded, dict):
-            raise UsageError(f"--data-file {data_file}: expected a mapping of question: answer")
+            raise UsageError(f"--data-file {data_file}: expected a mapping of question: answer, "
+                             f"found {type(loaded).__name__}. Fix: write `question: answer` lines")
         data.update(loaded)
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -51,6 +94,69 @@ def parse_data(pairs: list[str], data_file: str | None) -> dict[str, Any]:
             raise UsageError(f"--data {pair!r}: write NAME=VALUE, e.g. --data nodes=2")
         data[name] = value
     return data
+
+
+_WHOLE = re.compile(r"-?[0-9]+")
+_TRUE = {"true", "yes", "y", "on", "1"}
+_FALSE = {"false", "no", "n", "off", "0"}
+
+
+def question_types(template: str) -> dict[str, str] | None:
+    """Question name -> type from ``template``'s copier.yml; None when the template is not
+    a local directory (a git URL: Copier checks what it can)."""
+    path = Path(template).expanduser() / "copier.yml"
+    try:
+        if not path.is_file():
+            return None
+        config = load_yaml(path, "template")
+    except (OSError, UsageError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    return {str(k): str(v.get("type", "str")) if isinstance(v, dict) else "str"
+            for k, v in config.items() if not str(k).startswith("_")}
+
+
+def check_data(data: dict[str, Any], types: dict[str, str] | None) -> None:
+    """Refuse unknown questions and values of the wrong type, before Copier casts them
+    (it truncates 2.5 nodes to 2 and takes any word for a yes)."""
+    for name, value in data.items():
+        if types is not None and name not in types:
+            close = difflib.get_close_matches(str(name), types, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise UsageError(f"{name}={value!r}: there is no question {name!r}. Fix: {hint}the questions are {', '.join(types)}")
+        kind = (types or {}).get(name) or ("int" if name in INT_QUESTIONS else "bool" if name in BOOL_QUESTIONS else "")
+        if kind == "int" and not (type(value) is int or isinstance(value, str) and _WHOLE.fullmatch(value)):
+            raise UsageError(f"{name}={value!r}: not a whole number. Fix: e.g. --data {name}=1")
+        if kind == "bool" and not (type(value) is bool or isinstance(value, str) and value.lower() in _TRUE | _FALSE):
+            raise UsageError(f"{name}={value!r}: not a yes/no answer. Fix: --data {name}=true or --data {name}=false")
+        if kind == "json" and isinstance(value, str):
+            try:
+                json.loads(value)
+            except ValueError as exc:
+                raise UsageError(f"{name}={value!r}: not JSON ({exc}). Fix: leave {name} out; it is computed") from None
+        if kind == "str" and not isinstance(value, str):
+            raise UsageError(f"{name}={value!r}: expected text, got a {type(value).__name__}. "
+                             f"Fix: quote it in the data file, e.g. {name}: \"{value}\"")
+
+
+INT_QUESTIONS = ("nodes", "gpus_per_node", "profile_rank")
+BOOL_QUESTIONS = ("prestage",)
+
+
+def _check_site(data: dict[str, Any]) -> None:
+    """The site answer first, with its own message (Copier's would be 'Invalid choice')."""
+    if "site" not in data:
+        return
+    from .plugins import get_catalogue
+    from .questions import check
+
+    message = check("site", data["site"], data, get_catalogue())
+    if message:
+        raise UsageError(f"site={data['site']!r}: {message}")
+
+
+# ---------------------------------------------------------------- commands
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -86,20 +192,30 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 1 if cat.problems and args.strict else 0
 
 
+def _check_destination(dest: Path) -> None:
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"{dest} is a file, not a directory. Fix: give the path of a new directory")
+    if dest.is_dir() and any(dest.iterdir()):
+        raise UsageError(f"{dest} exists and is not empty; choose a new directory")
+    parent = next((p for p in dest.absolute().parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise UsageError(f"{dest}: {parent} is a file, not a directory. Fix: give the path of a new directory")
+
+
 def cmd_new(args: argparse.Namespace) -> int:
     import copier
     from copier.errors import CopierError
 
     data = parse_data(args.data, args.data_file)
     dest = Path(args.destination)
-    if dest.exists() and any(dest.iterdir()):
-        raise UsageError(f"{dest} exists and is not empty; choose a new directory")
-    _check_types(data)
+    _check_destination(dest)
+    check_data(data, question_types(args.template))
+    _check_site(data)
     from .bundle import template_ref
 
     vcs_ref = template_ref(args.template, args.vcs_ref)
     try:
-        copier.run_copy(
+        worker = copier.run_copy(
             args.template,
             str(dest),
             data=data,
@@ -110,14 +226,53 @@ def cmd_new(args: argparse.Namespace) -> int:
         )
     except BaseException as exc:
         _empty(dest)  # Copier removes a destination it created; one that existed (empty) is emptied here
-        if isinstance(exc, LumiScaffoldError):
+        if isinstance(exc, KeyboardInterrupt):  # Copier's CopierAnswersInterrupt is one too
+            question = getattr(getattr(exc, "last_question", None), "var_name", None)
+            at = f" at question {question!r}" if question else ""
+            raise Interrupted(f"stopped{at} (Ctrl-C); nothing was generated") from None
+        error = _user_error(exc)
+        if error is exc:
             raise
-        if isinstance(exc, (CopierError, ValueError)):
-            raise UsageError(copier_message(exc)) from None
-        if isinstance(exc, KeyboardInterrupt):
-            raise UsageError("stopped by the user; nothing was generated") from None
-        raise
+        if isinstance(exc, (CopierError, ValueError)) and not isinstance(exc, LumiScaffoldError) \
+                and copier_message(exc) == str(exc).strip():
+            # Not about one question (those read 'question: message'): about the template.
+            ref = f" at {args.vcs_ref}" if args.vcs_ref else ""
+            raise UsageError(f"template {args.template}{ref}: {error}") from None
+        raise error from None
+    _warn_placeholders(dict(worker.answers.combined))
     return 0
+
+
+def _user_error(exc: BaseException) -> BaseException:
+    """What Copier, plumbum, Jinja, YAML or the file system raised, as one line (a bug of
+    lumi-scaffold itself, anything else, is re-raised with its traceback)."""
+    from copier.errors import CopierError
+    from jinja2 import TemplateError
+    from plumbum.commands.processes import ProcessExecutionError
+
+    if isinstance(exc, LumiScaffoldError):
+        return UsageError(one_line(str(exc)))
+    if isinstance(exc, ProcessExecutionError):
+        stderr = one_line(exc.stderr or "") if (exc.stderr or "").strip() else f"exit code {exc.retcode}"
+        argv = " ".join(map(str, exc.argv[:2])) if exc.argv else "a command"
+        return UsageError(f"{argv} failed: {stderr}. Fix: check --template and --vcs-ref")
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return UsageError(f"{where}{exc.strerror or exc}")
+    if isinstance(exc, (CopierError, ValueError, TemplateError)):
+        return UsageError(one_line(copier_message(exc)))
+    return exc
+
+
+def _warn_placeholders(answers: dict[str, Any]) -> None:
+    from .plugins import get_catalogue
+    from .questions import placeholders
+
+    found = placeholders(answers, get_catalogue())
+    if found:
+        fix = " ".join(f"-d {item.split('=')[0]}=..." for item in found)
+        print(f"lumi-scaffold: warning: placeholder answers left: {'; '.join(found)}. "
+              f"Fix: after the first commit, lumi-scaffold update {fix}", file=sys.stderr)
 
 
 def _empty(dest: Path) -> None:
@@ -131,19 +286,6 @@ def _empty(dest: Path) -> None:
             entry.unlink(missing_ok=True)
 
 
-INT_QUESTIONS = ("nodes", "gpus_per_node", "profile_rank")
-
-
-def _check_types(data: dict[str, Any]) -> None:
-    """Copier reports a non-number as a bare int() error; name the question instead."""
-    for name in INT_QUESTIONS:
-        if name in data:
-            try:
-                int(data[name])
-            except (TypeError, ValueError):
-                raise UsageError(f"{name}={data[name]!r}: not a whole number. Fix: e.g. --data {name}=1") from None
-
-
 def cmd_new_plugin(args: argparse.Namespace) -> int:
     from .newplugin import new_plugin
 
@@ -151,13 +293,61 @@ def cmd_new_plugin(args: argparse.Namespace) -> int:
     return 0
 
 
+def _project(path: str) -> Path:
+    """The project directory as an absolute path: tools run inside it see the same files."""
+    project = Path(path).expanduser().resolve()
+    if not project.is_dir():
+        raise UsageError(f"{path} is not a directory. Fix: give the path of a generated project")
+    return project
+
+
+def _answers(project: Path) -> dict[str, Any]:
+    """The project's answers file, read once here for one-line YAML errors."""
+    from .update import ANSWERS_FILE
+
+    path = project / ANSWERS_FILE
+    if not path.is_file():
+        return {}
+    answers = load_yaml(path, "answers file", fix=f"undo your edit (git checkout -- {ANSWERS_FILE})")
+    if not isinstance(answers, dict):
+        raise UsageError(f"answers file {path}: expected a mapping of question: answer. Fix: restore it from git")
+    return answers
+
+
+def _check_plugins_installed(project: Path, answers: dict[str, Any]) -> None:
+    """The site and framework of the project must still be in the catalogue: name the
+    plugin that made them (from plugin_data.plugins) and how to get it back."""
+    from .plugins import get_catalogue
+    from .questions import check
+
+    cat = get_catalogue()
+    missing = [(kind, answers[kind]) for kind, have in (("site", cat.sites), ("framework", cat.frameworks))
+               if answers.get(kind) and answers[kind] not in have]
+    if not missing:
+        if answers.get("site") in cat.sites and check("site", answers["site"], answers, cat):
+            raise UsageError(f"{project}: {check('site', answers['site'], answers, cat)}")
+        return
+    recorded = (answers.get("plugin_data") or {}).get("plugins") or {}
+    current = cat.plugin_versions()
+    gone = [name for name, version in recorded.items() if name not in current and version != "builtin"]
+    kind, name = missing[0]
+    if gone:
+        installs = " ".join(gone)
+        raise UsageError(f"plugin {', '.join(gone)} made this project ({kind} {name!r}) and is not installed: "
+                         f"pip install {installs}")
+    raise UsageError(f"{kind} {name!r} of {project} is in no installed plugin. "
+                     "Fix: install the plugin that provides it (lumi-scaffold plugins lists those installed)")
+
+
 def cmd_lint(args: argparse.Namespace) -> int:
     from .lint import lint_project
     from .plugins import get_catalogue
 
-    project = Path(args.project)
+    project = _project(args.project)
     if not (project / "jobs").is_dir():
-        raise UsageError(f"{project} does not look like a generated project (no jobs/ directory)")
+        raise UsageError(f"{args.project} does not look like a generated project (no jobs/ directory)")
+    _answers(project)
+    print("lumi-scaffold: running bash -n, shellcheck and the #SBATCH checks...", file=sys.stderr, flush=True)
     problems = lint_project(project, get_catalogue())
     for line in problems:
         print(line)
@@ -169,8 +359,20 @@ def cmd_update(args: argparse.Namespace) -> int:
     from .update import update_project
 
     data = parse_data(args.data, args.data_file)
-    _check_types(data)
-    result = update_project(args.project, data, pretend=args.pretend, vcs_ref=args.vcs_ref, quiet=args.quiet)
+    check_data(data, None)
+    project = _project(args.project)
+    _check_plugins_installed(project, _answers(project))
+    progress(args, "rendering the old and new template versions (this takes a few seconds)...")
+    try:
+        result = update_project(project, data, pretend=args.pretend, vcs_ref=args.vcs_ref, quiet=args.quiet)
+    except KeyboardInterrupt:
+        raise Interrupted("stopped (Ctrl-C); check `git status` in the project for a half-done update") from None
+    except Exception as exc:  # noqa: BLE001 - _user_error re-raises what is not the user's to fix
+        error = _user_error(exc)
+        if error is exc:
+            raise
+        message = str(error).removeprefix("copier update failed: ")
+        raise UsageError(one_line(copier_message(Exception(message)))) from None
     if args.pretend:
         print(result.diff or "No changes.", end="" if result.diff else "\n")
     for notice in result.notices:
@@ -178,7 +380,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     if result.conflicts:
         verb = "would conflict" if args.pretend else "conflict"
         listing = "\n  ".join(result.conflicts)
-        raise UsageError(
+        raise UserMessageError(
             f"{len(result.conflicts)} file(s) {verb} with your edits:\n  {listing}\n"
             "Fix: edit each file to keep the right lines between <<<<<<< and >>>>>>> (or apply the .rej hunks), "
             "delete the markers and .rej files, then git add and commit."
@@ -195,11 +397,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     from .doctor import SlurmUnreachable, sbatch_test_only
 
-    project = Path(args.project).resolve()
+    project = _project(args.project)
+    _answers(project)
     try:
         notices = project_notices(project)
     except UserMessageError as exc:  # e.g. no template version recorded: the other checks still run
         notices = [exc.message]
+    print("lumi-scaffold: running bash -n, shellcheck and the #SBATCH checks...", file=sys.stderr, flush=True)
     problems = lint_project(project, get_catalogue())
     for line in notices:
         print(f"warning: {line}")
@@ -224,14 +428,34 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from .explain import explain_project, format_report
 
-    report = explain_project(Path(args.project).resolve())
+    report = explain_project(_project(args.project))
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    from .completion import script
+
+    print(script(build_parser(), args.shell, question_types(default_template()) or {}), end="")
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (usage is one --help away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}. Fix: see {self.prog} --help\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lumi-scaffold", description="ML projects for LUMI and other MI250X Slurm sites.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    from . import __version__
+
+    parser = _Parser(prog="lumi-scaffold", description="ML projects for LUMI and other MI250X Slurm sites.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("plugins", help="list loaded plugins, what they registered, and broken ones")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -277,16 +501,33 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("lint", help="bash -n, shellcheck and #SBATCH checks on a generated project")
     p.add_argument("project", nargs="?", default=".")
     p.set_defaults(func=cmd_lint)
+
+    p = sub.add_parser("completion", help="print a bash or zsh completion script (eval it in your shell's rc file)",
+                       description='Add to ~/.bashrc: eval "$(lumi-scaffold completion bash)"; '
+                                   'to ~/.zshrc: eval "$(lumi-scaffold completion zsh)"')
+    p.add_argument("shell", choices=["bash", "zsh"])
+    p.set_defaults(func=cmd_completion)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
+    if not hasattr(args, "func"):
+        parser.print_help()
+        return 0
     try:
         code: int = args.func(args)
     except LumiScaffoldError as exc:
         print(f"lumi-scaffold: error: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("lumi-scaffold: stopped (Ctrl-C)", file=sys.stderr)
+        return Interrupted.exit_code
     return code
 
 

@@ -2,9 +2,10 @@
 plugin problem.
 
 Every error raised on purpose derives from :class:`LumiScaffoldError`; the
-``lumi-scaffold`` command prints its message after ``lumi-scaffold: error:`` and exits 1,
-never with a traceback. :class:`PluginProblem` is not an exception: plugin loading
-collects one per problem and carries on with the other plugins.
+``lumi-scaffold`` command prints its message after ``lumi-scaffold: error:`` and exits 1
+(130 for :class:`Interrupted`, Ctrl-C), never with a traceback. :class:`PluginProblem` is
+not an exception: plugin loading collects one per problem and carries on with the other
+plugins.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "DataFileError",
+    "Interrupted",
     "LumiScaffoldError",
     "PluginProblem",
     "PluginTemplateError",
@@ -25,6 +27,8 @@ __all__ = [
 
 class LumiScaffoldError(Exception):
     """Root of every error raised on purpose by lumi-scaffold."""
+
+    exit_code = 1  # of the lumi-scaffold command
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -40,6 +44,12 @@ class UserMessageError(LumiScaffoldError):
 
 class UsageError(UserMessageError):
     """A command was given input it cannot use (an argument, a destination, an answer)."""
+
+
+class Interrupted(UserMessageError):
+    """The user pressed Ctrl-C; the message says what was left behind (exit code 130)."""
+
+    exit_code = 130
 
 
 class DataFileError(UserMessageError, ValueError):

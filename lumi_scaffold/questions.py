@@ -12,6 +12,7 @@ what changed in the catalogue.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -25,13 +26,24 @@ from .plugin_data import SCHEMA, ContainerFacts, Cost, JobFields, PartitionFacts
 from . import plugin_data as _plugin_data
 from . import sources
 
-__all__ = ["CONTAINER_SPECIAL", "check", "choices", "default", "resolve", "notices"]
+__all__ = ["CONTAINER_SPECIAL", "TEST_SITES_ENV", "check", "choices", "default", "offered_sites", "placeholders",
+           "resolve", "notices"]
 
 PLUGIN_DATA_SCHEMA = SCHEMA
 CONTAINER_SPECIAL = ("recommended", "custom", "cotainr")
 _PROJECT_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 _REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9,._-]+\])?(?:(?:[=<>!~]=?|===)[A-Za-z0-9.*+!-]+(?:,(?:[=<>!~]=?)[A-Za-z0-9.*+!-]+)*)?$")
 _ARCHIVE = (".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz")
+# Sites that exist for lumi-scaffold's own tests (plugins/lumi-site-local): offered only
+# when this variable is 1 (tests/conftest.py sets it).
+TEST_SITES = frozenset({"local"})
+TEST_SITES_ENV = "LUMI_SCAFFOLD_TEST_SITES"
+
+
+def offered_sites(cat: Catalogue) -> list[str]:
+    """The sites the questionnaire offers: all but the test sites, unless they are asked for."""
+    with_tests = os.environ.get(TEST_SITES_ENV) == "1"
+    return [name for name in cat.sites if with_tests or name not in TEST_SITES]
 
 
 class Answers:
@@ -68,7 +80,7 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
     a = Answers(answers, cat)
     site = a.site
     if name == "site":
-        return {f"{s.name}: {s.title}": s.name for s in cat.sites.values()}
+        return {f"{n}: {cat.sites[n].title}": n for n in offered_sites(cat)}
     if name == "framework":
         names = cat.frameworks_for(site.name) if site else []
         return {f"{n}: {cat.frameworks[n].title}{_framework_status(cat, site.name, n) if site else ''}": n for n in names}
@@ -129,7 +141,8 @@ def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
     a = Answers(answers, cat)
     site = a.site
     if name == "site":
-        return "lumi" if "lumi" in cat.sites else next(iter(cat.sites), "")
+        offered = offered_sites(cat)
+        return "lumi" if "lumi" in offered else next(iter(offered), "")
     if name == "account":
         return site.account.example if site else ""
     if name == "framework":
@@ -167,6 +180,20 @@ def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
     raise KeyError(f"no computed default for question {name!r}")
 
 
+def placeholders(answers: Mapping[str, Any], cat: Catalogue) -> list[str]:
+    """Answers that are still made-up examples: the site's example account, and the
+    default (invented) paths of a custom image and of a pre-staged dataset archive."""
+    a = Answers(answers, cat)
+    site, out = a.site, []
+    if site and a.get("account") == site.account.example:
+        out.append(f"account={a.get('account')} ({site.display_name or site.name}'s example, not your project)")
+    if a.get("container") == "custom" and a.get("container_path") == default("container_path", answers, cat):
+        out.append(f"container_path={a.get('container_path')} (a made-up path)")
+    if a.get("prestage") and a.get("dataset_archive") == default("dataset_archive", answers, cat):
+        out.append(f"dataset_archive={a.get('dataset_archive')} (a made-up path)")
+    return out
+
+
 # ---------------------------------------------------------------- checks
 
 
@@ -178,7 +205,7 @@ def check(name: str, value: Any, answers: Mapping[str, Any], cat: Catalogue) -> 
 
 
 def _project_name(value: Any, a: Answers) -> str:
-    if not isinstance(value, str) or not _PROJECT_NAME.match(value) or len(value) > 64:
+    if not isinstance(value, str) or not _PROJECT_NAME.fullmatch(value) or len(value) > 64:
         return (
             f"{value!r} is not a valid project name. Use lowercase letters, digits and single dashes, "
             "starting with a letter (e.g. vit-pretraining); the Python package name derives from it."
@@ -187,8 +214,11 @@ def _project_name(value: Any, a: Answers) -> str:
 
 
 def _site(value: Any, a: Answers) -> str:
+    offered = offered_sites(a.cat)
+    if value in a.cat.sites and value not in offered:
+        return f"site {value!r} is for lumi-scaffold's own tests. Set {TEST_SITES_ENV}=1 to use it, or choose one of {offered}."
     if value not in a.cat.sites:
-        return f"unknown site {value!r}. Choose one of {sorted(a.cat.sites)} or install the site's plugin."
+        return f"unknown site {value!r}. Choose one of {offered} or install the site's plugin."
     return ""
 
 

@@ -1,13 +1,20 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from lumi_scaffold import plugins
+from lumi_scaffold.questions import TEST_SITES_ENV
 
 from .helpers import template_copy
+
+# The test-only `local` site (plugins/lumi-site-local) renders the projects that the Slurm
+# tests run; it is offered only when asked for. Set here, at import, so that session
+# fixtures and every subprocess (lumi-scaffold, copier, sbatch) see it too.
+os.environ[TEST_SITES_ENV] = "1"
 
 pytest_plugins = ["tests.slurm.fixtures"] if (Path(__file__).parent / "slurm" / "fixtures.py").exists() else []
 
@@ -21,6 +28,7 @@ def _isolated(monkeypatch, tmp_path_factory):
     # Compiled template code: the opt-in disk cache (copier_ext), one per test session.
     monkeypatch.setenv("LUMI_SCAFFOLD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "lumi-scaffold-cache"))
     monkeypatch.delenv(plugins.ENV_LOAD, raising=False)
+    monkeypatch.setenv(TEST_SITES_ENV, "1")
     # The example plugins under plugins/ are tested in tests/test_plugin_packages.py and
     # their own tests; everywhere else the catalogue is the built-ins plus the local site.
     monkeypatch.setenv(plugins.ENV_DISABLE, "lumi-site-frontier,lumi-framework-deepspeed")

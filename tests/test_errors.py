@@ -18,7 +18,7 @@ def test_every_error_class_derives_from_the_root():
     classes = [getattr(errors, name) for name in errors.__all__ if isinstance(getattr(errors, name), type)]
     exceptions = [c for c in classes if issubclass(c, BaseException)]
     assert {c.__name__ for c in exceptions} == {
-        "DataFileError", "LumiScaffoldError", "PluginTemplateError", "UsageError", "UserMessageError"}
+        "DataFileError", "Interrupted", "LumiScaffoldError", "PluginTemplateError", "UsageError", "UserMessageError"}
     assert all(issubclass(c, errors.LumiScaffoldError) for c in exceptions)
     assert issubclass(errors.DataFileError, ValueError)  # 0.2 plugins may catch ValueError
 

@@ -80,16 +80,18 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
     a = Answers(answers, cat)
     site = a.site
     if name == "site":
-        return {f"{n}: {cat.sites[n].title}": n for n in offered_sites(cat)}
+        return {fit(f"{n}: {cat.sites[n].title}"): n for n in offered_sites(cat)}
     if name == "framework":
         names = cat.frameworks_for(site.name) if site else []
-        return {f"{n}: {cat.frameworks[n].title}{_framework_status(cat, site.name, n) if site else ''}": n for n in names}
+        return {fit(f"{n}: {cat.frameworks[n].title}{_framework_status(cat, site.name, n) if site else ''}"): n
+                for n in names}
     if name == "container":
         return _container_choices(a)
     if name == "partition":
         if not site:
             return {}
-        return {f"{p.name}: {p.allocation}, up to {p.max_nodes} nodes, {p.max_walltime}": p.name for p in site.partitions}
+        return {fit(f"{p.name}: {p.allocation}, up to {p.max_nodes} nodes, {p.max_walltime}"): p.name
+                for p in site.partitions}
     if name == "launcher":
         fw = cat.frameworks.get(str(a.get("framework")))
         labels = {"srun": "srun: one task per GPU (recommended)", "torchrun": "torchrun: one task per node spawning one worker per GPU"}
@@ -98,10 +100,10 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
         if not site:
             return {}
         account = str(a.get("account") or "{account}")
-        return {f"{s.name}: {s.resolve(account, site.account.project_of(account))} ({s.note})": s.name
+        return {fit(f"{s.name}: {s.resolve(account, site.account.project_of(account))} ({s.note})"): s.name
                 for s in site.storage if s.data}
     if name == "profiler":
-        return {f"{n}: {cat.profilers[n].title}": n for n in _profilers(a) if n in cat.profilers}
+        return {fit(f"{n}: {cat.profilers[n].title}"): n for n in _profilers(a) if n in cat.profilers}
     raise KeyError(f"no choices for question {name!r}")
 
 
@@ -127,11 +129,31 @@ def _container_choices(a: Answers) -> dict[str, str]:
         image = a.cat.containers.get(option)
         recommended = a.cat.recommended_image(site.name, fw)
         if option == "recommended" and recommended is not None:
-            label = f"recommended: follow the catalogue ({recommended.title})"
+            label = f"recommended: follow the catalogue (now {recommended.id})"
         else:
-            label = f"{image.id}: {image.title} [{image.status}]" if image else _CONTAINER_LABELS[option]
-        out[label] = option
+            label = _image_label(image.id, image.status, image.title) if image else _CONTAINER_LABELS[option]
+        out[fit(label)] = option
     return out
+
+
+def _image_label(image_id: str, status: str, title: str) -> str:
+    """'id [status]: title'; where that is too wide, the title's leading comma-separated
+    parts go first (the id names the image; the versions at the end tell images apart)."""
+    parts = title.split(", ")
+    while len(parts) > 1 and len(f"{image_id} [{status}]: {', '.join(parts)}") > LABEL_WIDTH:
+        parts.pop(0)
+    return f"{image_id} [{status}]: {', '.join(parts)}"
+
+
+LABEL_WIDTH = 74  # a choice with Copier's pointer in front fits 80 columns
+
+
+def fit(label: str, width: int = LABEL_WIDTH) -> str:
+    """``label`` cut at a word to ``width`` characters, ending in '...' where it was cut."""
+    if len(label) <= width:
+        return label
+    cut = label[: width - 3].rsplit(" ", 1)[0].rstrip(" ,;(")
+    return cut + "..."
 
 
 # ---------------------------------------------------------------- defaults

@@ -232,3 +232,94 @@ def test_modules_are_recorded_in_order_with_the_old_single_module_keys(byo_site)
     assert (data["container"]["module"], data["container"]["module_use"]) == ("rccl-net-plugin", "")
     laif = resolve(BASE, get_catalogue())["container"]
     assert (laif["module"], laif["module_use"]) == ("lumi-aif-singularity-bindings", "/appl/local/laifs/modules")
+
+
+@pytest.mark.parametrize("walltime", [" 01:00:00", "01:00:00 ", "01:00:00\n", "\t01:00:00", "０1:00:00", "01:٠0:00",
+                                      "1-00:00:00\n", "01:00", "1:00:00:00", "01:60:00", "00:00:00", "", 3600])
+def test_walltime_must_be_ascii_d_hh_mm_ss_and_nothing_else(walltime):
+    assert check("walltime", walltime, {**BASE, "walltime": walltime}, get_catalogue())
+
+
+def test_slurm_time_is_refused_with_spaces_newlines_or_other_digits():
+    from lumi_scaffold._types import slurm_time_seconds
+
+    assert slurm_time_seconds("1-02:03:04") == 93784 and slurm_time_seconds("01:00:00") == 3600
+    for bad in (" 01:00:00", "01:00:00\n", "０1:00:00", "٠1:00:00"):
+        with pytest.raises(ValueError, match="ASCII digits and no spaces"):
+            slurm_time_seconds(bad)
+
+
+def test_a_project_name_with_a_trailing_newline_is_refused():
+    assert "is not a valid project name" in check("project_name", "demo\n", BASE, get_catalogue())
+
+
+def _copier_questions() -> dict:
+    from ruamel.yaml import YAML
+
+    from .helpers import REPO
+
+    config = YAML(typ="safe").load((REPO / "copier.yml").read_text())
+    return {k: v for k, v in config.items() if not k.startswith("_")}
+
+
+def test_help_texts_fit_80_columns():
+    # Copier prints the help after "🎤 " (3 columns) and the answer on the next line.
+    wide = [(name, line) for name, q in _copier_questions().items() for line in str(q.get("help", "")).splitlines()
+            if len(line) > 77]
+    assert wide == []
+
+
+def _every_site_and_framework(cat):
+    for site in cat.sites:
+        for fw in cat.frameworks_for(site):
+            answers = {**BASE, "site": site, "framework": fw, "account": cat.sites[site].account.example}
+            yield site, fw, answers
+
+
+def test_choice_labels_fit_80_columns():
+    from lumi_scaffold.questions import LABEL_WIDTH
+
+    cat = get_catalogue()
+    wide = [(q, label) for _, _, a in _every_site_and_framework(cat)
+            for q in ("site", "framework", "container", "partition", "launcher", "data_location", "profiler")
+            for label in choices(q, a, cat) if len(label) > LABEL_WIDTH]
+    assert wide == [] and LABEL_WIDTH <= 74
+    assert "laif-multitorch-20260225 [legacy]: ROCm 6.4, torch 2.9 (2026-02-25)" in choices("container", BASE, cat)
+
+
+def test_the_recommended_image_is_the_first_choice_and_the_default():
+    cat = get_catalogue()
+    checked = 0
+    for site, fw, answers in _every_site_and_framework(cat):
+        if cat.recommended_image(site, fw) is None:
+            continue
+        checked += 1
+        assert list(choices("container", answers, cat).values())[0] == "recommended", (site, fw)
+        assert default("container", answers, cat) == "recommended", (site, fw)
+    assert checked >= 2
+
+
+def test_the_test_site_is_offered_only_when_asked_for(monkeypatch):
+    from lumi_scaffold.questions import TEST_SITES_ENV
+
+    cat = get_catalogue()
+    if "local" not in cat.sites:
+        pytest.skip("needs the local site plugin (pip install -e plugins/lumi-site-local)")
+    assert "local" in choices("site", BASE, cat).values() and check("site", "local", BASE, cat) == ""
+    monkeypatch.delenv(TEST_SITES_ENV)
+    assert "local" not in choices("site", BASE, cat).values() and default("site", BASE, cat) == "lumi"
+    assert f"Set {TEST_SITES_ENV}=1" in check("site", "local", BASE, cat)
+
+
+def test_placeholders_name_the_made_up_answers():
+    from lumi_scaffold.questions import placeholders
+
+    cat = get_catalogue()
+    mine = {**BASE, "account": "project_465001234"}
+    assert placeholders(mine, cat) == []
+    assert placeholders(BASE, cat) == ["account=project_465000000 (LUMI's example, not your project)"]
+    custom = {**mine, "container": "custom", "container_path": default("container_path", mine, cat)}
+    assert placeholders(custom, cat) == [f"container_path={custom['container_path']} (a made-up path)"]
+    assert placeholders({**custom, "container_path": "/project/project_465001234/mine.sif"}, cat) == []
+    staged = {**mine, "prestage": True, "dataset_archive": default("dataset_archive", mine, cat)}
+    assert placeholders(staged, cat) == [f"dataset_archive={staged['dataset_archive']} (a made-up path)"]

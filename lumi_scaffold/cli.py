@@ -214,6 +214,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     from .bundle import template_ref
 
     vcs_ref = template_ref(args.template, args.vcs_ref)
+    existed = dest.exists()
     try:
         worker = copier.run_copy(
             args.template,
@@ -225,7 +226,12 @@ def cmd_new(args: argparse.Namespace) -> int:
             vcs_ref=vcs_ref,
         )
     except BaseException as exc:
-        _empty(dest)  # Copier removes a destination it created; one that existed (empty) is emptied here
+        # Copier removes a destination it created, except after Ctrl-C; one that existed
+        # (empty) is emptied.
+        if existed:
+            _empty(dest)
+        else:
+            shutil.rmtree(dest, ignore_errors=True)
         if isinstance(exc, KeyboardInterrupt):  # Copier's CopierAnswersInterrupt is one too
             question = getattr(getattr(exc, "last_question", None), "var_name", None)
             at = f" at question {question!r}" if question else ""
@@ -356,12 +362,13 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    from .update import update_project
+    from .update import _check_project, update_project
 
     data = parse_data(args.data, args.data_file)
     check_data(data, None)
     project = _project(args.project)
     _check_plugins_installed(project, _answers(project))
+    _check_project(project)  # quick refusals (not git, uncommitted changes) come before the progress line
     progress(args, "rendering the old and new template versions (this takes a few seconds)...")
     try:
         result = update_project(project, data, pretend=args.pretend, vcs_ref=args.vcs_ref, quiet=args.quiet)

@@ -230,6 +230,11 @@ def test_lint_and_doctor_take_a_relative_path(project, capsys, monkeypatch):
 
 
 def test_update_takes_a_relative_path_and_says_what_takes_time(project, capsys, monkeypatch):
+    (project / "new-file").write_text("x")
+    assert cli.main(["update", str(project)]) == 1
+    assert capsys.readouterr().err.startswith("lumi-scaffold: error: ")  # the quick checks before the progress line
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "generated"]):
+        subprocess.run(["git", *args], cwd=project, check=True)
     seen = []
     monkeypatch.setattr("lumi_scaffold.update.update_project", lambda p, *a, **k: seen.append(p) or UpdateResult())
     monkeypatch.chdir(project.parent)
@@ -268,3 +273,18 @@ def test_the_console_script_never_shows_a_traceback(tmp_path):
         result = run_cli(*args, cwd=tmp_path)
         assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
         assert result.stderr.startswith("lumi-scaffold: error: ") and len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_ctrl_c_while_rendering_leaves_no_half_written_project(template, tmp_path, capsys, monkeypatch):
+    import copier._main
+
+    def interrupted(worker):
+        worker.subproject.local_abspath.mkdir(parents=True, exist_ok=True)
+        (worker.subproject.local_abspath / "half.txt").write_text("x")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(copier._main.Worker, "_render_template", interrupted)
+    dest = tmp_path / "p"
+    assert cli.main(["new", str(dest), "--template", str(template), "--defaults", "-q", *GOOD]) == 130
+    assert capsys.readouterr().err == "lumi-scaffold: error: stopped (Ctrl-C); nothing was generated\n"
+    assert not dest.exists()

@@ -435,7 +435,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from .explain import explain_project, format_report
 
-    report = explain_project(_project(args.project))
+    report = explain_project(Path(args.project).resolve())
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0
 

@@ -1,13 +1,12 @@
-"""The generated README and Copier's message after the copy tell the same first steps,
-and the README links the project's home from one configurable value."""
+"""The generated README and Copier's message after the copy tell the same first steps
+(the README's home link: tests/test_home_url.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from lumi_scaffold import HOME_URL, cli, copier_ext
+from lumi_scaffold import cli
 
-from .helpers import REPO, render
 from .test_site_needs import ANSWERS, cat  # noqa: F401 - the Setonix-like catalogue fixture
 
 
@@ -34,11 +33,3 @@ def test_the_pull_step_is_in_the_message_as_in_the_readme(template, tmp_path, ca
     assert pull in err
     assert pull in (tmp_path / "p" / "README.md").read_text()
 
-
-def test_the_readme_links_the_home_url_from_one_constant(template, tmp_path, monkeypatch):
-    source = (REPO / "project-templates" / "project" / "README.md.jinja").read_text()
-    assert "{{ lumi_home_url }}" in source and HOME_URL not in source and "github.com" not in source
-    assert f"[lumi-scaffold]({HOME_URL})" in render(template, tmp_path / "a").joinpath("README.md").read_text()
-    monkeypatch.setattr(copier_ext, "HOME_URL", "https://lumi-scaffold.example.org/")
-    readme = render(template, tmp_path / "b").joinpath("README.md").read_text()
-    assert "[lumi-scaffold](https://lumi-scaffold.example.org/)" in readme and HOME_URL not in readme

@@ -101,9 +101,24 @@ _TRUE = {"true", "yes", "y", "on", "1"}
 _FALSE = {"false", "no", "n", "off", "0"}
 
 
+# The questions of the template bundled in this package (tests/test_cli.py checks that
+# they are copier.yml's): the bundle is a git repository, not a directory to read.
+BUNDLED_QUESTIONS = {
+    "project_name": "str", "site": "str", "account": "str", "framework": "str", "container": "str",
+    "container_path": "str", "nodes": "int", "gpus_per_node": "int", "partition": "str", "walltime": "str",
+    "launcher": "str", "data_location": "str", "prestage": "bool", "dataset_archive": "str", "profiler": "str",
+    "profile_rank": "int", "extra_requirements": "str", "plugin_data": "json",
+}
+
+
 def question_types(template: str) -> dict[str, str] | None:
-    """Question name -> type from ``template``'s copier.yml; None when the template is not
-    a local directory (a git URL: Copier checks what it can)."""
+    """Question name -> type from ``template``'s copier.yml (this package's questions for
+    its bundled template); None for another template that is not a local directory (a git
+    URL: Copier checks what it can)."""
+    from .bundle import is_bundled
+
+    if is_bundled(template):
+        return dict(BUNDLED_QUESTIONS)
     path = Path(template).expanduser() / "copier.yml"
     try:
         if not path.is_file():

@@ -288,3 +288,11 @@ def test_ctrl_c_while_rendering_leaves_no_half_written_project(template, tmp_pat
     assert cli.main(["new", str(dest), "--template", str(template), "--defaults", "-q", *GOOD]) == 130
     assert capsys.readouterr().err == "lumi-scaffold: error: stopped (Ctrl-C); nothing was generated\n"
     assert not dest.exists()
+
+
+def test_the_bundled_templates_questions_are_copier_ymls(capsys):
+    from lumi_scaffold.bundle import SOURCE
+
+    assert cli.question_types(str(REPO)) == cli.BUNDLED_QUESTIONS == cli.question_types(SOURCE)
+    assert cli.main(["new", "p", "--template", SOURCE, "-d", "nod=2", "--defaults"]) == 1  # refused before Copier
+    assert "there is no question 'nod'. Fix: did you mean nodes?" in capsys.readouterr().err

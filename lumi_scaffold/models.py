@@ -776,6 +776,11 @@ class Framework(Model):
         "the project directory (DeepSpeed: --deepspeed --deepspeed_config {project_dir}/config/ds_config.json).",
     )
     cache_vars: list[EnvName] = Field(default_factory=list, description="Cache variables moved off $HOME.")
+    triton_cache: bool = Field(
+        default=False,
+        description="The framework compiles GPU kernels with Triton (PyTorch: torch.compile): TRITON_CACHE_DIR goes to "
+        "node-local tmp, and jobs carry that cache between jobs like MIOpen's.",
+    )
     env: list[EnvSetting] = Field(default_factory=list, description="Framework settings for run.sh.")
     profilers: list[Slug] = Field(default_factory=lambda: ["none"], description="Profilers this framework supports.")
     readme: list[ReadmeSection] = Field(

@@ -230,6 +230,15 @@ class Cache(_Part):
     value: ShellWord
 
 
+class KernelCache(_Part):
+    """A compiler cache that lives in node-local tmp during a job and is carried from job to
+    job through an archive in the project's cache area (scripts/caches.sh)."""
+
+    name: Slug = Field(description="The archive's name: <kernel_cache_store>/<name>.tar.")
+    title: Text
+    path: ShellWord = Field(description="The node-local directory (${USER}, ${SLURM_JOB_ID}, ${SLURM_NODEID} expand in the job).")
+
+
 class Storage(_Part):
     name: Slug
     path: AbsPath
@@ -259,6 +268,9 @@ class PluginData(_Part):
     framework: FrameworkFacts
     env: list[EnvSetting] = []
     caches: list[Cache] = []
+    kernel_caches: list[KernelCache] = Field(
+        default_factory=list, description="Node-local compiler caches the jobs restore at start and save at the end.")
+    kernel_cache_store: AbsOrEmpty = Field("", description="Where their archives are kept ('' for none).")
     data_dir: AbsPath
     dataset_dir: AbsPath
     output_root: AbsPath

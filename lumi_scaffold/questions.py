@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from ._types import check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
-from .models import ContainerImage, NodeLayout, Partition, Site, StorageArea
+from .models import ContainerImage, Framework, NodeLayout, Partition, Site, StorageArea
 from .plugin_data import SCHEMA, ContainerFacts, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
 
@@ -480,6 +480,7 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
                                  train_args=fw.train_args),
         env=[e for e in site.env + fw.env if e.scope == "all" or nodes > 1],
         caches=[dict(name=v, value=f"{user_dir}/cache/{v.lower()}") for v in fw.cache_vars],
+        **_kernel_caches(site, fw, f"{user_dir}/cache/kernels/{project}"),
         data_dir=data_area.resolve(account, group),
         dataset_dir=f"{data_area.resolve(account, group)}/datasets/{project}",
         output_root=f"{user_dir}/{project}/outputs",
@@ -490,6 +491,19 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
                                           + split_requirements(a.get("extra_requirements")))),
         readme=[s.model_dump() for s in site.readme + fw.readme],
     )
+
+
+def _kernel_caches(site: Site, fw: Framework, store: str) -> dict[str, Any]:
+    """Compiler caches kept in node-local tmp during a job (MIOpen's where the site sets its
+    directory, Triton's where the framework compiles with it) and their archives' directory
+    in the project's cache area, which carries them from job to job."""
+    caches = []
+    if site.miopen_cache:
+        caches.append(dict(name="miopen", title="MIOpen's kernel cache", path=site.miopen_cache))
+    if fw.triton_cache:
+        caches.append(dict(name="triton", title="Triton's kernel cache",
+                           path=f"{site.node_local_tmp.rstrip('/')}/${{USER}}-triton-cache-${{SLURM_JOB_ID}}-${{SLURM_NODEID}}"))
+    return {"kernel_caches": caches, "kernel_cache_store": store if caches else ""}
 
 
 def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:

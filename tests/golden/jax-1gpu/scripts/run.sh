@@ -50,6 +50,8 @@ export FI_CXI_DEFAULT_TX_SIZE="2048"   # HPE RCCL tuning for the CXI provider [W
 export MIOPEN_USER_DB_PATH="/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
 export MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_USER_DB_PATH}"
 mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits for another
+# The jobs restore this cache from the project's cache area when they start and
+# save it when training ends (scripts/caches.sh; KEEP_KERNEL_CACHES=0: off).
 
 # Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
 export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"

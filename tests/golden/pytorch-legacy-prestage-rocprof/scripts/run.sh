@@ -51,6 +51,12 @@ export MIOPEN_USER_DB_PATH="/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NO
 export MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_USER_DB_PATH}"
 mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits for another
 
+# Triton's kernel cache (torch.compile compiles its GPU kernels with Triton): one directory
+# per node in node-local /tmp, like MIOpen's.
+export TRITON_CACHE_DIR="/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
+# The jobs restore these caches from the project's cache area when they start and
+# save them when training ends (scripts/caches.sh; KEEP_KERNEL_CACHES=0: off).
+
 # Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
 export TORCH_HOME="/scratch/project_465000000/${USER}/cache/torch_home"
 export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"

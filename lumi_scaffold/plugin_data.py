@@ -26,7 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, check_abs_path, check_shell_word
 from .errors import UserMessageError
-from .models import CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck, TrainArg, _one_line
+from .models import AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck, TrainArg, _one_line
 
 __all__ = ["SCHEMA", "PluginData", "PluginDataError", "validate_plugin_data"]
 
@@ -119,6 +119,8 @@ class SiteFacts(_Part):
     runtime: Literal["singularity", "apptainer"]
     module_reset: Literal["", "purge", "reset"] = ""
     rccl_check: RcclCheck | None = Field(None, description="Set for multi-node jobs where the site gives it.")
+    allreduce_reference: AllreduceReference | None = Field(
+        None, description="Multi-node jobs: the site's sourced all-reduce bandwidth the preflight compares with.")
     gpus_per_node: int = Field(ge=1)
     gpu_type: PlainOrEmpty = ""
     cpus_per_gpu: int = Field(ge=1)
@@ -159,9 +161,12 @@ class JobFields(_Part):
     run_name: Slug = "run"
     signal_lead: int = Field(300, ge=1)
     # Computed (schema 2).
-    slurm: dict[Literal["smoke", "train", "profile"], list[SlurmOption]] = Field(
-        default_factory=dict, description="The Slurm options of each job kind (jobs/interactive.sh uses train's)."
+    slurm: dict[Literal["smoke", "train", "profile", "preflight"], list[SlurmOption]] = Field(
+        default_factory=dict, description="The Slurm options of each job kind (jobs/interactive.sh uses train's; "
+        "preflight: multi-node projects only)."
     )
+    allreduce_bench: Literal["", "torch", "jax"] = Field(
+        "", description="The project's all-reduce benchmark the preflight runs where the image has no all_reduce_perf.")
     memory: SlurmOption | Literal[""] = Field("", description="The training job's memory option, or '' for none.")
     cpu_bind: Annotated[str, AfterValidator(check_shell_word)] = Field(
         "", description="srun's --cpu-bind value for the training ranks ('' where Slurm places them)."
@@ -188,6 +193,7 @@ class ContainerFacts(_Part):
     module: PlainOrEmpty = ""
     modules: list[EnvModule] = []
     binds: list[AbsPath] = []
+    mpi_srun_options: list[SlurmOption] = []
     relative: bool
     pull_from: Annotated[str, AfterValidator(_pull_from)] = Field(
         "", description="Where the user pulls the image from into `path` ('' for images the site keeps).")

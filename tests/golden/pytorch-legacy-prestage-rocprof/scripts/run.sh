@@ -73,7 +73,7 @@ fi
 
 # RCCL debug output, one file per rank: submit with LUMI_RCCL_DEBUG=1 sbatch ... [WS-09]
 if [ "${LUMI_RCCL_DEBUG:-0}" = 1 ]; then
-    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,COLL
+    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET,COLL}"
     export NCCL_DEBUG_FILE="${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank${RANK:-${SLURM_PROCID:-0}}.txt"
 fi
 

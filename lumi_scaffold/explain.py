@@ -19,7 +19,8 @@ from .plugin_data import PluginData, validate_plugin_data
 __all__ = ["JobReport", "explain_project", "format_report"]
 
 ANSWERS_FILE = ".copier-answers.yml"
-JOB_FILES = {"smoke": "jobs/smoke-test.sbatch", "train": "jobs/train.sbatch", "profile": "jobs/profile.sbatch"}
+JOB_FILES = {"smoke": "jobs/smoke-test.sbatch", "train": "jobs/train.sbatch", "profile": "jobs/profile.sbatch",
+             "preflight": "jobs/preflight.sbatch"}
 
 
 @dataclass
@@ -131,13 +132,14 @@ def explain_project(project: Path | str) -> dict[str, Any]:
     launcher = str(answers.get("launcher") or "srun")
     jobs = []
     for kind, opts in data.job.slurm.items():
-        if not (project / JOB_FILES[kind]).is_file() and kind == "profile":
-            continue
+        if not (project / JOB_FILES[kind]).is_file() and kind in ("profile", "preflight"):
+            continue  # removed by hand, or made by a template version without it
         o = _options(opts)
+        launch = "srun" if kind == "preflight" else launcher  # the preflight starts one task per GPU
         nodes = int(o.get("nodes", "1"))
         gpus = int(o["gpus-per-node"]) if "gpus-per-node" in o else int(o.get("gres", "gpu:1").rsplit(":", 1)[-1])
         tasks = int(o.get("ntasks-per-node", "1"))
-        ranks_per_task = data.job.ranks_per_task if kind != "smoke" else 1
+        ranks_per_task = data.job.ranks_per_task if kind in ("train", "profile") else 1  # preflight: srun, one per GPU
         cost = data.job.cost.get(kind)
         memory = next((opt for opt in opts if opt.startswith(("--mem=", "--mem-per-gpu="))), "")
         jobs.append(JobReport(
@@ -147,8 +149,8 @@ def explain_project(project: Path | str) -> dict[str, Any]:
             time_limit=o.get("time", ""), billed_per_hour=cost.per_hour if cost else None,
             billed_at_limit=cost.at_limit if cost else None, unit=cost.unit if cost else "",
             rule=cost.rule if cost else "no billing rule known for this partition", source=cost.source if cost else "",
-            binding=_binding(data, kind, launcher), whole_node=kind != "smoke" and gpus == data.site.gpus_per_node,
-            table=_table(data, kind, nodes, gpus, launcher)))
+            binding=_binding(data, kind, launch), whole_node=kind != "smoke" and gpus == data.site.gpus_per_node,
+            table=_table(data, kind, nodes, gpus, launch)))
     train = data.job.cost.get("train")
     return {
         "project": str(project),

@@ -430,6 +430,11 @@ class ContainerGeneration(Model):
     multi_node_binds: list[AbsPath] = Field(
         default_factory=list, description="Extra binds for jobs on more than one node (RCCL over Slingshot)."
     )
+    mpi_srun_options: list[SlurmOption] = Field(
+        default_factory=list,
+        description="srun options that start the image's MPI programs (rccl-tests' all_reduce_perf in the network "
+        "preflight), e.g. --mpi=pmi2 for the LAIF images' MPICH [LAIF-T].",
+    )
     note: str = ""
     source: str = ""
 
@@ -515,6 +520,13 @@ def _log_pattern(value: str) -> str:
 LogPattern = Annotated[str, AfterValidator(_log_pattern)]
 
 
+def _echoable(value: str) -> str:
+    """Text a shell script echoes inside double quotes: no $, quotes or backslashes."""
+    if not re.fullmatch(r"[A-Za-z0-9 ,.;:()/_+-]+", value):
+        raise ValueError(f"{value!r}: letters, digits, spaces and , . ; : ( ) / _ + - only (it is echoed by a shell script)")
+    return value
+
+
 class RcclCheck(Model):
     """How a multi-node job tells from RCCL's init log (NCCL_DEBUG=INFO) whether it talks
     between nodes over the fast network or fell back to TCP sockets."""
@@ -526,13 +538,18 @@ class RcclCheck(Model):
     source: str = ""
 
     _text = field_validator("name", "fix", "source")(_one_line)
+    _plain = field_validator("name", "fix")(_echoable)
 
-    @field_validator("name", "fix")
-    @classmethod
-    def _plain(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9 ,.;:()/_+-]+", value):
-            raise ValueError(f"{value!r}: letters, digits, spaces and , . ; : ( ) / _ + - only (it is echoed by a shell script)")
-        return value
+
+class AllreduceReference(Model):
+    """A published all-reduce bus bandwidth the network preflight compares with."""
+
+    busbw_gbs: float = Field(gt=0, description="Bus bandwidth in GB/s (rccl-tests' busbw) of the largest message.")
+    shape: str = Field(description="One line: what was measured (nodes, GPUs, message size, image).")
+    source: str = Field(min_length=1, description="Where the figure is published (a source key); required.")
+
+    _text = field_validator("shape", "source")(_one_line)
+    _plain = field_validator("shape", "source")(_echoable)
 
 
 class AccountRule(Model):
@@ -648,6 +665,11 @@ class Site(Model):
     )
     miopen_cache: AbsPath | None = Field(
         default=None, description="Per-node MIOpen cache directory (must not be on Lustre)."
+    )
+    allreduce_reference: AllreduceReference | None = Field(
+        default=None,
+        description="A sourced all-reduce bus bandwidth between nodes that jobs/preflight.sbatch compares with; "
+        "leave out where none is published (the preflight then prints its figure with no verdict).",
     )
     cache_area: Slug = Field(description="Storage area for framework caches (TORCH_HOME, HF_HOME), never $HOME.")
     memory_follows_gpus: bool = Field(
@@ -867,6 +889,11 @@ class Framework(Model):
         "the project directory (DeepSpeed: --deepspeed --deepspeed_config {project_dir}/config/ds_config.json).",
     )
     cache_vars: list[EnvName] = Field(default_factory=list, description="Cache variables moved off $HOME.")
+    triton_cache: bool = Field(
+        default=False,
+        description="The framework compiles GPU kernels with Triton (PyTorch: torch.compile): TRITON_CACHE_DIR goes to "
+        "node-local tmp, and jobs carry that cache between jobs like MIOpen's.",
+    )
     env: list[EnvSetting] = Field(default_factory=list, description="Framework settings for run.sh.")
     profilers: list[Slug] = Field(default_factory=lambda: ["none"], description="Profilers this framework supports.")
     readme: list[ReadmeSection] = Field(

@@ -26,7 +26,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, check_abs_path, check_shell_word
 from .errors import UserMessageError
-from .models import CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck, SiteNote, TrainArg, _one_line
+from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
+                     SiteNote, TrainArg, _one_line)
 
 __all__ = ["SCHEMA", "PluginData", "PluginDataError", "validate_plugin_data"]
 
@@ -119,6 +120,8 @@ class SiteFacts(_Part):
     runtime: Literal["singularity", "apptainer"]
     module_reset: Literal["", "purge", "reset"] = ""
     rccl_check: RcclCheck | None = Field(None, description="Set for multi-node jobs where the site gives it.")
+    allreduce_reference: AllreduceReference | None = Field(
+        None, description="Multi-node jobs: the site's sourced all-reduce bandwidth the preflight compares with.")
     gpus_per_node: int = Field(ge=1)
     gpu_type: PlainOrEmpty = ""
     cpus_per_gpu: int = Field(ge=1)
@@ -161,7 +164,7 @@ class Cost(_Part):
     source: Text = ""
 
 
-JobKind = Literal["smoke", "train", "profile"]
+JobKind = Literal["smoke", "train", "profile", "preflight"]
 
 
 class JobFields(_Part):
@@ -181,8 +184,11 @@ class JobFields(_Part):
     signal_lead: int = Field(300, ge=1)
     # Computed (schema 2).
     slurm: dict[JobKind, list[SlurmOption]] = Field(
-        default_factory=dict, description="The Slurm options of each job kind (jobs/interactive.sh uses train's)."
+        default_factory=dict, description="The Slurm options of each job kind (jobs/interactive.sh uses train's; "
+        "preflight: multi-node projects only)."
     )
+    allreduce_bench: Literal["", "torch", "jax"] = Field(
+        "", description="The project's all-reduce benchmark the preflight runs where the image has no all_reduce_perf.")
     memory: SlurmOption | Literal[""] = Field("", description="The training job's memory option, or '' for none.")
     cpu_bind: Annotated[str, AfterValidator(check_shell_word)] = Field(
         "", description="srun's --cpu-bind value for the training ranks ('' where Slurm places them)."
@@ -212,6 +218,7 @@ class ContainerFacts(_Part):
     module: PlainOrEmpty = ""
     modules: list[EnvModule] = []
     binds: list[AbsPath] = []
+    mpi_srun_options: list[SlurmOption] = []
     relative: bool
     pull_from: Annotated[str, AfterValidator(_pull_from)] = Field(
         "", description="Where the user pulls the image from into `path` ('' for images the site keeps).")
@@ -254,6 +261,15 @@ class Cache(_Part):
     value: ShellWord
 
 
+class KernelCache(_Part):
+    """A compiler cache that lives in node-local tmp during a job and is carried from job to
+    job through an archive in the project's cache area (scripts/caches.sh)."""
+
+    name: Slug = Field(description="The archive's name: <kernel_cache_store>/<name>.tar.")
+    title: Text
+    path: ShellWord = Field(description="The node-local directory (${USER}, ${SLURM_JOB_ID}, ${SLURM_NODEID} expand in the job).")
+
+
 class Storage(_Part):
     name: Slug
     path: AbsPath
@@ -283,6 +299,9 @@ class PluginData(_Part):
     framework: FrameworkFacts
     env: list[EnvSetting] = []
     caches: list[Cache] = []
+    kernel_caches: list[KernelCache] = Field(
+        default_factory=list, description="Node-local compiler caches the jobs restore at start and save at the end.")
+    kernel_cache_store: AbsOrEmpty = Field("", description="Where their archives are kept ('' for none).")
     data_dir: AbsPath
     dataset_dir: AbsPath
     output_root: AbsPath

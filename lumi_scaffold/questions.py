@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from ._types import check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
-from .models import ContainerImage, EnvSetting, NodeLayout, Partition, Site, StorageArea
+from .models import ContainerImage, EnvSetting, Framework, NodeLayout, Partition, Site, StorageArea
 from .plugin_data import SCHEMA, ContainerFacts, Cost, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
 from . import sources
@@ -525,7 +525,7 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         plugins=dict(sorted(cat.plugin_versions().items())),
         site=_part("site", _site_facts, site, site.node_of(part.name), multi=nodes > 1),
         partition=_part("partition", _partition_facts, part, nodes),
-        job=_part("job", _job_fields, a, site, part, container),
+        job=_part("job", _job_fields, a, site, part, container, fw),
         container=container,
         pins=dict(sorted(image.versions.items())) if image else {},  # your own image: versions unknown
         framework=dict(name=fw.name, title=fw.title, needs_master_addr=fw.needs_master_addr,
@@ -534,6 +534,7 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         # A framework's settings are shared by every site: their sources as lumi_cite leaves them.
         env=[e for e in site.env + [_cited_for(e, site.name) for e in fw.env] if e.scope == "all" or nodes > 1],
         caches=[dict(name=v, value=f"{user_dir}/cache/{v.lower()}") for v in fw.cache_vars],
+        **_kernel_caches(site, fw, f"{user_dir}/cache/kernels/{project}"),
         data_dir=data_area.resolve(account, group),
         dataset_dir=f"{data_area.resolve(account, group)}/datasets/{project}",
         output_root=f"{user_dir}/{project}/outputs",
@@ -550,12 +551,26 @@ def _cited_for(setting: EnvSetting, site: str) -> EnvSetting:
     return setting.model_copy(update={"source": sources.field_for_site(setting.source, site)})
 
 
+def _kernel_caches(site: Site, fw: Framework, store: str) -> dict[str, Any]:
+    """Compiler caches kept in node-local tmp during a job (MIOpen's where the site sets its
+    directory, Triton's where the framework compiles with it) and their archives' directory
+    in the project's cache area, which carries them from job to job."""
+    caches = []
+    if site.miopen_cache:
+        caches.append(dict(name="miopen", title="MIOpen's kernel cache", path=site.miopen_cache))
+    if fw.triton_cache:
+        caches.append(dict(name="triton", title="Triton's kernel cache",
+                           path=f"{site.node_local_tmp.rstrip('/')}/${{USER}}-triton-cache-${{SLURM_JOB_ID}}-${{SLURM_NODEID}}"))
+    return {"kernel_caches": caches, "kernel_cache_store": store if caches else ""}
+
+
 def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
     """The site, with the nodes of the job's partition."""
     return SiteFacts(
         name=site.name, title=site.title, display_name=site.display_name or site.name,
         runtime=site.container_runtime, module_reset=site.module_reset or "",
         rccl_check=site.rccl_check if multi else None,
+        allreduce_reference=site.allreduce_reference if multi else None,
         gpus_per_node=node.gpus, gpu_type=node.gpu_type, cpus_per_gpu=node.cpus_per_gpu, cpu_masks=node.cpu_masks,
         mem_per_gpu_gb=node.mem_per_gpu_gb, mem_per_node_gb=node.mem_per_node_gb,
         node_local_tmp=site.node_local_tmp, node_local_tmp_note=site.node_local_tmp_note,
@@ -599,6 +614,7 @@ def _container_facts(a: Answers, site: Site, image: ContainerImage | None, multi
         module=single.name if single else "",
         modules=modules,
         binds=list(dict.fromkeys(generation.binds + (generation.multi_node_binds if multi else []))),
+        mpi_srun_options=generation.mpi_srun_options if multi else [],
         relative=facts["path"].startswith("container/"),
     )
 
@@ -612,7 +628,7 @@ def _own_image(a: Answers, site: Site) -> dict[str, Any]:
     return {"id": "custom", "title": "custom image", "path": str(a.get("container_path")), "status": "custom"}
 
 
-def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFacts) -> JobFields:
+def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFacts, fw: Framework) -> JobFields:
     node = site.node_of(part.name)
     nodes, gpus = a.int("nodes", 1), a.int("gpus_per_node", node.gpus)
     whole_node = gpus == node.gpus
@@ -643,6 +659,9 @@ def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFac
         "smoke": _smoke_options(a, site, smoke),
         **{kind: _job_options(kind, a, site, part, job) for kind in ("train", "profile")},
     }
+    if nodes > 1:  # the network preflight (jobs/preflight.sbatch)
+        job["slurm"]["preflight"] = _job_options("preflight", a, site, part, {**job, **_launch("srun", gpus, node.cpus_per_gpu)})
+        job["allreduce_bench"] = _allreduce_bench(fw)
     job["cost"] = _costs(a, site, part, smoke, job)
     return JobFields(**job)
 
@@ -659,6 +678,9 @@ def _costs(a: Answers, site: Site, part: Partition, smoke: Partition, job: dict[
         **{kind: (part.billing_rule, a.int("nodes", 1), gpus, cores, _memory_gb(site, node, gpus), hours)
            for kind in ("train", "profile")},
     }
+    if "preflight" in job["slurm"]:  # the training job's shape, for its own (shorter) time
+        limit = next(o for o in job["slurm"]["preflight"] if o.startswith("--time="))
+        shapes["preflight"] = (*shapes["train"][:5], slurm_time_seconds(limit.split("=", 1)[1]) / 3600)
     out = {}
     for kind, (rule, nodes, g, c, mem, h) in shapes.items():
         if rule is None:
@@ -676,6 +698,15 @@ def _memory_gb(site: Site, node: NodeLayout, gpus: int) -> int | None:
         return None
     number = int(option.split("=")[1].rstrip("G"))
     return number * gpus if option.startswith("--mem-per-gpu") else number
+
+
+def _allreduce_bench(fw: Framework) -> str:
+    """The framework benchmark the preflight falls back on (the image has no all_reduce_perf):
+    JAX's psum, or torch.distributed's all_reduce for frameworks on torch.distributed's
+    env:// rendezvous (PyTorch, DeepSpeed); none for others."""
+    if fw.name == "jax":
+        return "jax"
+    return "torch" if fw.needs_master_addr else ""
 
 
 def _memory(site: Site, node: NodeLayout, whole_node: bool) -> str:
@@ -707,17 +738,31 @@ def _smoke_options(a: Answers, site: Site, smoke: Partition) -> list[str]:
 
 
 def _job_options(kind: str, a: Answers, site: Site, part: Partition, job: dict[str, Any]) -> list[str]:
-    """The training job's shape ("train"), which the profile job shares ("profile"). Each
-    answer was checked against the site before (see the checks above)."""
+    """The training job's shape ("train"), which the profile job shares ("profile"), and the
+    network preflight's ("preflight": the same nodes and GPUs, one task per GPU, 15 minutes
+    at most). Each answer was checked against the site before (see the checks above)."""
     node = site.node_of(part.name)
+    time = str(a.get("walltime"))
+    if kind == "preflight":
+        time = min(time, PREFLIGHT_TIME, key=_seconds)
     opts = [f"--job-name={a.get('project_name')}-{kind}", f"--account={a.get('account')}",
-            f"--partition={part.slurm_name}", f"--time={a.get('walltime')}", f"--nodes={a.int('nodes', 1)}",
+            f"--partition={part.slurm_name}", f"--time={time}", f"--nodes={a.int('nodes', 1)}",
             f"--ntasks-per-node={job['tasks_per_node']}", _gpus_option(site, node, a.int("gpus_per_node", node.gpus)),
             f"--cpus-per-task={job['cpus_per_task']}"]
     opts += [job["memory"]] if job["memory"] else []
     opts += ["--exclusive"] if job["exclusive"] else []
     opts += [f"--qos={part.qos}"] if part.qos else []
     return opts + site.sbatch_options + part.sbatch_options
+
+
+PREFLIGHT_TIME = "00:15:00"
+
+
+def _seconds(walltime: str) -> int:
+    try:
+        return slurm_time_seconds(walltime)
+    except ValueError:
+        return 0
 
 
 def _launch(launcher: str, gpus: int, cpus_per_gpu: int) -> dict[str, int]:

@@ -69,6 +69,7 @@ def job_env(cluster, work: Path, site_root: Path, **extra: str) -> dict[str, str
         "OUTPUT_ROOT": str(work / "outputs"),
         "DATA_DIR": str(work / "no-data"),
         "NODE_TMP": str(work / "node-tmp"),
+        "KERNEL_CACHE_STORE": str(work / "kernel-caches"),  # (the default is on the site's /scratch)
         **extra,
     })
 

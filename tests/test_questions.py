@@ -104,7 +104,7 @@ def test_resolve_whole_node_multi_node_legacy_image():
     assert c["binds"][-3:] == ["/var/spool/slurmd", "/opt/cray", "/usr/lib64/libcxi.so.1"]
     assert data["pins"] == {"torch": "2.7.1"}
     job = data["job"]
-    computed = {k: job.pop(k) for k in ("slurm", "memory", "cpu_bind", "binds", "srun_options", "cost")}
+    computed = {k: job.pop(k) for k in ("slurm", "memory", "cpu_bind", "binds", "srun_options", "cost", "allreduce_bench")}
     assert job == {"smoke_partition": "small-g", "smoke_qos": "", "whole_node": True, "exclusive": False, "tasks": 16,
                    "tasks_per_node": 8, "ranks_per_task": 1, "cpus_per_task": 7, "torchrun_binding": "",
                    "shared_node_tmp_gb": None, "run_name": "demo", "signal_lead": 300}
@@ -120,6 +120,27 @@ def test_resolve_whole_node_multi_node_legacy_image():
         "--job-name=demo-smoke", f"--account={BASE['account']}", "--partition=small-g", "--time=00:10:00", "--nodes=1",
         "--ntasks-per-node=1", "--gpus-per-node=1", "--cpus-per-task=7", "--mem-per-gpu=60G"]
     assert {e["name"] for e in data["env"]} >= {"NCCL_SOCKET_IFNAME", "NCCL_NET_GDR_LEVEL", "FI_CXI_DEFAULT_CQ_SIZE"}
+    # The network preflight: the training shape for 15 minutes; the image has no MPI launch.
+    assert computed["slurm"]["preflight"] == ["--job-name=demo-preflight", *computed["slurm"]["train"][1:3],
+                                              "--time=00:15:00", *computed["slurm"]["train"][4:]]
+    assert computed["allreduce_bench"] == "torch" and c["mpi_srun_options"] == []
+
+
+def test_preflight_has_one_task_per_gpu_and_the_shorter_time():
+    """torchrun trains with one task per node; the preflight starts one per GPU (the site's
+    cores per GPU each), for 15 minutes or the training's time if shorter. LAIF images start
+    all_reduce_perf with --mpi=pmi2 [LAIF-T]; JAX projects benchmark with JAX; one node: none."""
+    cat = get_catalogue()
+    data = resolve({**BASE, "nodes": 2, "launcher": "torchrun", "partition": "dev-g", "walltime": "00:10:00"}, cat)
+    assert data["job"]["slurm"]["train"][5:8] == ["--ntasks-per-node=1", "--gpus-per-node=8", "--cpus-per-task=56"]
+    assert data["job"]["slurm"]["preflight"] == [
+        "--job-name=demo-preflight", f"--account={BASE['account']}", "--partition=dev-g", "--time=00:10:00",
+        "--nodes=2", "--ntasks-per-node=8", "--gpus-per-node=8", "--cpus-per-task=7", "--mem=480G", "--exclusive"]
+    assert data["container"]["mpi_srun_options"] == ["--mpi=pmi2"] and data["site"]["allreduce_reference"] is None
+    assert resolve({**BASE, "nodes": 2, "framework": "jax"}, cat)["job"]["allreduce_bench"] == "jax"
+    single = resolve({**BASE, "gpus_per_node": 2, "partition": "small-g"}, cat)
+    assert "preflight" not in single["job"]["slurm"] and single["job"]["allreduce_bench"] == ""
+    assert single["container"]["mpi_srun_options"] == []
 
 
 def test_resolve_single_node_legacy_has_no_cpe_binds_and_jax_pins():

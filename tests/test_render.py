@@ -36,6 +36,14 @@ def expected_files(a: dict) -> set[str]:
         files.add("scripts/prestage.sh")
     if a.get("container") == "cotainr":
         files |= {"container/environment.yml", "container/build.sh"}
+    cat = get_catalogue()
+    site, framework = cat.sites[a.get("site", "lumi")], cat.frameworks[a.get("framework", "pytorch")]
+    if site.miopen_cache or framework.triton_cache:  # kernel caches carried between jobs
+        files.add("scripts/caches.sh")
+    if int(a.get("nodes", 1)) > 1:  # the network preflight, and its benchmark where the framework has one
+        files.add("jobs/preflight.sbatch")
+        if framework.name == "jax" or framework.needs_master_addr:
+            files.add(f"src/{pkg}/allreduce_bench.py")
     return files
 
 

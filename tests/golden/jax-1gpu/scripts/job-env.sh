@@ -71,6 +71,27 @@ stage_data() {
     fi
 }
 
+# Kernel caches (scripts/caches.sh): restored from the project's cache area into node-local
+# /tmp on every node when a job starts, saved back from the first node when its
+# training ends and at the time-limit warning, so the next job does not compile the same
+# kernels again. KEEP_KERNEL_CACHES=0 sbatch ... skips both.
+restore_caches() {
+    if [ "${KEEP_KERNEL_CACHES:-1}" = 1 ]; then
+        srun --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 \
+            bash "${PROJECT_DIR}/scripts/caches.sh" restore \
+            || echo "caches: not restored (above); this job compiles its kernels anew" >&2
+    fi
+}
+# One task on the job's first node; --overlap: it also runs beside a running training step.
+save_caches() {
+    if [ "${KEEP_KERNEL_CACHES:-1}" = 1 ]; then
+        srun --overlap --nodes=1 --ntasks=1 \
+            --nodelist="$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)" \
+            bash "${PROJECT_DIR}/scripts/caches.sh" save \
+            || echo "caches: not saved (above)" >&2
+    fi
+}
+
 # Starts src/demo/train.py on every rank of the job, each rank through
 # scripts/WRAPPER: run.sh, or run-profile.sh to profile one rank.
 #   launch WRAPPER [train.py arguments...]

@@ -50,6 +50,8 @@ export FI_CXI_DEFAULT_TX_SIZE="2048"   # HPE RCCL tuning for the CXI provider [W
 export MIOPEN_USER_DB_PATH="/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
 export MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_USER_DB_PATH}"
 mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits for another
+# The jobs restore this cache from the project's cache area when they start and
+# save it when training ends (scripts/caches.sh; KEEP_KERNEL_CACHES=0: off).
 
 # Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
 export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"
@@ -67,7 +69,7 @@ fi
 # RCCL debug output, one file per rank: submit with RCCL_DEBUG_FILES=1 sbatch ... [WS-09]
 # (LUMI_RCCL_DEBUG=1, its name before lumi-scaffold 0.3, works too.)
 if [ "${RCCL_DEBUG_FILES:-${LUMI_RCCL_DEBUG:-0}}" = 1 ]; then
-    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,COLL
+    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET,COLL}"
     export NCCL_DEBUG_FILE="${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank${RANK:-${SLURM_PROCID:-0}}.txt"
 fi
 

@@ -48,6 +48,12 @@ export MIOPEN_USER_DB_PATH="/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NO
 export MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_USER_DB_PATH}"
 mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits for another
 
+# Triton's kernel cache (torch.compile compiles its GPU kernels with Triton): one directory
+# per node in node-local /tmp, like MIOpen's.
+export TRITON_CACHE_DIR="/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
+# The jobs restore these caches from the project's cache area when they start and
+# save them when training ends (scripts/caches.sh; KEEP_KERNEL_CACHES=0: off).
+
 # Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
 export TORCH_HOME="/scratch/project_465000000/${USER}/cache/torch_home"
 export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"
@@ -65,7 +71,7 @@ fi
 # RCCL debug output, one file per rank: submit with RCCL_DEBUG_FILES=1 sbatch ... [WS-09]
 # (LUMI_RCCL_DEBUG=1, its name before lumi-scaffold 0.3, works too.)
 if [ "${RCCL_DEBUG_FILES:-${LUMI_RCCL_DEBUG:-0}}" = 1 ]; then
-    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,COLL
+    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET,COLL}"
     export NCCL_DEBUG_FILE="${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank${RANK:-${SLURM_PROCID:-0}}.txt"
 fi
 

@@ -1,0 +1,59 @@
+#!/bin/bash
+# Compiler caches that survive jobs: MIOpen's kernel cache and Triton's kernel cache.
+# During a job they live in node-local /tmp (RAM, counted in the job's memory),
+# where scripts/run.sh points the framework, and node-local files end with the job: without
+# this script every job would compile its kernels anew. It carries each cache from job to
+# job through an archive in the project's cache area (KERNEL_CACHE_STORE):
+#   caches.sh restore   every node, when a job starts (restore_caches in scripts/job-env.sh)
+#   caches.sh save      the job's first node, when its training ends and at Slurm's
+#                       time-limit warning (save_caches)
+# A save writes a temporary file next to the archive and renames it over the old one (one
+# rename on one file system), so jobs saving at the same time leave a whole archive, the
+# last one's, never a mix. Off: KEEP_KERNEL_CACHES=0 sbatch ...
+set -euo pipefail
+
+: "${USER:=$(id -un)}" "${SLURM_JOB_ID:=0}" "${SLURM_NODEID:=0}"
+KERNEL_CACHE_STORE="${KERNEL_CACHE_STORE:-/scratch/project_465000000/${USER}/cache/kernels/demo}"
+# name and node-local directory of each cache (the same directories as in scripts/run.sh)
+caches=(
+    miopen "/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
+    triton "/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
+)
+
+action="${1:-}"
+node="node ${SLURM_NODEID} (${SLURMD_NODENAME:-$(hostname)})"
+for ((i = 0; i < ${#caches[@]}; i += 2)); do
+    name="${caches[i]}"
+    dir="${caches[i + 1]}"
+    archive="${KERNEL_CACHE_STORE}/${name}.tar"
+    case "${action}" in
+        restore)
+            if [ -f "${archive}" ]; then
+                mkdir -p "${dir}"
+                if tar -C "${dir}" -xf "${archive}"; then
+                    echo "caches: ${node}: ${name} restored from ${archive} ($(du -sh "${dir}" | cut -f1))"
+                else
+                    echo "caches: ${node}: could not read ${archive} (above); the next save replaces it" >&2
+                fi
+            else
+                echo "caches: ${node}: no ${name} cache saved yet (${archive})"
+            fi
+            ;;
+        save)
+            if [ -d "${dir}" ] && [ -n "$(ls -A "${dir}")" ]; then
+                mkdir -p "${KERNEL_CACHE_STORE}"
+                tmp="${KERNEL_CACHE_STORE}/.${name}.tar.${SLURM_JOB_ID}.$$"
+                if tar -C "${dir}" -cf "${tmp}" . && mv -f "${tmp}" "${archive}"; then
+                    echo "caches: ${name} saved to ${archive} ($(du -sh "${archive}" | cut -f1))"
+                else
+                    rm -f "${tmp}"
+                    echo "caches: could not save ${name} to ${archive}" >&2
+                fi
+            fi
+            ;;
+        *)
+            echo "usage: $0 restore|save" >&2
+            exit 2
+            ;;
+    esac
+done

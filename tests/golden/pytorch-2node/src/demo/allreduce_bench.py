@@ -1,0 +1,113 @@
+"""All-reduce bandwidth between the job's GPUs with torch.distributed (all_reduce),
+printed like rccl-tests' all_reduce_perf. jobs/preflight.sbatch runs it, one process per GPU,
+where the image has no all_reduce_perf; on GPUs the all-reduce goes through RCCL, so the
+job's RCCL logs show which network it used. Without GPUs it runs on the CPU (gloo), so it can be tested anywhere.
+
+For each message size it prints the slowest process's mean time per all-reduce and
+  algbw = size / time,   busbw = algbw * 2 (n - 1) / n   (n processes)
+rccl-tests' bus bandwidth for all-reduce: the rate each process's link carries, comparable
+across process counts. Options as all_reduce_perf's: -b/-e first and last message size
+(1M, 1G), -f factor between sizes (2), -n timed and -w warm-up iterations per size (20, 5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def size(text: str) -> int:
+    """1M, 512K, 1G or bytes (powers of 1024, as all_reduce_perf reads them)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper()
+    return int(text[:-1]) * units[text[-1]] if text[-1:] in units else int(text)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-b", "--minbytes", type=size, default=size("1M"))
+    parser.add_argument("-e", "--maxbytes", type=size, default=size("1G"))
+    parser.add_argument("-f", "--stepfactor", type=int, default=2)
+    parser.add_argument("-n", "--iters", type=int, default=20)
+    parser.add_argument("-w", "--warmup_iters", type=int, default=5)
+    return parser.parse_args()
+
+
+def sizes(args: argparse.Namespace) -> list[int]:
+    out, nbytes = [], args.minbytes
+    while nbytes <= args.maxbytes:
+        out.append(nbytes - nbytes % 4)  # whole float32 elements
+        nbytes *= max(args.stepfactor, 2)
+    return out
+
+
+HOST = os.environ.get("SLURMD_NODENAME") or socket.gethostname()  # Slurm's node name where there is one
+HEADER = ("#\n#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+          "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)")
+
+
+def row(nbytes: int, seconds: float, n: int, wrong: int) -> tuple[str, float]:
+    algbw = nbytes / seconds / 1e9
+    busbw = algbw * 2 * (n - 1) / n
+    return (f"{nbytes:12d}  {nbytes // 4:12d}     float     sum      -1  {seconds * 1e6:7.1f}  "
+            f"{algbw:6.2f}  {busbw:6.2f}  {wrong:5d}", busbw)
+
+
+def main() -> None:
+    args = parse_args()
+    # One process per GPU under srun: the rank from torch's variables or Slurm's.
+    rank = int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")))
+    n = int(os.environ.get("WORLD_SIZE", os.environ.get("SLURM_NTASKS", "1")))
+    local_rank = int(os.environ.get("LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0")))
+    if torch.cuda.is_available():  # ROCm GPUs appear as cuda devices
+        device = torch.device("cuda", local_rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+        backend = "nccl"  # RCCL
+    else:
+        device, backend = torch.device("cpu"), "gloo"
+    dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=n)
+    lines: list[str | None] = [None] * n
+    dist.all_gather_object(lines, f"#  Rank {rank:2d} Group  0 Pid {os.getpid():6d} on {HOST:>10s} device {device}")
+    if rank == 0:
+        print(f"# all-reduce benchmark (torch {torch.__version__}, backend {backend}), {n} process(es)")
+        print("\n".join(str(line) for line in lines))
+        print(HEADER, flush=True)
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    total = []
+    for nbytes in sizes(args):
+        count = nbytes // 4
+        # Rank r holds r + 1 everywhere: after the sum every element is n (n + 1) / 2.
+        x = torch.full((count,), float(rank + 1), dtype=torch.float32, device=device)
+        dist.all_reduce(x)
+        wrong = torch.tensor([int((x != n * (n + 1) / 2).sum())], dtype=torch.float64, device=device)
+        for _ in range(args.warmup_iters):
+            dist.all_reduce(x)
+        sync()
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(args.iters):
+            dist.all_reduce(x)
+        sync()
+        seconds = torch.tensor([(time.perf_counter() - start) / args.iters], dtype=torch.float64, device=device)
+        dist.all_reduce(seconds, op=dist.ReduceOp.MAX)  # the slowest rank's
+        dist.all_reduce(wrong)
+        line, busbw = row(nbytes, float(seconds.item()), n, int(wrong.item()))
+        total.append(busbw)
+        if rank == 0:
+            print(line, flush=True)
+    if rank == 0:
+        print(f"# Avg bus bandwidth    : {sum(total) / max(len(total), 1):.4f}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""The network preflight (jobs/preflight.sbatch) on the local Slurm with 2 emulated nodes:
+the project's torch.distributed benchmark really runs over gloo across the nodes where the
+image has no all_reduce_perf; a stand-in all_reduce_perf on the stand-in image's PATH is
+preferred where it has one; and the job fails with the reason when RCCL's logs show TCP
+sockets between the nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from lumi_scaffold.plugins import get_catalogue
+
+from .helpers import render
+from .jobs import image_env, job_env, log_of, run_job
+from .slurm.fixtures import slurm_required
+
+pytestmark = pytest.mark.slurm
+
+LOCAL = {"site": "local", "account": "local", "partition": "batch", "gpus_per_node": 2}
+
+# TEST STAND-IN for rccl-tests' all_reduce_perf, on the stand-in image's PATH only. It logs
+# FAKE_RCCL_LINE to NCCL_DEBUG_FILE as RCCL's init would, and prints all_reduce_perf's
+# table: rank 0 for all ranks when MPI gave it the ranks (PMI_RANK: srun --mpi=pmi2),
+# else every process as the rank 0 of its own world, as an MPI program started without
+# its MPI launch does.
+FAKE_ALL_REDUCE_PERF = """#!/usr/bin/env python3
+import os, sys
+if os.environ.get("NCCL_DEBUG_FILE"):
+    with open(os.environ["NCCL_DEBUG_FILE"], "a") as log:
+        log.write(os.environ.get("FAKE_RCCL_LINE", "") + "\\n")
+mpi = "PMI_RANK" in os.environ
+rank, n = (int(os.environ["PMI_RANK"]), int(os.environ["PMI_SIZE"])) if mpi else (0, 1)
+if rank == 0:
+    print("# fake all_reduce_perf", " ".join(sys.argv[1:]), "NCCL_DEBUG_SUBSYS=" + os.environ.get("NCCL_DEBUG_SUBSYS", ""))
+    for r in range(n):
+        print(f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on nid00500{r // 8} device {r % 8} [0xc1] AMD Instinct MI250X")
+    print("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong")
+    for i, size in enumerate((1 << 20, 1 << 30)):
+        print(f"{size:12d}  {size // 4:12d}     float     sum      -1    100.0   {10 + i:.2f}   {18.75 + i:.2f}      0    100.0   10.00   18.75      0")
+    print("# Out of bounds values : 0 OK")
+    print("# Avg bus bandwidth    : 19.2500")
+"""
+OFI = "nid005000:1:1 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)"
+SOCKET = "nid005000:1:1 [0] NCCL INFO NET/Socket : Using [0]hsn0:10.253.1.1<0>"
+
+
+def needs_local_site() -> None:
+    if "local" not in get_catalogue().sites:
+        pytest.skip("plugins/lumi-site-local is not installed")
+
+
+def image_with_all_reduce_perf(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
+    """The stand-in image's environment with all_reduce_perf on its PATH (not the host's)."""
+    bindir = tmp_path / "image-bin"
+    bindir.mkdir()
+    fake = bindir / "all_reduce_perf"
+    fake.write_text(FAKE_ALL_REDUCE_PERF)
+    fake.chmod(0o755)
+    return image_env(tmp_path / "image", PATH=f"{bindir}:{env['PATH']}")
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "jax"])
+def test_framework_benchmark_runs_across_two_nodes(slurm_cluster_local2n, template, tmp_path, site_root, framework):
+    """No all_reduce_perf in the image: src/<package>/allreduce_bench.py (torch.distributed
+    over gloo, or JAX's psum with gloo collectives) runs on the 4 ranks of 2 nodes and
+    reports the bus bandwidth; the local site has no reference figure: no verdict."""
+    needs_local_site()
+    if framework == "jax" and not slurm_required():
+        pytest.importorskip("jax")
+    project = render(template, tmp_path / "p", **LOCAL, nodes=2, framework=framework)
+    assert not (render(template, tmp_path / "one", **LOCAL, framework=framework) / "jobs/preflight.sbatch").exists()
+    env = job_env(slurm_cluster_local2n, tmp_path, site_root)
+    job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/preflight.sbatch",
+                             "-b", "64K", "-e", "1M", "-f", "4", "-n", "3", "-w", "1", timeout=300)
+    log = log_of(project, job_id)
+    assert result.state == "COMPLETED", log
+    assert "preflight: no all_reduce_perf in the image; src/demo/allreduce_bench.py instead" in log
+    table = dict(re.findall(r"^#  Rank +(\d) Group  0 Pid +\d+ on +(nid00500[01]) ", log, re.M))
+    assert table == {"0": "nid005000", "1": "nid005000", "2": "nid005001", "3": "nid005001"}, log
+    rows = re.findall(r"^ +(\d+) +\d+ +float +sum +-1 +[\d.]+ +([\d.]+) +([\d.]+) +0$", log, re.M)
+    assert [int(size) for size, _, _ in rows] == [65536, 262144, 1048576], log
+    for _, algbw, busbw in rows:  # busbw = algbw * 2 (n - 1) / n, n = 4
+        assert float(busbw) == pytest.approx(float(algbw) * 1.5, abs=0.011) and float(busbw) > 0
+    assert "preflight: 2 nodes, 4 ranks (4 in the benchmark's table)" in log
+    assert re.search(r"^preflight: bus bandwidth 1 MiB: [\d.]+ GB/s \(largest message\), average [\d.]+ GB/s$", log, re.M), log
+    assert "no published all-reduce figure for local to compare with (no verdict)" in log
+    assert (project / "logs" / f"preflight-{job_id}.txt").read_text().count("float     sum") == 3
+
+
+@pytest.mark.parametrize("line, state", [(OFI, "COMPLETED"), (SOCKET, "FAILED")], ids=["slingshot", "tcp"])
+def test_image_all_reduce_perf_is_preferred_and_tcp_fails_the_job(slurm_cluster_2nodes, template, tmp_path, site_root,
+                                                                  line, state):
+    """A LUMI project on 2 nodes x 8 GPUs (LAIF image): the image's all_reduce_perf runs as
+    one MPI job (srun --mpi=pmi2) with the job's arguments, RCCL logs one file per rank, and
+    the job reports the bandwidth, and fails when a log shows TCP sockets [WS-09]."""
+    project = render(template, tmp_path / "p", nodes=2)
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_RCCL_LINE=line)
+    env.update(image_with_all_reduce_perf(tmp_path, env))
+    job_id, result = run_job(slurm_cluster_2nodes, project, env, "jobs/preflight.sbatch", "-n", "5", timeout=300)
+    log = log_of(project, job_id)
+    assert result.state == state, log
+    bench = re.search(r"^preflight: all_reduce_perf \(rccl-tests\) in the image: (\S+)$", log, re.M)
+    assert bench and bench.group(1) == str(tmp_path / "image-bin" / "all_reduce_perf"), log
+    assert "# fake all_reduce_perf -b 1M -e 1G -f 2 -g 1 -n 5 NCCL_DEBUG_SUBSYS=INIT,NET" in log
+    assert "allreduce_bench.py" not in log.replace("src/demo/allreduce_bench.py instead", "")
+    assert "preflight: 2 nodes, 16 ranks (16 in the benchmark's table)" in log
+    assert "preflight: bus bandwidth 1024 MiB: 19.75 GB/s (largest message), average 19.2500 GB/s" in log
+    assert "no published all-reduce figure for LUMI to compare with (no verdict)" in log
+    for rank in range(16):
+        assert (project / "logs" / f"rccl-{job_id}-rank{rank}.txt").read_text().strip() == line
+    if state == "COMPLETED":
+        assert "preflight: RCCL uses Slingshot (aws-ofi-rccl plugin, cxi provider) between nodes" in log
+    else:
+        assert re.search(r"^ERROR: RCCL talks between nodes over TCP sockets, not Slingshot .*: 16 rank\(s\), "
+                         r"e\.g\. \S+/logs/rccl-\d+-rank\d+\.txt\. Fix: the image must ship aws-ofi-rccl", log, re.M), log
+        assert "RCCL uses Slingshot" not in log
+
+
+def test_all_reduce_perf_started_without_mpi_is_refused(slurm_cluster_2nodes, template, tmp_path, site_root):
+    """An image whose generation gives no MPI launch (the former LUST images): 16 singleton
+    all_reduce_perf processes are no measurement; the job says so and how to get one."""
+    project = render(template, tmp_path / "p", nodes=2, container="lust-pytorch-2.7.1")
+    preflight = (project / "jobs/preflight.sbatch").read_text()
+    assert "--mpi=" not in preflight.replace("(srun --mpi=...)", "")
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_RCCL_LINE=OFI)
+    env.update(image_with_all_reduce_perf(tmp_path, env))
+    image = Path(env["FAKE_SINGULARITY_IMAGE_ENV"])
+    image.write_text(image.read_text() + "WITH_CONDA=true\n")  # the former images' activation
+    job_id, result = run_job(slurm_cluster_2nodes, project, env, "jobs/preflight.sbatch", timeout=300)
+    log = log_of(project, job_id)
+    assert result.state == "FAILED", log
+    assert "ERROR: the benchmark ran as 1 group(s), not one of 16 ranks" in log and "ALL_REDUCE_PERF=none" in log

@@ -648,7 +648,7 @@ def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFac
         # Node-local tmp a job may fill on a shared node (None: its memory is the limit).
         shared_node_tmp_gb=None if whole_node else part.shared_node_tmp_gb,
         run_name=str(a.get("project_name")),
-        signal_lead=_signal_lead(str(a.get("walltime") or "01:00:00")),
+        signal_lead=_signal_lead(_walltime_of(a)),
         memory=_memory(site, node, whole_node),
         # srun masks only make sense when the job has whole nodes. [UG-lumig], [TM-Bind]
         cpu_bind="verbose,mask_cpu:" + ",".join(node.cpu_masks) if whole_node else "",
@@ -672,7 +672,7 @@ def _costs(a: Answers, site: Site, part: Partition, smoke: Partition, job: dict[
     gpus = a.int("gpus_per_node", node.gpus)
     # An --exclusive job holds the node's every core.
     cores = node.cores if job["exclusive"] else job["cpus_per_task"] * job["tasks_per_node"]
-    hours = slurm_time_seconds(str(a.get("walltime") or "01:00:00")) / 3600
+    hours = slurm_time_seconds(_walltime_of(a)) / 3600
     shapes = {
         "smoke": (smoke.billing_rule, 1, 1, smoke_node.cpus_per_gpu, _memory_gb(site, smoke_node, 1), 10 / 60),
         **{kind: (part.billing_rule, a.int("nodes", 1), gpus, cores, _memory_gb(site, node, gpus), hours)
@@ -742,7 +742,7 @@ def _job_options(kind: str, a: Answers, site: Site, part: Partition, job: dict[s
     network preflight's ("preflight": the same nodes and GPUs, one task per GPU, 15 minutes
     at most). Each answer was checked against the site before (see the checks above)."""
     node = site.node_of(part.name)
-    time = str(a.get("walltime"))
+    time = _walltime_of(a)
     if kind == "preflight":
         time = min(time, PREFLIGHT_TIME, key=_seconds)
     opts = [f"--job-name={a.get('project_name')}-{kind}", f"--account={a.get('account')}",
@@ -756,6 +756,11 @@ def _job_options(kind: str, a: Answers, site: Site, part: Partition, job: dict[s
 
 
 PREFLIGHT_TIME = "00:15:00"
+
+
+def _walltime_of(a: Answers) -> str:
+    """The training job's time limit (copier.yml's default before it is answered)."""
+    return str(a.get("walltime") or "01:00:00")
 
 
 def _seconds(walltime: str) -> int:

@@ -63,6 +63,8 @@ def test_two_standard_g_nodes_for_two_hours_are_sixteen_gpu_hours(tmp_path):
     for kind in ("train", "profile"):
         assert (job(report, kind)["billed_per_hour"], job(report, kind)["billed_at_limit"]) == (8.0, 16.0)
     assert report["interactive"]["billed_per_hour"] == 8.0
+    preflight = job(report, "preflight")  # the training shape for 15 minutes, one srun task per GPU
+    assert (preflight["time_limit"], preflight["billed_at_limit"], preflight["ranks"]) == ("00:15:00", 2.0, 16)
     train = job(report, "train")
     assert len(train["table"]) == 16 and train["table"][12] == {
         "rank": 12, "node": 1, "local_rank": 4, "gpu": 4, "cpus": "1-7", "numa": 0, "nic": None}

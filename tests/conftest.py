@@ -71,3 +71,19 @@ def fake_site_packages(tmp_path, monkeypatch):
     for name in [m for m in sys.modules if m.startswith("fakeplug")]:
         del sys.modules[name]
     plugins.reset()
+
+
+# The suite runs on two xdist workers (pyproject.toml's addopts: -n 2 --dist loadgroup).
+# Tests on the local Slurm share its session clusters and must not compete for them: they
+# run in one group, in collection order (the harness's time-limit job overlaps the rest of
+# that group). Tests that build the wheel share one session build: another group.
+_WHEEL_MODULES = {"test_install", "test_packaging", "test_bundle"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if item.get_closest_marker("slurm") or any(name.startswith("slurm_cluster") for name in fixtures):
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in _WHEEL_MODULES:
+            item.add_marker(pytest.mark.xdist_group("wheel"))

@@ -204,6 +204,21 @@ def test_frontier_projects_cite_frontier_sources_only(template, tmp_path):
     assert set(re.findall(r"^- \*\*([A-Za-z0-9-]+)\*\*: \[", readme, re.M)) == {"OLCF-FUG", "OLCF-PT"}
 
 
+def test_the_deepspeed_example_names_lumi_only_in_lumi_projects(template, tmp_path):
+    """The DeepSpeed plugin's example guards its LUMI sources and wording (lumi_cite where
+    lumi-scaffold has it): none in a Frontier project, all of them in a LUMI one."""
+    frontier = pytest.importorskip("lumi_site_frontier")
+    deepspeed = pytest.importorskip("lumi_framework_deepspeed")
+    with use_catalogue(plugin_catalogue(frontier, deepspeed)):
+        theirs = render_project(template, tmp_path / "f", {
+            "project_name": "demo", "site": "frontier", "account": "abc123", "framework": "deepspeed",
+            "container": "custom", "container_path": "/lustre/orion/abc123/proj-shared/ds.sif"})
+        ours = render_project(template, tmp_path / "l", {"project_name": "demo", "framework": "deepspeed"})
+    assert lumi_wording(theirs) == []
+    train = (ours / "src" / "demo" / "train.py").read_text()
+    assert "[AIG-05]" in train and "Slingshot-11" in train and "The LUMI AI Factory" in train
+
+
 def test_the_site_with_gres_partition_nodes_and_pulled_images_is_free_of_lumi_too(template, scratch):
     """The test site of tests/test_site_needs.py (tests/fixtures/setonix-like.yaml: --gres,
     gpu-highmem with its own nodes, memory that follows the GPUs, the project taken from the

@@ -1,11 +1,13 @@
+{#- LUMI's sources and wording only in LUMI projects (lumi_cite, lumi-scaffold 0.3; with 0.2 as before). -#}
+{%- set lumi = true -%}{%- if 'lumi_cite' is filter -%}{%- set lumi = ('[WS-09]' | lumi_cite) != '' -%}{%- endif -%}
 """Distributed training example for {{ project_name }} (DeepSpeed).
 
 Started like PyTorch DDP: srun runs one process per GPU, scripts/run.sh sets RANK,
 LOCAL_RANK and WORLD_SIZE from Slurm, scripts/job-env.sh sets MASTER_ADDR and
-MASTER_PORT, and deepspeed.init_distributed() joins them. [AIG-05]
+MASTER_PORT, and deepspeed.init_distributed() joins them.{% if lumi %} [AIG-05]{% endif %}
 
 The engine (batch size, optimizer, ZeRO stage, bf16) comes from config/ds_config.json:
-the jobs pass --deepspeed --deepspeed_config with it, as the AI guide does; run by hand,
+the jobs pass --deepspeed --deepspeed_config with it{% if lumi %}, as the AI guide does{% endif %}; run by hand,
 the script reads it too. Pass --deepspeed_config FILE to use another. Without GPUs DeepSpeed runs on its CPU
 accelerator with gloo, so the script can be tried anywhere DeepSpeed is installed;
 without DeepSpeed it stops with a message saying so.
@@ -36,8 +38,8 @@ try:
     from deepspeed.accelerator import get_accelerator
 except ImportError as exc:
     raise SystemExit(
-        f"train.py needs DeepSpeed, which this Python cannot import ({exc}). The LUMI AI Factory "
-        "'full' image ships it; with another image add deepspeed to requirements.txt and rerun "
+        f"train.py needs DeepSpeed, which this Python cannot import ({exc}).{% if lumi %} The LUMI AI Factory "
+        "'full' image ships it; with another image add{% else %} Use an image that ships it, or add{% endif %} deepspeed to requirements.txt and rerun "
         "scripts/setup-venv.sh."
     ) from None
 
@@ -114,7 +116,7 @@ def main() -> None:
         batch_size=engine.train_micro_batch_size_per_gpu(),
         sampler=sampler,
         num_workers=max(args.num_workers, 0),
-        # fork is not safe with Slingshot-11 in DataLoader workers; spawn is. [WS-09]
+        # {% if lumi %}fork is not safe with Slingshot-11 in DataLoader workers; spawn is. [WS-09]{% else %}DataLoader workers are spawned, not forked (see the end of this file).{% endif %}
         multiprocessing_context="spawn" if args.num_workers > 0 else None,
         persistent_workers=args.num_workers > 0,
     )
@@ -179,7 +181,7 @@ def start_profiler():
     from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-    # A handful of steps: traces over ~2 GB do not open in Perfetto. [AIG-06]
+    # A handful of steps: traces over ~2 GB do not open in Perfetto.{% if lumi %} [AIG-06]{% endif %}
     prof = profile(activities=activities, schedule=schedule(wait=2, warmup=2, active=4, repeat=1),
                    on_trace_ready=tensorboard_trace_handler(out))
     prof.start()
@@ -187,6 +189,6 @@ def start_profiler():
 
 
 if __name__ == "__main__":
-    # Workaround for pytorch/pytorch#119845 with Slingshot; set before any worker starts. [WS-09]
+    # Workaround for pytorch/pytorch#119845{% if lumi %} with Slingshot{% endif %}; set before any worker starts.{% if lumi %} [WS-09]{% endif %}
     torch.multiprocessing.set_start_method("spawn")
     main()

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserMessageError
+from .lint import gpus_per_node
 from .plugin_data import PluginData, validate_plugin_data
 
 __all__ = ["JobReport", "explain_project", "format_report"]
 
-ANSWERS_FILE = ".copier-answers.yml"
 JOB_FILES = {"smoke": "jobs/smoke-test.sbatch", "train": "jobs/train.sbatch", "profile": "jobs/profile.sbatch",
              "preflight": "jobs/preflight.sbatch"}
 
@@ -108,6 +108,8 @@ def _table(data: PluginData, kind: str, nodes: int, gpus: int, launcher: str) ->
 def read_project(project: Path) -> tuple[dict[str, Any], PluginData]:
     import yaml
 
+    from .update import ANSWERS_FILE
+
     path = project / ANSWERS_FILE
     if not path.is_file():
         raise UserMessageError(f"{project} has no {ANSWERS_FILE}: not a project made by lumi-scaffold (or the file was removed)")
@@ -137,7 +139,7 @@ def explain_project(project: Path | str) -> dict[str, Any]:
         o = _options(opts)
         launch = "srun" if kind == "preflight" else launcher  # the preflight starts one task per GPU
         nodes = int(o.get("nodes", "1"))
-        gpus = int(o["gpus-per-node"]) if "gpus-per-node" in o else int(o.get("gres", "gpu:1").rsplit(":", 1)[-1])
+        gpus = gpus_per_node(o)
         tasks = int(o.get("ntasks-per-node", "1"))
         ranks_per_task = data.job.ranks_per_task if kind in ("train", "profile") else 1  # preflight: srun, one per GPU
         cost = data.job.cost.get(kind)

@@ -17,7 +17,7 @@ from pathlib import Path
 from ._types import slurm_time_seconds
 from .plugins import Catalogue
 
-__all__ = ["bash_syntax", "check_headers", "lint_project", "shell_files", "shellcheck", "shellcheck_executable"]
+__all__ = ["bash_syntax", "check_headers", "gpus_per_node", "lint_project", "shell_files", "shellcheck", "shellcheck_executable"]
 
 SHELL_SUFFIXES = (".sh", ".sbatch")
 
@@ -102,7 +102,7 @@ def check_headers(project: Path, site_name: str, cat: Catalogue) -> list[str]:
         if not site.account.matches(opts.get("account", "")):
             bad(f"account {opts.get('account')!r} does not match {site.account.pattern}")
         node = site.node_of(part.name)
-        nodes, gpus = int(opts.get("nodes", "1")), _gpus(opts)
+        nodes, gpus = int(opts.get("nodes", "1")), gpus_per_node(opts)
         limit = part.walltime_limit(nodes)
         if slurm_time_seconds(opts.get("time", "0:00:00")) > slurm_time_seconds(limit):
             bad(f"time {opts['time']} exceeds {part.name}'s {limit} for {nodes} node(s), its limit in the catalogue "
@@ -122,7 +122,7 @@ def check_headers(project: Path, site_name: str, cat: Catalogue) -> list[str]:
     return problems
 
 
-def _gpus(opts: dict[str, str]) -> int:
+def gpus_per_node(opts: dict[str, str]) -> int:
     """GPUs per node a header asks for: --gpus-per-node=N or --gres=gpu[:type]:N (0: none)."""
     if "gpus-per-node" in opts:
         return int(opts["gpus-per-node"]) if opts["gpus-per-node"].isdigit() else 0

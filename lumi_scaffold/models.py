@@ -812,10 +812,7 @@ class ContainerImage(Model):
     @field_validator("pull_from")
     @classmethod
     def _pull_uri(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"(docker|oras|library|shub)://[A-Za-z0-9._/:@+-]+", value):
-            raise ValueError(f"{value!r} must be a docker://, oras://, library:// or shub:// address of letters, digits "
-                             "and . _ / : @ + - (it is written into the README's setup command)")
-        return value
+        return check_pull_address(value) if value is not None else value
 
     @field_validator("id")
     @classmethod
@@ -850,6 +847,14 @@ class ContainerImage(Model):
             raise ValueError(f"numa_binding needs PyTorch 2.9 or later, but versions has torch {self.versions['torch']}: "
                              "torch.distributed.run of this image has no --numa-binding")
         return self
+
+
+def check_pull_address(value: str) -> str:
+    """An address `singularity pull` takes, safe to write into a shell command line."""
+    if not re.fullmatch(r"(docker|oras|library|shub)://[A-Za-z0-9._/:@+-]+", value):
+        raise ValueError(f"{value!r} must be a docker://, oras://, library:// or shub:// address of letters, digits "
+                         "and . _ / : @ + - (it is written into the README's setup command)")
+    return value
 
 
 def _release(version: str) -> tuple[int, ...]:

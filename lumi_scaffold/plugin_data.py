@@ -27,7 +27,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, check_abs_path, check_shell_word
 from .errors import UserMessageError
 from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
-                     SiteNote, TrainArg, _one_line)
+                     SiteNote, TrainArg, _one_line, check_pull_address)
+from .models import _PACKAGE, _VERSION
 
 __all__ = ["SCHEMA", "PluginData", "PluginDataError", "validate_plugin_data"]
 
@@ -35,12 +36,11 @@ SCHEMA = 2
 """Shape of plugin_data written now. 1: lumi-scaffold 0.1 and 0.2 (no computed job fields)."""
 
 Text = Annotated[str, AfterValidator(_one_line)]
-_REQUIREMENT = re.compile(
+# A requirement as the questionnaire takes it (extra_requirements) and requirements.txt gets it.
+REQUIREMENT = re.compile(
     r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9,._-]+\])?"
     r"(?:(?:[=<>!~]=?|===)[A-Za-z0-9.*+!-]+(?:,(?:[=<>!~]=?)[A-Za-z0-9.*+!-]+)*)?$"
 )
-_PACKAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_VERSION = re.compile(r"^[A-Za-z0-9_.+*!-]+$")
 _SLURM_OPTION = re.compile(r"^--[a-z][a-z-]*(?:=[A-Za-z0-9_.,:@%+-]+)?$")
 
 
@@ -62,7 +62,7 @@ def _hex_mask(value: str) -> str:
 
 
 def _requirement(value: str) -> str:
-    if not _REQUIREMENT.match(value):
+    if not REQUIREMENT.match(value):
         raise ValueError(f"{value!r} is not a pip requirement like name or name==1.2")
     return value
 
@@ -86,9 +86,7 @@ def _version(value: str) -> str:
 
 
 def _pull_from(value: str) -> str:
-    if value and not re.fullmatch(r"(docker|oras|library|shub)://[A-Za-z0-9._/:@+-]+", value):
-        raise ValueError(f"{value!r} must be a docker://, oras://, library:// or shub:// address")
-    return value
+    return check_pull_address(value) if value else value
 
 
 def _python_name(value: str) -> str:

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from ._types import check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
 from .models import ContainerImage, EnvSetting, Framework, NodeLayout, Partition, Site, StorageArea
-from .plugin_data import SCHEMA, ContainerFacts, Cost, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
+from .plugin_data import REQUIREMENT, SCHEMA, ContainerFacts, Cost, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
 from . import sources
 
@@ -32,7 +32,6 @@ __all__ = ["CONTAINER_SPECIAL", "TEST_SITES_ENV", "check", "choices", "default",
 PLUGIN_DATA_SCHEMA = SCHEMA
 CONTAINER_SPECIAL = ("recommended", "custom", "cotainr")
 _PROJECT_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
-_REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9,._-]+\])?(?:(?:[=<>!~]=?|===)[A-Za-z0-9.*+!-]+(?:,(?:[=<>!~]=?)[A-Za-z0-9.*+!-]+)*)?$")
 _ARCHIVE = (".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz")
 # Sites that exist for lumi-scaffold's own tests (plugins/lumi-site-local): offered only
 # when this variable is 1 (tests/conftest.py sets it).
@@ -425,7 +424,7 @@ def _profile_rank(value: Any, a: Answers) -> str:
 
 def _extra_requirements(value: Any, a: Answers) -> str:
     for item in split_requirements(value):
-        if not _REQUIREMENT.match(item):
+        if not REQUIREMENT.match(item):
             return f"{item!r} is not a pip requirement like name or name==1.2 (separate several with spaces or commas)."
     return ""
 
@@ -693,11 +692,11 @@ def _costs(a: Answers, site: Site, part: Partition, smoke: Partition, job: dict[
 
 def _memory_gb(site: Site, node: NodeLayout, gpus: int) -> int | None:
     """GB of memory a job holds on each node (None where it asks for none), as _memory asks."""
-    option = _memory(site, node, whole_node=gpus == node.gpus)
-    if not option:
+    if site.memory_follows_gpus:
         return None
-    number = int(option.split("=")[1].rstrip("G"))
-    return number * gpus if option.startswith("--mem-per-gpu") else number
+    if gpus == node.gpus:
+        return node.mem_per_node_gb
+    return node.mem_per_gpu_gb * gpus if node.mem_per_gpu_gb else None
 
 
 def _allreduce_bench(fw: Framework) -> str:

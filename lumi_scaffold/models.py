@@ -293,6 +293,9 @@ class Partition(Model):
         default_factory=list, description="Extra options of the training step's srun in this partition (after the site's)."
     )
     purpose: str = Field(default="", description="What the partition is for, one line.")
+    chains: bool = Field(
+        default=True, description="Whether training jobs here may queue their successors (`--chain N`); false for "
+        "partitions meant for debugging only (LUMI dev-g [UG-part]), where the job refuses --chain.")
     billing: str = Field(default="", description="How jobs are billed, one line.")
     billing_rule: BillingRule | None = Field(
         default=None, description="How jobs are billed, as a rule `lumi-scaffold explain` and the README compute "

@@ -147,6 +147,7 @@ class PartitionFacts(_Part):
     allocation: Literal["whole-node", "by-resource"]
     max_walltime: SlurmTime
     purpose: Text = ""
+    chains: bool = Field(True, description="Training jobs may be chained (--chain); false on debugging partitions.")
     billing: Text = ""
     source: Text = ""
 

@@ -583,7 +583,8 @@ def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
 def _partition_facts(part: Partition, nodes: int) -> PartitionFacts:
     return PartitionFacts(
         name=part.name, slurm_partition=part.slurm_name, qos=part.qos or "", allocation=part.allocation,
-        max_walltime=part.walltime_limit(nodes), purpose=part.purpose, billing=part.billing, source=part.source,
+        max_walltime=part.walltime_limit(nodes), purpose=part.purpose, chains=part.chains, billing=part.billing,
+        source=part.source,
     )
 
 

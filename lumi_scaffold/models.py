@@ -675,6 +675,9 @@ class Site(Model):
         "leave out where none is published (the preflight then prints its figure with no verdict).",
     )
     cache_area: Slug = Field(description="Storage area for framework caches (TORCH_HOME, HF_HOME), never $HOME.")
+    project_area: Slug | None = Field(
+        default=None, description="Storage area where a project's checkout belongs (its code, venv, logs/ and profiles/; "
+        "LUMI: project [UG-stor]); the README says so. Leave out where the site does not say.")
     memory_follows_gpus: bool = Field(
         default=False,
         description="Jobs cannot ask for memory: it follows the GPUs they get (Setonix). No --mem or --mem-per-gpu "
@@ -730,6 +733,8 @@ class Site(Model):
             )
         if self.cache_area not in {s.name for s in self.storage}:
             raise ValueError(f"cache_area={self.cache_area!r} is not one of the storage areas")
+        if self.project_area is not None and self.project_area not in {s.name for s in self.storage}:
+            raise ValueError(f"project_area={self.project_area!r} is not one of the storage areas")
         if not any(s.data for s in self.storage):
             raise ValueError("at least one storage area must have data: true")
         generations = [g.name for g in self.generations]

@@ -305,6 +305,9 @@ class PluginData(_Part):
     dataset_dir: AbsPath
     output_root: AbsPath
     storage: list[Storage] = []
+    project_area: Storage | None = Field(
+        None, description="Where the project's checkout belongs (the site's project_area, the user's directory there).")
+    home_area: Storage | None = Field(None, description="The users' home directories (the site's home storage area).")
     profiler: ProfilerFacts
     requirements: list[Requirement] = []
     readme: list[Section] = Field(default_factory=list, description="README sections from the site's and framework's plugins.")

@@ -538,12 +538,24 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         dataset_dir=f"{data_area.resolve(account, group)}/datasets/{project}",
         output_root=f"{user_dir}/{project}/outputs",
         storage=[dict(name=s.name, path=s.resolve(account, group), note=s.note) for s in site.storage],
+        **_placement(site, account, group),
         profiler=dict(name=profiler.name, title=profiler.title, kind=profiler.kind,
                                command=profiler.command, env=profiler.env, view=profiler.view),
         requirements=sorted(dict.fromkeys(fw.requirements + (image.requirements if image else [])
                                           + split_requirements(a.get("extra_requirements")))),
         readme=[s.model_dump() for s in site.readme + fw.readme],
     )
+
+
+def _placement(site: Site, account: str, group: str | None) -> dict[str, Any]:
+    """Where the project's checkout belongs (the user's directory in the site's project
+    area) and the home area it should stay out of, where the site names them."""
+    area = site.storage_area(site.project_area) if site.project_area else None
+    home = next((s for s in site.storage if s.kind == "home"), None)
+    return {
+        "project_area": dict(name=area.name, path=area.user_dir(account, group), note=area.note) if area else None,
+        "home_area": dict(name=home.name, path=home.resolve(account, group), note=home.note) if home else None,
+    }
 
 
 def _cited_for(setting: EnvSetting, site: str) -> EnvSetting:
@@ -795,7 +807,7 @@ def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
     status = current.status if current else container.get("status")
     if status in ("legacy", "removed"):
         target = cat.containers.get((current.replaced_by if current else None) or container.get("replaced_by") or "")
-        advice = f" Move to {target.id} ({target.path}) with: copier update --trust --defaults -d container={target.id}" if target else ""
+        advice = f" Move to {target.id} ({target.path}) with: lumi-scaffold update -d container={target.id}" if target else ""
         out.append(f"Container image {container.get('id')} is {status}.{advice}")
     return out
 

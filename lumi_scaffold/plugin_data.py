@@ -180,6 +180,8 @@ class JobFields(_Part):
     torchrun_binding: Literal["", "exclusive"] = ""
     shared_node_tmp_gb: int | None = Field(None, ge=1)
     run_name: Slug = "run"
+    profile_steps: int = Field(40, ge=1, description="Steps of the README's profile command; the profile job's time "
+                               "limit is sized for them.")
     signal_lead: int = Field(300, ge=1)
     # Computed (schema 2).
     slurm: dict[JobKind, list[SlurmOption]] = Field(

@@ -660,6 +660,7 @@ def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFac
         # Node-local tmp a job may fill on a shared node (None: its memory is the limit).
         shared_node_tmp_gb=None if whole_node else part.shared_node_tmp_gb,
         run_name=str(a.get("project_name")),
+        profile_steps=PROFILE_STEPS,
         signal_lead=_signal_lead(_walltime_of(a)),
         memory=_memory(site, node, whole_node),
         # srun masks only make sense when the job has whole nodes. [UG-lumig], [TM-Bind]
@@ -690,9 +691,10 @@ def _costs(a: Answers, site: Site, part: Partition, smoke: Partition, job: dict[
         **{kind: (part.billing_rule, a.int("nodes", 1), gpus, cores, _memory_gb(site, node, gpus), hours)
            for kind in ("train", "profile")},
     }
-    if "preflight" in job["slurm"]:  # the training job's shape, for its own (shorter) time
-        limit = next(o for o in job["slurm"]["preflight"] if o.startswith("--time="))
-        shapes["preflight"] = (*shapes["train"][:5], slurm_time_seconds(limit.split("=", 1)[1]) / 3600)
+    for kind in ("profile", "preflight"):  # the training job's shape, for their own (shorter) time
+        if kind in job["slurm"]:
+            limit = next(o for o in job["slurm"][kind] if o.startswith("--time="))
+            shapes[kind] = (*shapes["train"][:5], slurm_time_seconds(limit.split("=", 1)[1]) / 3600)
     out = {}
     for kind, (rule, nodes, g, c, mem, h) in shapes.items():
         if rule is None:
@@ -757,6 +759,8 @@ def _job_options(kind: str, a: Answers, site: Site, part: Partition, job: dict[s
     time = _walltime_of(a)
     if kind == "preflight":
         time = min(time, PREFLIGHT_TIME, key=_seconds)
+    if kind == "profile":
+        time = min(time, profile_time(PROFILE_STEPS), key=_seconds)
     opts = [f"--job-name={a.get('project_name')}-{kind}", f"--account={a.get('account')}",
             f"--partition={part.slurm_name}", f"--time={time}", f"--nodes={a.int('nodes', 1)}",
             f"--ntasks-per-node={job['tasks_per_node']}", _gpus_option(site, node, a.int("gpus_per_node", node.gpus)),
@@ -768,6 +772,19 @@ def _job_options(kind: str, a: Answers, site: Site, part: Partition, job: dict[s
 
 
 PREFLIGHT_TIME = "00:15:00"
+# The profile job's time limit follows the README's step count, not the training walltime:
+# a budget for the start (image, venv, data staging, kernel compilation) plus one per
+# profiled step. Both are assumptions of this template, not site facts; a longer profile
+# asks for more with sbatch --time.
+PROFILE_STEPS = 40
+PROFILE_START_S = 600
+PROFILE_STEP_S = 15
+
+
+def profile_time(steps: int) -> str:
+    """The profile job's time limit for ``steps`` steps, in whole minutes (HH:MM:SS)."""
+    minutes = -(-(PROFILE_START_S + steps * PROFILE_STEP_S) // 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
 
 
 def _walltime_of(a: Answers) -> str:

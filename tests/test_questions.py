@@ -107,7 +107,7 @@ def test_resolve_whole_node_multi_node_legacy_image():
     computed = {k: job.pop(k) for k in ("slurm", "memory", "cpu_bind", "binds", "srun_options", "cost", "allreduce_bench")}
     assert job == {"smoke_partition": "small-g", "smoke_qos": "", "whole_node": True, "exclusive": False, "tasks": 16,
                    "tasks_per_node": 8, "ranks_per_task": 1, "cpus_per_task": 7, "torchrun_binding": "",
-                   "shared_node_tmp_gb": None, "run_name": "demo", "signal_lead": 300}
+                   "shared_node_tmp_gb": None, "run_name": "demo", "profile_steps": 40, "signal_lead": 300}
     # The computed job fields the templates print.
     assert computed["memory"] == "--mem=480G" and data["package"] == "demo"
     assert computed["cpu_bind"].startswith("verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000,")

@@ -100,8 +100,10 @@ def test_torchrun_workers_bound_to_numa_nodes_are_shown_so(tmp_path):
     project = render(REPO, tmp_path / "p", launcher="torchrun")
     train = job(explain_project(project), "train")
     assert train["tasks_per_node"] == 1 and train["ranks"] == 8 and train["cpus_per_task"] == 56
-    assert "--numa-binding=exclusive" in train["binding"]
-    assert train["table"][0]["cpus"].startswith("NUMA 3")
+    assert train["binding"] == ("torchrun binds each worker to cores of its own on its GPU's NUMA node, shared with no "
+                                "other worker (--numa-binding=exclusive)")
+    assert train["table"][0]["cpus"] == "its own share of NUMA 3"
+    assert "shared with its node's other workers" not in format_report(explain_project(project))
 
 
 def test_a_partition_without_a_rule_says_so(tmp_path, monkeypatch):

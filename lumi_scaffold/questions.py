@@ -94,6 +94,8 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
     if name == "launcher":
         fw = cat.frameworks.get(str(a.get("framework")))
         labels = {"srun": "srun: one task per GPU (recommended)", "torchrun": "torchrun: one task per node spawning one worker per GPU"}
+        if _torchrun_unbound(a):
+            labels["torchrun"] = "torchrun: one task per node; no CPU binding with this image (srun binds)"
         return {labels[x]: x for x in (fw.launchers if fw else ["srun"])}
     if name == "data_location":
         if not site:
@@ -104,6 +106,18 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
     if name == "profiler":
         return {fit(f"{n}: {cat.profilers[n].title}"): n for n in _profilers(a) if n in cat.profilers}
     raise KeyError(f"no choices for question {name!r}")
+
+
+def _torchrun_unbound(a: Answers) -> bool:
+    """Whether torchrun's workers would run unbound on whole nodes: the image is not known
+    to have torch.distributed.run --numa-binding (legacy images, your own image)."""
+    site = a.site
+    if site is None:
+        return False
+    part = site.partition(str(a.get("partition"))) or site.partition(default("partition", a.raw, a.cat))
+    node = site.node_of(part.name) if part else site.node
+    image = _image(a)
+    return a.int("gpus_per_node", node.gpus) == node.gpus and node.gpus > 1 and not (image and image.numa_binding)
 
 
 def _framework_status(cat: Catalogue, site: str, framework: str) -> str:
@@ -817,7 +831,8 @@ def _signal_lead(walltime: str) -> int:
 
 
 def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
-    """Warnings for the end of copy/update: legacy or removed images, plugin version skew."""
+    """Warnings for the end of copy/update and for doctor: legacy or removed images, torchrun
+    workers without CPU binding."""
     out = []
     container = plugin_data.get("container") or {}
     current = cat.containers.get(container.get("id", ""))
@@ -826,5 +841,10 @@ def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
         target = cat.containers.get((current.replaced_by if current else None) or container.get("replaced_by") or "")
         advice = f" Move to {target.id} ({target.path}) with: lumi-scaffold update -d container={target.id}" if target else ""
         out.append(f"Container image {container.get('id')} is {status}.{advice}")
+    job = plugin_data.get("job") or {}
+    if job.get("whole_node") and job.get("ranks_per_task", 1) > 1 and not job.get("torchrun_binding"):
+        out.append(f"torchrun's workers get no CPU binding with {container.get('id')}: the image is not known to have "
+                   "torch.distributed.run --numa-binding (PyTorch 2.9 and later). The srun launcher binds each rank to "
+                   "its GPU's cores: lumi-scaffold update -d launcher=srun")
     return out
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from lumi_scaffold import cli, doctor
+from lumi_scaffold import cli, doctor, plugins
+from lumi_scaffold.questions import choices
 
 from .helpers import REPO, render
 
@@ -58,3 +59,30 @@ def test_updating_is_lumi_scaffold_update_with_copier_as_the_alternative(tmp_pat
         if path.is_file() and path.name not in ("README.md", ".copier-answers.yml"):
             assert "copier update" not in path.read_text(errors="replace"), path
     assert "(lumi-scaffold update -d dataset_archive=...)" in (project / "scripts/prestage.sh").read_text()
+
+
+UNBOUND = ("torchrun's workers get no CPU binding with lust-pytorch-2.7.1: the image is not known to have "
+           "torch.distributed.run --numa-binding (PyTorch 2.9 and later). The srun launcher binds each rank to "
+           "its GPU's cores: lumi-scaffold update -d launcher=srun")
+
+
+def test_torchrun_on_a_legacy_image_is_said_to_run_unbound(tmp_path, monkeypatch, capsys):
+    cat = plugins.get_catalogue()
+    base = {"site": "lumi", "framework": "pytorch", "account": "project_465000000", "project_name": "demo"}
+    legacy = choices("launcher", {**base, "container": "lust-pytorch-2.7.1"}, cat)
+    assert legacy["torchrun: one task per node; no CPU binding with this image (srun binds)"] == "torchrun"
+    assert "torchrun: one task per node spawning one worker per GPU" in choices("launcher", base, cat)  # LAIF: bound
+    # after the copy, in the job file and README, and in doctor
+    assert cli.main(["new", str(tmp_path / "p"), "--template", str(REPO), "--defaults", "-d", "account=project_465000000",
+                     "-d", "container=lust-pytorch-2.7.1", "-d", "launcher=torchrun"]) == 0
+    assert f"WARNING: {UNBOUND}" in capsys.readouterr().err
+    project = tmp_path / "p"
+    assert "# to its GPU's cores (lumi-scaffold update -d launcher=srun)." in (project / "jobs/train.sbatch").read_text()
+    assert "to its GPU's cores (lumi-scaffold update -d launcher=srun)." in (project / "README.md").read_text()
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: None)
+    cli.main(["doctor", str(project)])
+    out = capsys.readouterr().out
+    assert f"warning: {UNBOUND}" in out and "No problems found." not in out
+    bound = render(REPO, tmp_path / "q", launcher="torchrun")
+    assert "launcher=srun" not in (bound / "jobs/train.sbatch").read_text()
+    assert cli.main(["doctor", str(bound)]) == 0 and "No problems found." in capsys.readouterr().out

@@ -433,6 +433,9 @@ class ContainerGeneration(Model):
     multi_node_binds: list[AbsPath] = Field(
         default_factory=list, description="Extra binds for jobs on more than one node (RCCL over Slingshot)."
     )
+    legacy: bool = Field(
+        default=False, description="Images of this generation are no longer developed (LUMI's former LUST images "
+        "[TM-Cont]); where a framework has only such images on the site, doctor says so.")
     mpi_srun_options: list[SlurmOption] = Field(
         default_factory=list,
         description="srun options that start the image's MPI programs (rccl-tests' all_reduce_perf in the network "

@@ -830,6 +830,26 @@ def _signal_lead(walltime: str) -> int:
     return 300 if seconds >= 3600 else max(30, seconds // 4)
 
 
+def _legacy_only(plugin_data: Mapping[str, Any], cat: Catalogue) -> str:
+    """A notice where the project's image is of a legacy generation and so is every image
+    the catalogue has for its framework on its site (JAX on LUMI today)."""
+    site = cat.sites.get(str((plugin_data.get("site") or {}).get("name")))
+    framework = str((plugin_data.get("framework") or {}).get("name"))
+    container = plugin_data.get("container") or {}
+    generation = site.generation(str(container.get("generation"))) if site else None
+    if site is None or generation is None or not generation.legacy or container.get("id") not in cat.containers:
+        return ""
+    images = cat.images(site.name, framework)
+    if any(not (g := site.generation(i.generation)) or not g.legacy for i in images):
+        return ""
+    newest = cat.recommended_image(site.name, framework) or images[0]
+    title = cat.frameworks[framework].title if framework in cat.frameworks else framework
+    note = f"; {generation.note[:1].lower()}{generation.note[1:].rstrip('.')}" if generation.note else ""
+    return (f"{title} on {site.display_name or site.name} has only images of a legacy generation ({generation.name}: "
+            f"{generation.title}{note}); {newest.id} is the newest. lumi-scaffold update moves the project once the "
+            "catalogue has a newer image")
+
+
 def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
     """Warnings for the end of copy/update and for doctor: legacy or removed images, torchrun
     workers without CPU binding."""
@@ -841,6 +861,8 @@ def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
         target = cat.containers.get((current.replaced_by if current else None) or container.get("replaced_by") or "")
         advice = f" Move to {target.id} ({target.path}) with: lumi-scaffold update -d container={target.id}" if target else ""
         out.append(f"Container image {container.get('id')} is {status}.{advice}")
+    legacy_only = _legacy_only(plugin_data, cat)
+    out += [legacy_only] if legacy_only else []
     job = plugin_data.get("job") or {}
     if job.get("whole_node") and job.get("ranks_per_task", 1) > 1 and not job.get("torchrun_binding"):
         out.append(f"torchrun's workers get no CPU binding with {container.get('id')}: the image is not known to have "

@@ -86,3 +86,22 @@ def test_torchrun_on_a_legacy_image_is_said_to_run_unbound(tmp_path, monkeypatch
     bound = render(REPO, tmp_path / "q", launcher="torchrun")
     assert "launcher=srun" not in (bound / "jobs/train.sbatch").read_text()
     assert cli.main(["doctor", str(bound)]) == 0 and "No problems found." in capsys.readouterr().out
+
+
+def test_doctor_names_a_framework_with_legacy_images_only(tmp_path, monkeypatch, capsys):
+    """JAX on LUMI: no LAIF image yet, so the recommended image is a former LUST one; doctor
+    says so instead of "No problems found" (PyTorch, with a LAIF image, gets no such notice)."""
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: None)
+    project = render(REPO, tmp_path / "p", framework="jax")
+    assert cli.main(["doctor", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "No problems found." not in out
+    assert [line for line in out.splitlines() if line.startswith("warning:")] == [
+        "warning: JAX (jax.distributed) on LUMI has only images of a legacy generation (legacy-sif: Former AMD/LUST image "
+        "under /appl/local/containers (conda env behind $WITH_CONDA); offered as-is, no further development since the "
+        "January 2026 update); lust-jax-0.4.35 is the newest. lumi-scaffold update moves the project once the catalogue "
+        "has a newer image"]
+    # a legacy PyTorch image: the catalogue has a LAIF one, so only the image's own notice
+    legacy = render(REPO, tmp_path / "q", container="lust-pytorch-2.7.1")
+    cli.main(["doctor", str(legacy)])
+    assert "legacy generation" not in capsys.readouterr().out

@@ -417,14 +417,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices
 
-    from .doctor import SlurmUnreachable, sbatch_test_only
+    from .doctor import SlurmUnreachable, home_notice, sbatch_test_only
 
     project = _project(args.project)
-    _answers(project)
+    answers = _answers(project)
     try:
         notices = project_notices(project)
     except UserMessageError as exc:  # e.g. no template version recorded: the other checks still run
         notices = [exc.message]
+    plugin_data = answers.get("plugin_data")
+    home = home_notice(project, plugin_data if isinstance(plugin_data, dict) else {})
+    notices += [home] if home else []
     print("lumi-scaffold: running bash -n, shellcheck and the #SBATCH checks...", file=sys.stderr, flush=True)
     problems = lint_project(project, get_catalogue())
     for line in notices:

@@ -13,8 +13,23 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["SbatchCheck", "SlurmUnreachable", "sbatch_test_only"]
+__all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "sbatch_test_only"]
+
+
+def home_notice(project: Path, plugin_data: dict[str, Any]) -> str | None:
+    """A warning when the project sits under $HOME, where its venv, logs and profiles would
+    fill the home quota; it names the site's area for projects where the site gives one."""
+    home = Path.home().resolve()
+    if project.resolve() != home and home not in project.resolve().parents:
+        return None
+    area = plugin_data.get("project_area") or {}
+    home_area = plugin_data.get("home_area") or {}
+    quota = f" ({home_area['note'].rstrip('.')})" if home_area.get("note") else ""
+    where = f"{area['path']} ({area['name']})" if area.get("path") else "a project or scratch area"
+    return (f"{project} is under your home directory {home}{quota}: its venv, logs/ and profiles/ grow there. "
+            f"Fix: commit it and git clone it into {where}, then create the venv there")
 
 
 @dataclass

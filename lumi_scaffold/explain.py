@@ -77,7 +77,8 @@ def _binding(data: PluginData, kind: str, launcher: str) -> str:
         return f"one task on one GPU with {site.cpus_per_gpu} cores, placed by Slurm"
     if launcher == "torchrun":
         if job.torchrun_binding:
-            return f"torchrun binds each worker to cores of its GPU's NUMA node (--numa-binding={job.torchrun_binding})"
+            return (f"torchrun binds each worker to cores of its own on its GPU's NUMA node, shared with no other worker "
+                    f"(--numa-binding={job.torchrun_binding})")
         return "torchrun's workers are not bound to cores"
     if job.cpu_bind:
         return "srun binds each rank to its GPU's cores (--cpu-bind=mask_cpu, the site's masks)"
@@ -93,7 +94,7 @@ def _table(data: PluginData, kind: str, nodes: int, gpus: int, launcher: str) ->
         if masks:
             cpus = _cores(masks[local])
         elif kind != "smoke" and launcher == "torchrun" and job.torchrun_binding and site.gpu_numa:
-            cpus = f"NUMA {site.gpu_numa[local]} (shared with its node's other workers there)"
+            cpus = f"its own share of NUMA {site.gpu_numa[local]}"
         else:
             per = site.cpus_per_gpu if kind == "smoke" else job.cpus_per_task // max(job.ranks_per_task, 1)
             cpus = f"{per} placed by Slurm"

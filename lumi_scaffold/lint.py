@@ -106,10 +106,10 @@ def check_headers(project: Path, site_name: str, cat: Catalogue) -> list[str]:
         limit = part.walltime_limit(nodes)
         if slurm_time_seconds(opts.get("time", "0:00:00")) > slurm_time_seconds(limit):
             bad(f"time {opts['time']} exceeds {part.name}'s {limit} for {nodes} node(s), its limit in the catalogue "
-                f"installed now. Fix: a shorter #SBATCH --time in {path.name} (copier update -d walltime=... for the project)")
+                f"installed now. Fix: a shorter #SBATCH --time in {path.name} (lumi-scaffold update -d walltime=... for the project)")
         if nodes > part.max_nodes:
             bad(f"{nodes} nodes exceed {part.name}'s {part.max_nodes}, its limit in the catalogue installed now. "
-                f"Fix: copier update -d nodes=... (or another partition)")
+                f"Fix: lumi-scaffold update -d nodes=... (or another partition)")
         if not 0 < gpus <= node.gpus:
             bad(f"{gpus} GPUs per node outside 1..{node.gpus}")
         tasks, cpus = int(opts.get("ntasks-per-node", "1")), int(opts.get("cpus-per-task", "1"))

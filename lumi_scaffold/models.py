@@ -293,6 +293,9 @@ class Partition(Model):
         default_factory=list, description="Extra options of the training step's srun in this partition (after the site's)."
     )
     purpose: str = Field(default="", description="What the partition is for, one line.")
+    chains: bool = Field(
+        default=True, description="Whether training jobs here may queue their successors (`--chain N`); false for "
+        "partitions meant for debugging only (LUMI dev-g [UG-part]), where the job refuses --chain.")
     billing: str = Field(default="", description="How jobs are billed, one line.")
     billing_rule: BillingRule | None = Field(
         default=None, description="How jobs are billed, as a rule `lumi-scaffold explain` and the README compute "
@@ -430,6 +433,9 @@ class ContainerGeneration(Model):
     multi_node_binds: list[AbsPath] = Field(
         default_factory=list, description="Extra binds for jobs on more than one node (RCCL over Slingshot)."
     )
+    legacy: bool = Field(
+        default=False, description="Images of this generation are no longer developed (LUMI's former LUST images "
+        "[TM-Cont]); where a framework has only such images on the site, doctor says so.")
     mpi_srun_options: list[SlurmOption] = Field(
         default_factory=list,
         description="srun options that start the image's MPI programs (rccl-tests' all_reduce_perf in the network "
@@ -672,6 +678,9 @@ class Site(Model):
         "leave out where none is published (the preflight then prints its figure with no verdict).",
     )
     cache_area: Slug = Field(description="Storage area for framework caches (TORCH_HOME, HF_HOME), never $HOME.")
+    project_area: Slug | None = Field(
+        default=None, description="Storage area where a project's checkout belongs (its code, venv, logs/ and profiles/; "
+        "LUMI: project [UG-stor]); the README says so. Leave out where the site does not say.")
     memory_follows_gpus: bool = Field(
         default=False,
         description="Jobs cannot ask for memory: it follows the GPUs they get (Setonix). No --mem or --mem-per-gpu "
@@ -727,6 +736,8 @@ class Site(Model):
             )
         if self.cache_area not in {s.name for s in self.storage}:
             raise ValueError(f"cache_area={self.cache_area!r} is not one of the storage areas")
+        if self.project_area is not None and self.project_area not in {s.name for s in self.storage}:
+            raise ValueError(f"project_area={self.project_area!r} is not one of the storage areas")
         if not any(s.data for s in self.storage):
             raise ValueError("at least one storage area must have data: true")
         generations = [g.name for g in self.generations]

@@ -147,6 +147,7 @@ class PartitionFacts(_Part):
     allocation: Literal["whole-node", "by-resource"]
     max_walltime: SlurmTime
     purpose: Text = ""
+    chains: bool = Field(True, description="Training jobs may be chained (--chain); false on debugging partitions.")
     billing: Text = ""
     source: Text = ""
 
@@ -179,6 +180,8 @@ class JobFields(_Part):
     torchrun_binding: Literal["", "exclusive"] = ""
     shared_node_tmp_gb: int | None = Field(None, ge=1)
     run_name: Slug = "run"
+    profile_steps: int = Field(40, ge=1, description="Steps of the README's profile command; the profile job's time "
+                               "limit is sized for them.")
     signal_lead: int = Field(300, ge=1)
     # Computed (schema 2).
     slurm: dict[JobKind, list[SlurmOption]] = Field(
@@ -304,6 +307,9 @@ class PluginData(_Part):
     dataset_dir: AbsPath
     output_root: AbsPath
     storage: list[Storage] = []
+    project_area: Storage | None = Field(
+        None, description="Where the project's checkout belongs (the site's project_area, the user's directory there).")
+    home_area: Storage | None = Field(None, description="The users' home directories (the site's home storage area).")
     profiler: ProfilerFacts
     requirements: list[Requirement] = []
     readme: list[Section] = Field(default_factory=list, description="README sections from the site's and framework's plugins.")

@@ -94,6 +94,8 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
     if name == "launcher":
         fw = cat.frameworks.get(str(a.get("framework")))
         labels = {"srun": "srun: one task per GPU (recommended)", "torchrun": "torchrun: one task per node spawning one worker per GPU"}
+        if _torchrun_unbound(a):
+            labels["torchrun"] = "torchrun: one task per node; no CPU binding with this image (srun binds)"
         return {labels[x]: x for x in (fw.launchers if fw else ["srun"])}
     if name == "data_location":
         if not site:
@@ -104,6 +106,18 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
     if name == "profiler":
         return {fit(f"{n}: {cat.profilers[n].title}"): n for n in _profilers(a) if n in cat.profilers}
     raise KeyError(f"no choices for question {name!r}")
+
+
+def _torchrun_unbound(a: Answers) -> bool:
+    """Whether torchrun's workers would run unbound on whole nodes: the image is not known
+    to have torch.distributed.run --numa-binding (legacy images, your own image)."""
+    site = a.site
+    if site is None:
+        return False
+    part = site.partition(str(a.get("partition"))) or site.partition(default("partition", a.raw, a.cat))
+    node = site.node_of(part.name) if part else site.node
+    image = _image(a)
+    return a.int("gpus_per_node", node.gpus) == node.gpus and node.gpus > 1 and not (image and image.numa_binding)
 
 
 def _framework_status(cat: Catalogue, site: str, framework: str) -> str:
@@ -538,12 +552,24 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         dataset_dir=f"{data_area.resolve(account, group)}/datasets/{project}",
         output_root=f"{user_dir}/{project}/outputs",
         storage=[dict(name=s.name, path=s.resolve(account, group), note=s.note) for s in site.storage],
+        **_placement(site, account, group),
         profiler=dict(name=profiler.name, title=profiler.title, kind=profiler.kind,
                                command=profiler.command, env=profiler.env, view=profiler.view),
         requirements=sorted(dict.fromkeys(fw.requirements + (image.requirements if image else [])
                                           + split_requirements(a.get("extra_requirements")))),
         readme=[s.model_dump() for s in site.readme + fw.readme],
     )
+
+
+def _placement(site: Site, account: str, group: str | None) -> dict[str, Any]:
+    """Where the project's checkout belongs (the user's directory in the site's project
+    area) and the home area it should stay out of, where the site names them."""
+    area = site.storage_area(site.project_area) if site.project_area else None
+    home = next((s for s in site.storage if s.kind == "home"), None)
+    return {
+        "project_area": dict(name=area.name, path=area.user_dir(account, group), note=area.note) if area else None,
+        "home_area": dict(name=home.name, path=home.resolve(account, group), note=home.note) if home else None,
+    }
 
 
 def _cited_for(setting: EnvSetting, site: str) -> EnvSetting:
@@ -583,7 +609,8 @@ def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
 def _partition_facts(part: Partition, nodes: int) -> PartitionFacts:
     return PartitionFacts(
         name=part.name, slurm_partition=part.slurm_name, qos=part.qos or "", allocation=part.allocation,
-        max_walltime=part.walltime_limit(nodes), purpose=part.purpose, billing=part.billing, source=part.source,
+        max_walltime=part.walltime_limit(nodes), purpose=part.purpose, chains=part.chains, billing=part.billing,
+        source=part.source,
     )
 
 
@@ -647,6 +674,7 @@ def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFac
         # Node-local tmp a job may fill on a shared node (None: its memory is the limit).
         shared_node_tmp_gb=None if whole_node else part.shared_node_tmp_gb,
         run_name=str(a.get("project_name")),
+        profile_steps=PROFILE_STEPS,
         signal_lead=_signal_lead(_walltime_of(a)),
         memory=_memory(site, node, whole_node),
         # srun masks only make sense when the job has whole nodes. [UG-lumig], [TM-Bind]
@@ -677,9 +705,10 @@ def _costs(a: Answers, site: Site, part: Partition, smoke: Partition, job: dict[
         **{kind: (part.billing_rule, a.int("nodes", 1), gpus, cores, _memory_gb(site, node, gpus), hours)
            for kind in ("train", "profile")},
     }
-    if "preflight" in job["slurm"]:  # the training job's shape, for its own (shorter) time
-        limit = next(o for o in job["slurm"]["preflight"] if o.startswith("--time="))
-        shapes["preflight"] = (*shapes["train"][:5], slurm_time_seconds(limit.split("=", 1)[1]) / 3600)
+    for kind in ("profile", "preflight"):  # the training job's shape, for their own (shorter) time
+        if kind in job["slurm"]:
+            limit = next(o for o in job["slurm"][kind] if o.startswith("--time="))
+            shapes[kind] = (*shapes["train"][:5], slurm_time_seconds(limit.split("=", 1)[1]) / 3600)
     out = {}
     for kind, (rule, nodes, g, c, mem, h) in shapes.items():
         if rule is None:
@@ -744,6 +773,8 @@ def _job_options(kind: str, a: Answers, site: Site, part: Partition, job: dict[s
     time = _walltime_of(a)
     if kind == "preflight":
         time = min(time, PREFLIGHT_TIME, key=_seconds)
+    if kind == "profile":
+        time = min(time, profile_time(PROFILE_STEPS), key=_seconds)
     opts = [f"--job-name={a.get('project_name')}-{kind}", f"--account={a.get('account')}",
             f"--partition={part.slurm_name}", f"--time={time}", f"--nodes={a.int('nodes', 1)}",
             f"--ntasks-per-node={job['tasks_per_node']}", _gpus_option(site, node, a.int("gpus_per_node", node.gpus)),
@@ -755,6 +786,19 @@ def _job_options(kind: str, a: Answers, site: Site, part: Partition, job: dict[s
 
 
 PREFLIGHT_TIME = "00:15:00"
+# The profile job's time limit follows the README's step count, not the training walltime:
+# a budget for the start (image, venv, data staging, kernel compilation) plus one per
+# profiled step. Both are assumptions of this template, not site facts; a longer profile
+# asks for more with sbatch --time.
+PROFILE_STEPS = 40
+PROFILE_START_S = 600
+PROFILE_STEP_S = 15
+
+
+def profile_time(steps: int) -> str:
+    """The profile job's time limit for ``steps`` steps, in whole minutes (HH:MM:SS)."""
+    minutes = -(-(PROFILE_START_S + steps * PROFILE_STEP_S) // 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
 
 
 def _walltime_of(a: Answers) -> str:
@@ -786,15 +830,43 @@ def _signal_lead(walltime: str) -> int:
     return 300 if seconds >= 3600 else max(30, seconds // 4)
 
 
+def _legacy_only(plugin_data: Mapping[str, Any], cat: Catalogue) -> str:
+    """A notice where the project's image is of a legacy generation and so is every image
+    the catalogue has for its framework on its site (JAX on LUMI today)."""
+    site = cat.sites.get(str((plugin_data.get("site") or {}).get("name")))
+    framework = str((plugin_data.get("framework") or {}).get("name"))
+    container = plugin_data.get("container") or {}
+    generation = site.generation(str(container.get("generation"))) if site else None
+    if site is None or generation is None or not generation.legacy or container.get("id") not in cat.containers:
+        return ""
+    images = cat.images(site.name, framework)
+    if any(not (g := site.generation(i.generation)) or not g.legacy for i in images):
+        return ""
+    newest = cat.recommended_image(site.name, framework) or images[0]
+    title = cat.frameworks[framework].title if framework in cat.frameworks else framework
+    note = f"; {generation.note[:1].lower()}{generation.note[1:].rstrip('.')}" if generation.note else ""
+    return (f"{title} on {site.display_name or site.name} has only images of a legacy generation ({generation.name}: "
+            f"{generation.title}{note}); {newest.id} is the newest. lumi-scaffold update moves the project once the "
+            "catalogue has a newer image")
+
+
 def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
-    """Warnings for the end of copy/update: legacy or removed images, plugin version skew."""
+    """Warnings for the end of copy/update and for doctor: legacy or removed images, torchrun
+    workers without CPU binding."""
     out = []
     container = plugin_data.get("container") or {}
     current = cat.containers.get(container.get("id", ""))
     status = current.status if current else container.get("status")
     if status in ("legacy", "removed"):
         target = cat.containers.get((current.replaced_by if current else None) or container.get("replaced_by") or "")
-        advice = f" Move to {target.id} ({target.path}) with: copier update --trust --defaults -d container={target.id}" if target else ""
+        advice = f" Move to {target.id} ({target.path}) with: lumi-scaffold update -d container={target.id}" if target else ""
         out.append(f"Container image {container.get('id')} is {status}.{advice}")
+    legacy_only = _legacy_only(plugin_data, cat)
+    out += [legacy_only] if legacy_only else []
+    job = plugin_data.get("job") or {}
+    if job.get("whole_node") and job.get("ranks_per_task", 1) > 1 and not job.get("torchrun_binding"):
+        out.append(f"torchrun's workers get no CPU binding with {container.get('id')}: the image is not known to have "
+                   "torch.distributed.run --numa-binding (PyTorch 2.9 and later). The srun launcher binds each rank to "
+                   "its GPU's cores: lumi-scaffold update -d launcher=srun")
     return out
 

@@ -60,8 +60,8 @@ def test_one_gcd_on_small_g_for_an_hour_is_half_a_gpu_hour(tmp_path):
 def test_two_standard_g_nodes_for_two_hours_are_sixteen_gpu_hours(tmp_path):
     project = render(REPO, tmp_path / "p", nodes=2, walltime="02:00:00", profiler="rocprofv3")
     report = explain_project(project)
-    for kind in ("train", "profile"):
-        assert (job(report, kind)["billed_per_hour"], job(report, kind)["billed_at_limit"]) == (8.0, 16.0)
+    assert (job(report, "train")["billed_per_hour"], job(report, "train")["billed_at_limit"]) == (8.0, 16.0)
+    assert (job(report, "profile")["billed_per_hour"], job(report, "profile")["billed_at_limit"]) == (8.0, round(8 / 3, 4))
     assert report["interactive"]["billed_per_hour"] == 8.0
     preflight = job(report, "preflight")  # the training shape for 15 minutes, one srun task per GPU
     assert (preflight["time_limit"], preflight["billed_at_limit"], preflight["ranks"]) == ("00:15:00", 2.0, 16)
@@ -76,12 +76,34 @@ def test_two_standard_g_nodes_for_two_hours_are_sixteen_gpu_hours(tmp_path):
     assert "NICs per GPU: not in the site's data" in text
 
 
+def test_the_profile_job_has_its_own_short_time_limit(tmp_path):
+    """4 nodes for 1 h: the training job is 16 GPU-hours at its limit; a 40-step profile gets
+    00:20:00 (10 min to start, 15 s a step), 16/3 GPU-hours, shown by explain and the README."""
+    project = render(REPO, tmp_path / "p", nodes=4, walltime="01:00:00", profiler="rocprofv3")
+    report = explain_project(project)
+    profile = job(report, "profile")
+    assert (profile["time_limit"], profile["billed_at_limit"]) == ("00:20:00", 5.3333)
+    assert "#SBATCH --time=00:20:00\n" in (project / "jobs/profile.sbatch").read_text()
+    assert "#SBATCH --time=01:00:00\n" in (project / "jobs/train.sbatch").read_text()
+    text = format_report(report)
+    assert ("jobs/profile.sbatch (profile): 4 node(s) x 8 task(s), 32 rank(s), 7 CPUs per task, memory --mem=480G, "
+            "time limit 00:20:00\n  billed: 5.3333 GPU-hours at the time limit, 16 per hour") in text
+    readme = " ".join((project / "README.md").read_text().split())
+    assert "sbatch jobs/profile.sbatch --steps 40 Its time limit, 00:20:00, is sized for 40 steps" in readme
+    assert "at most 5.3333 GPU-hours" in readme
+    # a training walltime shorter than that is the profile's limit too
+    short = explain_project(render(REPO, tmp_path / "q", walltime="00:15:00", profiler="rocprofv3"))
+    assert job(short, "profile")["time_limit"] == "00:15:00"
+
+
 def test_torchrun_workers_bound_to_numa_nodes_are_shown_so(tmp_path):
     project = render(REPO, tmp_path / "p", launcher="torchrun")
     train = job(explain_project(project), "train")
     assert train["tasks_per_node"] == 1 and train["ranks"] == 8 and train["cpus_per_task"] == 56
-    assert "--numa-binding=exclusive" in train["binding"]
-    assert train["table"][0]["cpus"].startswith("NUMA 3")
+    assert train["binding"] == ("torchrun binds each worker to cores of its own on its GPU's NUMA node, shared with no "
+                                "other worker (--numa-binding=exclusive)")
+    assert train["table"][0]["cpus"] == "its own share of NUMA 3"
+    assert "shared with its node's other workers" not in format_report(explain_project(project))
 
 
 def test_a_partition_without_a_rule_says_so(tmp_path, monkeypatch):

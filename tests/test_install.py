@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 
 from .helpers import REPO
+from .venvs import venv_on_a_bare_base
 from .wheels import commit, git, source_clone
 
 SOURCE = "~/.cache/lumi-scaffold/template.bundle"
 
 
-def release(clone: Path, version: str, dist: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(clone / "scripts/release"), version, "--dist", str(dist)],
+def release(clone: Path, version: str, dist: Path, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([python, str(clone / "scripts/release"), version, "--dist", str(dist)],
                           cwd=clone, capture_output=True, text=True)
 
 
@@ -135,6 +136,18 @@ def test_upgrade_then_update_offline_keeps_edits(tool, clone, tmp_path):
     assert "export OUR_LAB_SETTING=1\nexec" in run.read_text()
     assert "## Interactive work (0.3.1)" in (p / "README.md").read_text()
     assert answers(p) == {"_commit": "v0.3.1", "_src_path": SOURCE}
+
+
+@pytest.mark.slow
+def test_release_from_a_venv_whose_base_python_is_bare(tmp_path):
+    """The README's test command run from a venv (`python -m venv v && . v/bin/activate`):
+    the release check's venv must get the dependencies from that venv, not from the base
+    Python, which on a newcomer's machine has none of them."""
+    python = venv_on_a_bare_base(tmp_path / "env")
+    clone = source_clone(tmp_path / "lumi-scaffold")
+    result = release(clone, "0.3.0", tmp_path / "dist", python=str(python))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "dist/lumi_scaffold-0.3.0-py3-none-any.whl").is_file()
 
 
 def test_release_refuses_what_it_cannot_release(tmp_path):

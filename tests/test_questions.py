@@ -107,7 +107,7 @@ def test_resolve_whole_node_multi_node_legacy_image():
     computed = {k: job.pop(k) for k in ("slurm", "memory", "cpu_bind", "binds", "srun_options", "cost", "allreduce_bench")}
     assert job == {"smoke_partition": "small-g", "smoke_qos": "", "whole_node": True, "exclusive": False, "tasks": 16,
                    "tasks_per_node": 8, "ranks_per_task": 1, "cpus_per_task": 7, "torchrun_binding": "",
-                   "shared_node_tmp_gb": None, "run_name": "demo", "signal_lead": 300}
+                   "shared_node_tmp_gb": None, "run_name": "demo", "profile_steps": 40, "signal_lead": 300}
     # The computed job fields the templates print.
     assert computed["memory"] == "--mem=480G" and data["package"] == "demo"
     assert computed["cpu_bind"].startswith("verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000,")
@@ -115,7 +115,9 @@ def test_resolve_whole_node_multi_node_legacy_image():
     assert computed["slurm"]["train"] == [
         "--job-name=demo-train", f"--account={BASE['account']}", "--partition=standard-g", "--time=01:00:00",
         "--nodes=2", "--ntasks-per-node=8", "--gpus-per-node=8", "--cpus-per-task=7", "--mem=480G"]
-    assert computed["slurm"]["profile"][0] == "--job-name=demo-profile" and computed["slurm"]["profile"][1:] == computed["slurm"]["train"][1:]
+    # the profile job: the training shape with its own time limit (40 steps)
+    assert computed["slurm"]["profile"] == ["--job-name=demo-profile", *computed["slurm"]["train"][1:3], "--time=00:20:00",
+                                            *computed["slurm"]["train"][4:]]
     assert computed["slurm"]["smoke"] == [
         "--job-name=demo-smoke", f"--account={BASE['account']}", "--partition=small-g", "--time=00:10:00", "--nodes=1",
         "--ntasks-per-node=1", "--gpus-per-node=1", "--cpus-per-task=7", "--mem-per-gpu=60G"]

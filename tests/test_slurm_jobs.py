@@ -200,6 +200,22 @@ def test_a_job_that_cannot_stage_its_data_queues_no_next_job(slurm_cluster, temp
     assert f"afterany:{job_id}" not in queued, queued  # no next job of this chain
 
 
+def test_a_dev_g_job_refuses_a_chain(slurm_cluster, template, tmp_path, site_root):
+    """dev-g is for debugging only [UG-part]: its training job refuses --chain in one line
+    naming the partition, before it stages data, trains or queues anything."""
+    project = render(template, tmp_path / "p", partition="dev-g", gpus_per_node=1, walltime="00:10:00")
+    env = job_env(slurm_cluster, tmp_path, site_root)
+    job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--chain", "2", "--steps", "20")
+    log = log_of(project, job_id)
+    assert (result.state, result.exit_code) == ("FAILED", 2), log
+    assert log.strip().splitlines() == [
+        "--chain: dev-g is for debugging and quick tests only, not for chains of jobs. "
+        "Fix: train long runs on another partition (lumi-scaffold update -d partition=<name>)"], log
+    assert not (tmp_path / "outputs").exists()
+    queued = slurm_cluster.run(["squeue", "-h", "-o", "%i %E"]).stdout
+    assert f"afterany:{job_id}" not in queued, queued
+
+
 def test_profiler_wraps_only_the_chosen_rank(slurm_cluster, template, tmp_path, site_root):
     project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprofv3", profile_rank=1)
     env = job_env(slurm_cluster, tmp_path, site_root)

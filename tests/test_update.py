@@ -144,7 +144,7 @@ def test_pinned_image_stays_and_is_reported(template_repo, tmp_path, era, capsys
     assert LAIF_NEW not in (p / "scripts/job-env.sh").read_text()
     # Scripts untouched; the README and the recorded status now say the image is legacy.
     assert git(p, "status", "--porcelain").split() == ["M", ".copier-answers.yml", "M", "README.md"]
-    assert "**This image is legacy**: move with `copier update --trust --defaults -d container=laif-multitorch-20261101`" in (p / "README.md").read_text()
+    assert "**This image is legacy**: move with `lumi-scaffold update -d container=laif-multitorch-20261101`" in (p / "README.md").read_text()
     err = capsys.readouterr().err
     assert "Container image laif-multitorch-20260513 is legacy. Move to laif-multitorch-20261101" in err
     assert "-d container=laif-multitorch-20261101" in err

@@ -11,6 +11,7 @@ is a venv, and needs no help from here.)
 
 from __future__ import annotations
 
+import shutil
 import site
 import subprocess
 import sys
@@ -35,3 +36,28 @@ def see_outer_packages(venv_root: Path) -> None:
     purelib = sysconfig.get_path("purelib", vars={"base": str(venv_root), "platbase": str(venv_root)})
     lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in site.getsitepackages())
     Path(purelib, "_lumi_scaffold_tests_outer_venv.pth").write_text(lines)
+
+
+def venv_on_a_bare_base(root: Path) -> Path:
+    """A newcomer's venv: its base interpreter has none of the packages (a fresh OS Python),
+    the venv itself has all of them (here: this environment's site directories, by a .pth
+    file). Venvs made from it with ``--system-site-packages`` see the bare base, as on a
+    newcomer's machine. The base is this interpreter's binary copied next to links to its
+    standard library, with an empty site-packages. Returns the venv's python."""
+    base = root / "base"
+    stdlib = Path(sysconfig.get_path("stdlib", vars={"installed_base": sys.base_prefix, "base": sys.base_prefix}))
+    lib = base / "lib" / stdlib.name
+    lib.mkdir(parents=True)
+    for entry in stdlib.iterdir():
+        if entry.name not in ("site-packages", "dist-packages"):
+            (lib / entry.name).symlink_to(entry)
+    (lib / "site-packages").mkdir()
+    (base / "bin").mkdir()
+    python = base / "bin" / "python3"
+    shutil.copy2(Path(getattr(sys, "_base_executable", sys.executable)).resolve(), python)
+    venv = root / "venv"
+    subprocess.run([str(python), "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)})
+    lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in site.getsitepackages())
+    Path(purelib, "_lumi_scaffold_tests_venv_packages.pth").write_text(lines)
+    return venv / "bin" / "python"

@@ -3,7 +3,7 @@
 # and by scripts/setup-venv.sh. It runs OUTSIDE the container: Slurm tools and modules exist
 # only out here.
 # The container path, binds and modules come from plugin_data in .copier-answers.yml,
-# so `copier update` moves them when LUMI moves its images.
+# so `lumi-scaffold update` moves them when LUMI moves its images.
 
 # USER is set in login shells and jobs; the default keeps `set -u` working in bare shells.
 export USER="${USER:-$(id -un)}"

@@ -9,7 +9,7 @@ set -euo pipefail
 
 node="node ${SLURM_NODEID:-0} ($(hostname))"
 if [ ! -f "${DATASET_ARCHIVE}" ]; then
-    echo "prestage: ${DATASET_ARCHIVE} does not exist. Fix: set dataset_archive (copier update -d dataset_archive=...) or DATASET_ARCHIVE." >&2
+    echo "prestage: ${DATASET_ARCHIVE} does not exist. Fix: set dataset_archive (lumi-scaffold update -d dataset_archive=...) or DATASET_ARCHIVE." >&2
     exit 1
 fi
 mkdir -p "${STAGE_DIR}/data"

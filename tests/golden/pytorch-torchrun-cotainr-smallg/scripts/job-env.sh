@@ -3,7 +3,7 @@
 # and by scripts/setup-venv.sh. It runs OUTSIDE the container: Slurm tools and modules exist
 # only out here.
 # The container path, binds and modules come from plugin_data in .copier-answers.yml,
-# so `copier update` moves them when LUMI moves its images.
+# so `lumi-scaffold update` moves them when LUMI moves its images.
 
 # USER is set in login shells and jobs; the default keeps `set -u` working in bare shells.
 export USER="${USER:-$(id -un)}"
@@ -108,6 +108,7 @@ save_caches() {
 # One task per node; torchrun starts a worker per GPU and rendezvouses at MASTER_ADDR. [AIG-05]
 # Its workers are not bound to cores: the catalogue does not know your image's PyTorch.
 # With PyTorch 2.9 or later, add --numa-binding=exclusive to the torchrun line. [AIG-05]
+# The srun launcher binds each rank to its GPU's cores (lumi-scaffold update -d launcher=srun).
 launch() {
     local wrapper="${PROJECT_DIR}/scripts/$1"
     shift

@@ -137,10 +137,10 @@ def _container_choices(a: Answers) -> dict[str, str]:
 
 
 def _status_label(image: ContainerImage) -> str:
-    """'legacy', or 'legacy; issue LAIF-I28' for an image with known issues (which shapes
-    they affect is named at the end of copy, once the shape is known)."""
+    """'legacy', or 'legacy; LAIF-I28' for an image with known issues (which shapes they
+    affect is named at the end of copy, once the shape is known)."""
     keys = ", ".join(dict.fromkeys(i.key for i in image.known_issues))
-    return f"{image.status}; issue {keys}" if keys else image.status
+    return f"{image.status}; {keys}" if keys else image.status
 
 
 def _image_label(image_id: str, status: str, title: str) -> str:

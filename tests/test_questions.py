@@ -305,7 +305,9 @@ def test_choice_labels_fit_80_columns():
             for q in ("site", "framework", "container", "partition", "launcher", "data_location", "profiler")
             for label in choices(q, a, cat) if len(label) > LABEL_WIDTH]
     assert wide == [] and LABEL_WIDTH <= 74
-    assert "laif-multitorch-20260225 [legacy]: ROCm 6.4, torch 2.9 (2026-02-25)" in choices("container", BASE, cat)
+    labels = choices("container", BASE, cat)
+    assert "laif-multitorch-20260225 [legacy; LAIF-I18]: torch 2.9 (2026-02-25)" in labels
+    assert "laif-multitorch-20260807 [available; LAIF-I44]: torch 2.10 (2026-08-07)" in labels
 
 
 def test_the_recommended_image_is_the_first_choice_and_the_default():

@@ -174,6 +174,16 @@ def _check_site(data: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- commands
 
 
+def reviewed(cat: Any, site: str) -> str:
+    """'data reviewed 2026-11-24' (or that the site's plugin gives no date)."""
+    when = cat.sites[site].reviewed if site in cat.sites else None
+    return f"data reviewed {when.isoformat()}" if when else "no review date in its data (how current it is is unknown)"
+
+
+def _iso(when: Any) -> str | None:
+    return when.isoformat() if when else None
+
+
 def cmd_plugins(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
 
@@ -189,6 +199,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                     "module": p.module,
                     "hooks": p.hooks,
                     "registered": p.registered,
+                    "reviewed": {n: _iso(cat.sites[n].reviewed) for n in p.registered.get("site", []) if n in cat.sites},
                 }
                 for p in cat.plugins
             ],
@@ -202,6 +213,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             print(f"  hooks: {', '.join(p.hooks) or '-'}")
             for kind, names in sorted(p.registered.items()):
                 print(f"  {kind}s: {', '.join(names)}")
+            for name in p.registered.get("site", []):
+                print(f"  site {name}: {reviewed(cat, name)}")
         for problem in cat.problems:
             print(f"BROKEN {problem.plugin}: {problem.message}")
     return 1 if cat.problems and args.strict else 0
@@ -430,6 +443,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     notices += [home] if home else []
     print("lumi-scaffold: running bash -n, shellcheck and the #SBATCH checks...", file=sys.stderr, flush=True)
     problems = lint_project(project, get_catalogue())
+    site = str(((_answers(project).get("plugin_data") or {}).get("site") or {}).get("name") or "")
+    if site in get_catalogue().sites:
+        print(f"note: site {site}: {reviewed(get_catalogue(), site)} (lumi-scaffold plugins lists every site's)")
     for line in notices:
         print(f"warning: {line}")
     for line in problems:

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserMessageError
+from .known_issues import project_issues
 from .lint import gpus_per_node
 from .plugin_data import PluginData, validate_plugin_data
+from .plugins import get_catalogue
 
 __all__ = ["JobReport", "explain_project", "format_report"]
 
@@ -164,6 +166,7 @@ def explain_project(project: Path | str) -> dict[str, Any]:
                         "billed_per_hour": train.per_hour if train else None, "unit": train.unit if train else "",
                         "rule": train.rule if train else "no billing rule known for this partition"},
         "prestage": _prestage(answers, data),
+        "known_issues": project_issues(answers["plugin_data"], get_catalogue()),
     }
 
 
@@ -224,4 +227,5 @@ def format_report(report: dict[str, Any]) -> str:
     if report["prestage"]:
         p = report["prestage"]
         lines.append(f"pre-staging: up to {_number(p['budget_gb'])} GB in {p['where']} per node: {p['why']}")
+    lines += [f"warning: {line}" for line in report.get("known_issues", [])]
     return "\n".join(lines)

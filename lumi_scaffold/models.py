@@ -9,9 +9,10 @@ limits, account patterns) live here rather than in templates.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from datetime import date
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_serializer, model_validator
 
 from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, check_abs_path, check_shell_word, slurm_time_seconds
 
@@ -25,6 +26,7 @@ __all__ = [
     "EnvModule",
     "EnvSetting",
     "Framework",
+    "KnownIssue",
     "NodeLayout",
     "Partition",
     "Profiler",
@@ -54,6 +56,49 @@ def _one_line(value: str) -> str:
     return value
 
 
+JobShape = Literal["multi-node", "process-groups"]
+
+
+class KnownIssue(Model):
+    """A known problem of an image or an env setting, from a public report (lumi-facts §11).
+
+    A project is affected when its job has every shape in ``shapes`` (none: every job) and,
+    for an env setting, its image is of one of ``generations`` (none: every image).
+    ``process-groups`` (the code makes a second process group: tensor, pipeline, expert
+    parallel) cannot be seen in the answers, so such an issue is named whenever its other
+    shapes hold, saying that it applies if the code does that."""
+
+    title: str = Field(description="One line: what goes wrong, e.g. 'multi-node init_process_group hangs'.")
+    source: str = Field(min_length=1, description="Source key of the report (in sources.yaml), e.g. LAIF-I28; "
+                                                  "also how doctor and explain name the issue.")
+    shapes: list[JobShape] = Field(
+        default_factory=list, description="Job shapes affected, all of them must hold: 'multi-node' (more than one "
+        "node), 'process-groups' (a second process group); empty: every job.")
+    generations: list[Slug] = Field(
+        default_factory=list, description="Env settings only: the image generations the issue affects (the setting is "
+        "left out of those projects); empty: every image.")
+    instead: str = Field(description="One line: what to do instead.")
+
+    _text = field_validator("title", "source", "instead")(_one_line)
+
+    @property
+    def key(self) -> str:
+        """The issue's name: its first source key (LAIF-I28)."""
+        return self.source.split(",")[0].strip()
+
+    def affects(self, nodes: int, generation: str) -> bool:
+        """Whether a job on ``nodes`` nodes with an image of ``generation`` may hit the issue."""
+        if self.generations and generation not in self.generations:
+            return False
+        return "multi-node" not in self.shapes or nodes > 1
+
+    @property
+    def conditional(self) -> str:
+        """The condition answers cannot show ('' when none)."""
+        return "if your code makes a second process group (new_group: tensor, pipeline or expert parallel)" \
+            if "process-groups" in self.shapes else ""
+
+
 class EnvSetting(Model):
     """One environment variable a generated script exports, with the reason beside it."""
 
@@ -66,8 +111,19 @@ class EnvSetting(Model):
         description="'multi-node' settings are only written for jobs on more than one node; 'off' ones are written "
         "commented out, `why` saying why (e.g. a job option they need that the site does not confirm).",
     )
+    known_issues: list[KnownIssue] = Field(
+        default_factory=list, description="Known problems of the setting: it is not exported in projects an issue "
+        "affects (its generations and shapes), and run.sh says why in a comment.")
 
     _why = field_validator("why", "source")(_one_line)
+
+    @model_serializer(mode="wrap")
+    def _without_no_issues(self, handler: Any) -> dict[str, Any]:
+        # A setting with no known issues dumps as before they existed (recorded plugin_data).
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("known_issues"):
+            data.pop("known_issues", None)
+        return data
 
 
 def _profiler_word(value: str) -> str:
@@ -664,6 +720,9 @@ class Site(Model):
         default=None, description="cotainr support (the `cotainr` container choice); absent: not offered."
     )
     env: list[EnvSetting] = Field(default_factory=list, description="Interconnect and runtime settings for run.sh.")
+    reviewed: date | None = Field(
+        default=None, description="When the site's data was last checked against its sources (YYYY-MM-DD); "
+        "`lumi-scaffold plugins` and `doctor` print it, so users can tell stale advice from current.")
     rccl_check: RcclCheck | None = Field(
         default=None,
         description="Multi-node jobs stop when RCCL's init log says TCP sockets instead of the fast network; "
@@ -741,6 +800,10 @@ class Site(Model):
         if not any(s.data for s in self.storage):
             raise ValueError("at least one storage area must have data: true")
         generations = [g.name for g in self.generations]
+        for setting in self.env:
+            unknown = sorted({g for i in setting.known_issues for g in i.generations} - set(generations))
+            if unknown:
+                raise ValueError(f"env {setting.name}: known_issues name generations {unknown}, not among {generations}")
         if self.own_image_generation is not None and self.own_image_generation not in generations:
             raise ValueError(f"own_image_generation={self.own_image_generation!r} is not one of the generations {generations}")
         return self
@@ -784,7 +847,9 @@ class ContainerImage(Model):
     title: str
     path: AbsPath = Field(description="Absolute path of the .sif on the site.")
     generation: Slug = Field(description="Name of one of the site's container generations.")
-    status: Literal["recommended", "legacy", "removed"]
+    status: Literal["recommended", "available", "legacy", "removed"] = Field(
+        description="'recommended' (the default, one per site and framework), 'available' (offered, newer or "
+        "different, not the default), 'legacy' (replaced), 'removed' (gone from the site).")
     replaced_by: Ident | None = Field(default=None, description="Id of the image to move to, if legacy or removed.")
     versions: dict[str, str] = Field(
         default_factory=dict,
@@ -815,10 +880,21 @@ class ContainerImage(Model):
         description="Where users pull the image from (docker://..., oras://...) into `path` themselves; the README "
         "names the `singularity pull` (or apptainer) step. Leave out for images the site provides at `path`.",
     )
+    known_issues: list[KnownIssue] = Field(
+        default_factory=list, description="Known problems of the image in some job shapes: the questionnaire labels "
+        "it, and copy, update, doctor and explain name the issue where the project's shape is affected.")
     note: str = ""
     source: str = ""
 
     _text = field_validator("title", "note", "source")(_one_line)
+
+    @field_validator("known_issues")
+    @classmethod
+    def _image_issues(cls, issues: list[KnownIssue]) -> list[KnownIssue]:
+        if any(i.generations for i in issues):
+            raise ValueError("an image's known issues take no generations (the image has one); give generations only "
+                             "on an env setting's known issues")
+        return issues
 
     @field_validator("pull_from")
     @classmethod

@@ -206,7 +206,7 @@ class ContainerFacts(_Part):
     id: Ident
     title: Text
     path: ShellWord
-    status: Literal["recommended", "legacy", "removed", "custom", "cotainr"]
+    status: Literal["recommended", "available", "legacy", "removed", "custom", "cotainr"]
     replaced_by: Ident | Literal[""] = ""
     source: Text = ""
     cotainr: CotainrSupport | None = None
@@ -238,6 +238,14 @@ class ContainerFacts(_Part):
         if data.get("cotainr") is None:
             data.pop("cotainr", None)
         return data
+
+
+class EnvLeftOut(_Part):
+    """A site or framework setting not exported in this project, and why (a known issue)."""
+
+    name: EnvName
+    why: Text
+    source: Text = ""
 
 
 class Section(_Part):
@@ -299,6 +307,8 @@ class PluginData(_Part):
     pins: dict[Package, Version] = {}
     framework: FrameworkFacts
     env: list[EnvSetting] = []
+    env_left_out: list[EnvLeftOut] = Field(
+        default_factory=list, description="Settings left out for this image and shape by a known issue; run.sh says why.")
     caches: list[Cache] = []
     kernel_caches: list[KernelCache] = Field(
         default_factory=list, description="Node-local compiler caches the jobs restore at start and save at the end.")

@@ -25,6 +25,7 @@ from .models import ContainerImage, EnvSetting, Framework, NodeLayout, Partition
 from .plugin_data import REQUIREMENT, SCHEMA, ContainerFacts, Cost, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
 from . import sources
+from .known_issues import project_issues, split_env
 
 __all__ = ["CONTAINER_SPECIAL", "TEST_SITES_ENV", "check", "choices", "default", "offered_sites", "placeholders",
            "resolve", "notices"]
@@ -144,9 +145,16 @@ def _container_choices(a: Answers) -> dict[str, str]:
         if option == "recommended" and recommended is not None:
             label = f"recommended: follow the catalogue (now {recommended.id})"
         else:
-            label = _image_label(image.id, image.status, image.title) if image else _CONTAINER_LABELS[option]
+            label = _image_label(image.id, _status_label(image), image.title) if image else _CONTAINER_LABELS[option]
         out[fit(label)] = option
     return out
+
+
+def _status_label(image: ContainerImage) -> str:
+    """'legacy', or 'legacy; LAIF-I28' for an image with known issues (which shapes they
+    affect is named at the end of copy, once the shape is known)."""
+    keys = ", ".join(dict.fromkeys(i.key for i in image.known_issues))
+    return f"{image.status}; {keys}" if keys else image.status
 
 
 def _image_label(image_id: str, status: str, title: str) -> str:
@@ -544,8 +552,7 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         framework=dict(name=fw.name, title=fw.title, needs_master_addr=fw.needs_master_addr,
                                  distributed_init=fw.distributed_init, pinned_packages=fw.pinned_packages,
                                  train_args=fw.train_args),
-        # A framework's settings are shared by every site: their sources as lumi_cite leaves them.
-        env=[e for e in site.env + [_cited_for(e, site.name) for e in fw.env] if e.scope == "all" or nodes > 1],
+        **_env(site, fw, nodes, container.generation),
         caches=[dict(name=v, value=f"{user_dir}/cache/{v.lower()}") for v in fw.cache_vars],
         **_kernel_caches(site, fw, f"{user_dir}/cache/kernels/{project}"),
         data_dir=data_area.resolve(account, group),
@@ -570,6 +577,15 @@ def _placement(site: Site, account: str, group: str | None) -> dict[str, Any]:
         "project_area": dict(name=area.name, path=area.user_dir(account, group), note=area.note) if area else None,
         "home_area": dict(name=home.name, path=home.resolve(account, group), note=home.note) if home else None,
     }
+
+
+def _env(site: Site, fw: Framework, nodes: int, generation: str) -> dict[str, Any]:
+    """The settings run.sh exports (their known issues stay in the catalogue), and those a
+    known issue leaves out for this image and shape. A framework's settings are shared by
+    every site: their sources as lumi_cite leaves them."""
+    settings = [e for e in site.env + [_cited_for(e, site.name) for e in fw.env] if e.scope == "all" or nodes > 1]
+    kept, left_out = split_env(settings, nodes, generation)
+    return {"env": [e.model_copy(update={"known_issues": []}) for e in kept], "env_left_out": left_out}
 
 
 def _cited_for(setting: EnvSetting, site: str) -> EnvSetting:
@@ -852,7 +868,8 @@ def _legacy_only(plugin_data: Mapping[str, Any], cat: Catalogue) -> str:
 
 def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
     """Warnings for the end of copy/update and for doctor: legacy or removed images, torchrun
-    workers without CPU binding."""
+    workers without CPU binding, known issues of the image or the settings for the project's
+    shape."""
     out = []
     container = plugin_data.get("container") or {}
     current = cat.containers.get(container.get("id", ""))
@@ -868,5 +885,5 @@ def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
         out.append(f"torchrun's workers get no CPU binding with {container.get('id')}: the image is not known to have "
                    "torch.distributed.run --numa-binding (PyTorch 2.9 and later). The srun launcher binds each rank to "
                    "its GPU's cores: lumi-scaffold update -d launcher=srun")
-    return out
+    return out + project_issues(plugin_data, cat)
 

@@ -134,3 +134,20 @@ def test_a_project_made_by_0_2_is_told_to_update(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "made before lumi-scaffold 0.3" in err and "update the project first" in err
     assert cli.main(["explain", str(tmp_path / "nowhere")]) == 1
     assert "has no .copier-answers.yml" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("nodes", "named"), [(2, True), (1, False)])
+def test_explain_and_doctor_name_the_newest_laif_image_issue_where_the_shape_is_affected(tmp_path, capsys, nodes, named):
+    """20260807 hangs on a second process group across nodes [LAIF-I44]: a 2-node project is
+    told (on the condition the answers cannot show), a 1-node one is not."""
+    p = render(REPO, tmp_path / "p", nodes=nodes, container="laif-multitorch-20260807")
+    report = explain_project(p)
+    assert bool(report["known_issues"]) == named
+    capsys.readouterr()
+    assert cli.main(["explain", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert ("warning: Known issue [LAIF-I44] affects image laif-multitorch-20260807 on 2 nodes if your code makes a "
+            "second process group" in out) == named
+    assert ("Fix: lumi-scaffold update -d container=laif-multitorch-20260513" in out) == named
+    cli.main(["doctor", str(p)])
+    assert ("warning: Known issue [LAIF-I44]" in capsys.readouterr().out) == named

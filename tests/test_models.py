@@ -172,3 +172,47 @@ def test_env_setting_allows_variable_references_only():
     for bad in ["$(whoami)", "`id`", "a b", "x;y", "'q'", "*"]:
         with pytest.raises(ValidationError):
             EnvSetting(name="A", value=bad, why="w")
+
+
+# ------------------------------------------------------------------ known issues, review date
+
+
+ISSUE = {"title": "hangs", "source": "X-1", "shapes": ["multi-node"], "instead": "use another image"}
+
+
+def test_known_issue_affects_its_shapes_and_generations():
+    from lumi_scaffold.models import KnownIssue
+
+    multi = KnownIssue(**ISSUE)
+    assert (multi.affects(1, "laif"), multi.affects(2, "laif"), multi.key) == (False, True, "X-1")
+    laif = KnownIssue(**{**ISSUE, "shapes": [], "generations": ["laif"], "source": "A-1, B-2"})
+    assert (laif.affects(1, "laif"), laif.affects(4, "legacy-sif"), laif.key, laif.conditional) == (True, False, "A-1", "")
+    groups = KnownIssue(**{**ISSUE, "shapes": ["multi-node", "process-groups"]})
+    assert groups.affects(2, "") and "second process group" in groups.conditional
+    with pytest.raises(ValidationError, match="shapes"):
+        KnownIssue(**{**ISSUE, "shapes": ["many-nodes"]})
+    with pytest.raises(ValidationError, match="source"):
+        KnownIssue(**{**ISSUE, "source": ""})
+
+
+def test_image_known_issues_take_no_generations():
+    image = get_catalogue().containers["laif-multitorch-20260513"].model_dump()
+    with pytest.raises(ValidationError, match="an image's known issues take no generations"):
+        ContainerImage(**{**image, "known_issues": [{**ISSUE, "generations": ["laif"]}]})
+
+
+def test_env_known_issue_names_a_generation_of_the_site(lumi_data):
+    setting = next(e for e in lumi_data["env"] if e["name"] == "NCCL_NET_GDR_LEVEL")
+    setting["known_issues"][0]["generations"] = ["laiff"]
+    assert "env NCCL_NET_GDR_LEVEL: known_issues name generations ['laiff']" in site_error(lumi_data)
+
+
+def test_env_setting_without_issues_dumps_as_before():
+    plain = EnvSetting(name="A", value="1", why="w")
+    assert "known_issues" not in plain.model_dump()
+    assert EnvSetting(name="A", value="1", why="w", known_issues=[ISSUE]).model_dump()["known_issues"][0]["source"] == "X-1"
+
+
+def test_site_review_date(lumi_data):
+    assert Site(**lumi_data).reviewed.isoformat() == "2026-11-24"
+    assert "reviewed" in site_error({**lumi_data, "reviewed": "last week"})

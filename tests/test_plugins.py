@@ -245,7 +245,8 @@ def test_plugins_command_lists_builtins_and_broken_plugin(fake_site_packages):
     write_plugin_dist(fake_site_packages, "lumi-broken", {"broken": "fakeplug_broken"}, {"fakeplug_broken": "import nope_nope\n"})
     result = run_cli("plugins", pythonpath=fake_site_packages)
     assert result.returncode == 0, result.stderr
-    for line in ("lumi (built-in)", "pytorch (built-in)", "jax (built-in)", "  sites: lumi", "  frameworks: pytorch"):
+    for line in ("lumi (built-in)", "pytorch (built-in)", "jax (built-in)", "  sites: lumi", "  frameworks: pytorch",
+                 "  site lumi: data reviewed 2026-11-24"):
         assert line in result.stdout
     assert "BROKEN broken: cannot load: ModuleNotFoundError: No module named 'nope_nope'" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
@@ -253,3 +254,4 @@ def test_plugins_command_lists_builtins_and_broken_plugin(fake_site_packages):
     payload = json.loads(run_cli("plugins", "--json", pythonpath=fake_site_packages).stdout)
     assert payload["problems"] == [{"plugin": "broken", "message": "cannot load: ModuleNotFoundError: No module named 'nope_nope'"}]
     assert {p["name"] for p in payload["plugins"]} >= {"lumi", "pytorch", "jax", "profilers"}
+    assert next(p for p in payload["plugins"] if p["name"] == "lumi")["reviewed"] == {"lumi": "2026-11-24"}

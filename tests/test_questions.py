@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lumi_scaffold.plugins import get_catalogue
-from lumi_scaffold.questions import check, check_all, choices, default, resolve
+from lumi_scaffold.questions import check, check_all, choices, default, notices, resolve
 
 BASE = {
     "project_name": "demo",
@@ -121,11 +121,35 @@ def test_resolve_whole_node_multi_node_legacy_image():
     assert computed["slurm"]["smoke"] == [
         "--job-name=demo-smoke", f"--account={BASE['account']}", "--partition=small-g", "--time=00:10:00", "--nodes=1",
         "--ntasks-per-node=1", "--gpus-per-node=1", "--cpus-per-task=7", "--mem-per-gpu=60G"]
+    # A former LUST image keeps the workshop's GDR level [WS-09]; nothing is left out.
     assert {e["name"] for e in data["env"]} >= {"NCCL_SOCKET_IFNAME", "NCCL_NET_GDR_LEVEL", "FI_CXI_DEFAULT_CQ_SIZE"}
+    assert data["env_left_out"] == []
     # The network preflight: the training shape for 15 minutes; the image has no MPI launch.
     assert computed["slurm"]["preflight"] == ["--job-name=demo-preflight", *computed["slurm"]["train"][1:3],
                                               "--time=00:15:00", *computed["slurm"]["train"][4:]]
     assert computed["allreduce_bench"] == "torch" and c["mpi_srun_options"] == []
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_laif_image_leaves_the_gdr_level_out_with_its_known_issue(nodes):
+    data = resolve({**BASE, "nodes": nodes}, get_catalogue())
+    assert data["container"]["generation"] == "laif"
+    assert "NCCL_NET_GDR_LEVEL" not in {e["name"] for e in data["env"]}
+    assert [(e["name"], e["source"]) for e in data["env_left_out"]] == [("NCCL_NET_GDR_LEVEL", "LAIF-I30, AIG-PR97")]
+    assert all("known_issues" not in e for e in data["env"])  # the catalogue keeps them, not the answers file
+
+
+def test_image_known_issues_are_named_for_the_affected_shape_only():
+    cat = get_catalogue()
+    named = {(image, nodes): [line.split("]")[0] for line in notices(resolve({**BASE, "nodes": nodes, "container": image}, cat), cat)
+                              if line.startswith("Known issue")]
+             for image in ("laif-multitorch-20260415", "laif-multitorch-20260807", "laif-multitorch-20260513") for nodes in (1, 2)}
+    assert named == {("laif-multitorch-20260415", 1): [], ("laif-multitorch-20260415", 2): ["Known issue [LAIF-I28"],
+                     ("laif-multitorch-20260807", 1): [], ("laif-multitorch-20260807", 2): ["Known issue [LAIF-I44"],
+                     ("laif-multitorch-20260513", 1): [], ("laif-multitorch-20260513", 2): []}
+    line = next(x for x in notices(resolve({**BASE, "nodes": 2, "container": "laif-multitorch-20260807"}, cat), cat)
+                if x.startswith("Known issue"))
+    assert "if your code makes a second process group" in line and line.endswith("Fix: lumi-scaffold update -d container=laif-multitorch-20260513")
 
 
 def test_preflight_has_one_task_per_gpu_and_the_shorter_time():
@@ -307,7 +331,9 @@ def test_choice_labels_fit_80_columns():
             for q in ("site", "framework", "container", "partition", "launcher", "data_location", "profiler")
             for label in choices(q, a, cat) if len(label) > LABEL_WIDTH]
     assert wide == [] and LABEL_WIDTH <= 74
-    assert "laif-multitorch-20260225 [legacy]: ROCm 6.4, torch 2.9 (2026-02-25)" in choices("container", BASE, cat)
+    labels = choices("container", BASE, cat)
+    assert "laif-multitorch-20260225 [legacy; LAIF-I18]: torch 2.9 (2026-02-25)" in labels
+    assert "laif-multitorch-20260807 [available; LAIF-I44]: torch 2.10 (2026-08-07)" in labels
 
 
 def test_the_recommended_image_is_the_first_choice_and_the_default():

@@ -197,13 +197,23 @@ def test_two_node_pytorch_project_has_everything(template, tmp_path):
     assert 'MASTER_ADDR="$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)"' in env
     assert "module load lumi-aif-singularity-bindings" in env and "singularity run" in env
     run = (p / "scripts/run.sh").read_text()
-    for line in ('export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"', 'export NCCL_NET_GDR_LEVEL="PHB"', "export PYTHONNOUSERSITE=1",
+    for line in ('export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"', "export PYTHONNOUSERSITE=1",
                  'export RANK="${SLURM_PROCID:-0}"', 'export MIOPEN_USER_DB_PATH="/tmp/', 'exec "$@"'):
         assert line in run
+    # A LAIF image: no GDR level, and the comment says why. [LAIF-I30, AIG-PR97]
+    assert "NCCL_NET_GDR_LEVEL=" not in run
+    assert re.search(r"^# NCCL_NET_GDR_LEVEL: exporting it \(PHB or SYS\) can make torch.distributed jobs hang with LAIF "
+                     r"images .*\[LAIF-I30, AIG-PR97\]$", run, re.M)
     assert "WITH_CONDA" not in run
     assert "torch 2.10.* (exact version UNCONFIRMED)" in (p / "constraints.txt").read_text()
     assert 'set_start_method("spawn")' in (p / "src/demo/train.py").read_text()
     assert "sbatch jobs/train.sbatch" in (p / "README.md").read_text()
+
+
+def test_legacy_image_keeps_the_gdr_level_with_its_reason(template, tmp_path):
+    run = (render(template, tmp_path / "p", nodes=2, container="lust-pytorch-2.7.1") / "scripts/run.sh").read_text()
+    assert 'export NCCL_NET_GDR_LEVEL="PHB"   # let RCCL use GPU-direct RDMA between GCD and NIC [WS-09, WS-2026]' in run
+    assert "Not exported with this image" not in run
 
 
 def test_one_gpu_jax_project_has_everything(template, tmp_path):

@@ -46,12 +46,18 @@ def template_repo(tmp_path) -> Path:
 @pytest.fixture
 def era(monkeypatch):
     """Switch the catalogue the template sees: 'jan2025' (legacy image recommended),
-    'now' (the built-in data), 'nov2026' (a newer LAIF image became recommended)."""
+    'may2026' (no known issues yet: NCCL_NET_GDR_LEVEL on every image), 'now' (the built-in
+    data), 'nov2026' (a newer LAIF image became recommended)."""
     real = plugins.get_catalogue()
 
     def switch(name: str):
-        cat = plugins.Catalogue(**{**vars(real), "containers": dict(real.containers)})
-        if name == "jan2025":
+        cat = plugins.Catalogue(**{**vars(real), "containers": dict(real.containers), "sites": dict(real.sites)})
+        if name == "may2026":  # before the known issues: one env list for every LUMI image
+            lumi = cat.sites["lumi"]
+            cat.sites["lumi"] = lumi.model_copy(update={"env": [e.model_copy(update={"known_issues": []}) for e in lumi.env]})
+            for image in [i for i in cat.containers.values() if i.known_issues]:
+                cat.containers[image.id] = image.model_copy(update={"known_issues": []})
+        elif name == "jan2025":
             for image_id in [i for i in cat.containers if i.startswith("laif")]:
                 del cat.containers[image_id]
             old = cat.containers["lust-pytorch-2.7.1"]
@@ -115,6 +121,42 @@ def test_showcase_legacy_image_moves_to_laif_and_edits_survive(template_repo, tm
     assert "## Interactive work (v2)" in (p / "README.md").read_text()
     assert "_commit: v2.0.0" in (p / ".copier-answers.yml").read_text()
     assert "<<<<<<<" not in "".join(f.read_text() for f in p.rglob("*") if f.is_file() and ".git" not in f.parts)
+
+
+def test_known_issue_way_out_drops_gdr_level_and_moves_image_keeping_edits(template_repo, tmp_path, era, capsys):
+    """A 2-node project made in May 2026 on 20260415 with NCCL_NET_GDR_LEVEL=PHB: doctor names
+    both known issues [LAIF-I28, LAIF-I30], and the update it names brings the project to
+    20260513 without the setting, keeping the group's edits."""
+    era("may2026")
+    p = copy_project(template_repo, tmp_path / "p", nodes=2, container="laif-multitorch-20260415")
+    run = p / "scripts/run.sh"
+    assert 'export NCCL_NET_GDR_LEVEL="PHB"' in run.read_text()
+    replace_in(run, 'exec "$@"', 'export OUR_LAB_SETTING=1   # ours\nexec "$@"')
+    replace_in(p / "src/demo/train.py", "nn.Linear(64, classes)", "nn.Linear(64, classes)  # our model head")
+    commit(p, "our edits")
+    era("now")
+    capsys.readouterr()
+    assert cli.main(["doctor", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "note: site lumi: data reviewed 2026-11-24" in out
+    assert ("warning: Known issue [LAIF-I28] affects image laif-multitorch-20260415 on 2 nodes: multi-node "
+            "init_process_group hangs") in out and "Fix: lumi-scaffold update -d container=laif-multitorch-20260513" in out
+    assert "Known issue [LAIF-I30, AIG-PR97] affects scripts/run.sh's NCCL_NET_GDR_LEVEL=PHB with a laif image" in out
+    assert cli.main(["explain", str(p)]) == 0
+    assert "warning: Known issue [LAIF-I28]" in capsys.readouterr().out
+
+    assert update(p, "-d", "container=laif-multitorch-20260513") == 0
+    text = run.read_text()
+    assert "export NCCL_NET_GDR_LEVEL" not in text
+    assert "# NCCL_NET_GDR_LEVEL: exporting it (PHB or SYS) can make torch.distributed jobs hang" in text
+    assert "export OUR_LAB_SETTING=1   # ours" in text and 'export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"' in text
+    assert "# our model head" in (p / "src/demo/train.py").read_text()
+    assert "lumi-multitorch-u24r70f21m50t210-20260513_121430" in (p / "scripts/job-env.sh").read_text()
+    assert "<<<<<<<" not in "".join(f.read_text() for f in p.rglob("*") if f.is_file() and ".git" not in f.parts)
+    commit(p, "update")
+    capsys.readouterr()
+    assert cli.main(["doctor", str(p)]) == 0
+    assert "Known issue" not in capsys.readouterr().out
 
 
 def test_update_with_nothing_new_changes_nothing(template_repo, tmp_path, era):

@@ -29,9 +29,8 @@ export LUMI_SCAFFOLD_CPUS_PER_RANK="${cpus}"
 
 # Interconnect and runtime settings for LUMI.
 export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"   # RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
-export NCCL_NET_GDR_LEVEL="PHB"   # let RCCL use GPU-direct RDMA between GCD and NIC [WS-09, WS-2026]
 export HSA_FORCE_FINE_GRAIN_PCIE="1"   # fine-grained PCIe memory, recommended with the RCCL OFI plugin [WS-2026]
-export FI_MR_CACHE_MONITOR="userfaultfd"   # libfabric memory-registration cache monitor (kdreg2 is another valid option) [WS-2026]
+export FI_MR_CACHE_MONITOR="userfaultfd"   # libfabric memory-registration cache monitor (userfaultfd avoids hangs seen in LAIF images; kdreg2 is announced as the default) [WS-2026, AIG-PR118]
 export FI_CXI_DISABLE_HOST_REGISTER="1"   # HPE RCCL tuning for the CXI provider [WS-2026]
 export FI_CXI_DEFAULT_CQ_SIZE="131072"   # larger completion queue avoids CXI queue overruns at scale [WS-2026]
 # export FI_CXI_RDZV_PROTO="alt_read"   # off: needs the job option --network=disable_rdzv_get (fi_cxi), UNCONFIRMED on LUMI; the 2026 workshop sets it [WS-2026, FI-CXI, OLCF-PT]
@@ -41,6 +40,8 @@ export FI_CXI_RDZV_THRESHOLD="0"   # HPE RCCL tuning for the CXI provider [WS-20
 export FI_CXI_RDZV_GET_MIN="0"   # HPE RCCL tuning for the CXI provider [WS-2026]
 export FI_CXI_DEFAULT_TX_SIZE="2048"   # HPE RCCL tuning for the CXI provider [WS-2026]
 export TOKENIZERS_PARALLELISM="false"   # Hugging Face tokenizers would fork threads into DataLoader workers [WS-ref]
+# Not exported with this image (a known issue; lumi-scaffold doctor names it in older projects):
+# NCCL_NET_GDR_LEVEL: exporting it (PHB or SYS) can make torch.distributed jobs hang with LAIF images (reported on the ROCm 7.0 ones); leave it unset, RCCL detects the level from the PCI topology; the AI Guide dropped it with no loss of speed [LAIF-I30, AIG-PR97]
 
 # MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks), so one
 # directory per node in node-local /tmp. [WS-ref], [EBC-PT]

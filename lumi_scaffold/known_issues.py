@@ -1,0 +1,85 @@
+"""Known issues of images and env settings (catalogue data), for new and existing projects.
+
+An image or an env setting may carry :class:`~lumi_scaffold.models.KnownIssue` entries. A
+new project leaves out the settings an issue affects (run.sh says why), and the end of
+copy and update, ``doctor`` and ``explain`` name the issues that affect a project's image
+and shape, with the way out: ``lumi-scaffold update`` (with ``-d container=...`` where the
+image itself is affected). Existing projects are judged by the catalogue installed now,
+since an issue is often reported after the project was made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .models import ContainerImage, EnvSetting, KnownIssue
+
+__all__ = ["affected_image_issues", "nodes_of", "project_issues", "split_env"]
+
+
+def split_env(settings: Iterable[EnvSetting], nodes: int, generation: str) -> tuple[list[EnvSetting], list[dict[str, str]]]:
+    """The settings a project exports, and those a known issue leaves out (name, why, source)."""
+    kept, left_out = [], []
+    for setting in settings:
+        issue = next((i for i in setting.known_issues if i.affects(nodes, generation)), None)
+        if issue is None:
+            kept.append(setting)
+        else:
+            left_out.append(dict(name=setting.name, why=f"{issue.title}; {issue.instead}", source=issue.source))
+    return kept, left_out
+
+
+def affected_image_issues(image: ContainerImage | None, nodes: int) -> list[KnownIssue]:
+    """The image's known issues a job on ``nodes`` nodes may hit."""
+    return [i for i in image.known_issues if i.affects(nodes, "")] if image else []
+
+
+def nodes_of(plugin_data: Mapping[str, Any]) -> int:
+    """The training job's nodes, from its recorded Slurm options (1 where none are recorded)."""
+    options = ((plugin_data.get("job") or {}).get("slurm") or {}).get("train") or []
+    value = next((o.split("=", 1)[1] for o in options if str(o).startswith("--nodes=")), "1")
+    return int(value) if str(value).isdigit() else 1
+
+
+def _way_out(cat: Any, image: ContainerImage, nodes: int) -> ContainerImage | None:
+    """The image to move to: the replacement, else the recommended one, else any offered
+    image, the first that no known issue affects in this shape."""
+    candidates = [cat.containers.get(image.replaced_by or ""), cat.recommended_image(image.site, image.framework),
+                  *cat.images(image.site, image.framework)]
+    return next((c for c in candidates if c is not None and c.id != image.id and c.status != "removed"
+                 and not affected_image_issues(c, nodes)), None)
+
+
+def _line(issue: KnownIssue, what: str, fix: str) -> str:
+    condition = f" {issue.conditional}" if issue.conditional else ""
+    return f"Known issue [{issue.source}] {what}{condition}: {issue.title}. Instead: {issue.instead}. Fix: {fix}"
+
+
+def project_issues(plugin_data: Mapping[str, Any], cat: Any) -> list[str]:
+    """One line per known issue that affects a project with this recorded ``plugin_data``,
+    as the catalogue knows them now."""
+    container = plugin_data.get("container") or {}
+    generation = str(container.get("generation") or "")
+    nodes = nodes_of(plugin_data)
+    shape = f"{nodes} nodes" if nodes > 1 else "1 node"
+    out = []
+    image = cat.containers.get(str(container.get("id") or ""))
+    for issue in affected_image_issues(image, nodes):
+        target = _way_out(cat, image, nodes)
+        fix = (f"lumi-scaffold update -d container={target.id}" if target else
+               "no image in the catalogue is free of it for this shape; watch the source for a fixed release")
+        out.append(_line(issue, f"affects image {image.id} on {shape}", fix))
+    site = cat.sites.get(str((plugin_data.get("site") or {}).get("name") or ""))
+    framework = cat.frameworks.get(str((plugin_data.get("framework") or {}).get("name") or ""))
+    settings = {s.name: s for s in [*(site.env if site else []), *(framework.env if framework else [])]}
+    for recorded in plugin_data.get("env") or []:
+        setting = settings.get(str(recorded.get("name")))
+        if setting is None or recorded.get("scope") == "off":
+            continue
+        for issue in setting.known_issues:
+            if issue.affects(nodes, generation):
+                what = f"affects scripts/run.sh's {setting.name}={recorded.get('value')} with a {generation} image"
+                out.append(_line(issue, what, "lumi-scaffold update (the catalogue now leaves the setting out)"))
+                break
+    return out

@@ -417,7 +417,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices
 
-    from .doctor import SlurmUnreachable, sbatch_test_only
+    from .doctor import SlurmUnreachable, image_check, sbatch_test_only
 
     project = _project(args.project)
     _answers(project)
@@ -439,12 +439,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
               "to have Slurm check the jobs (sbatch --test-only)")
     if checks is None:
         print("note: no sbatch on PATH: run doctor on a login node to have Slurm check the jobs (sbatch --test-only)")
+    elif image := _recorded_image(project):  # a login node: the environment jobs are submitted from
+        if (problem := image_check(image)) is not None:
+            problems.append(problem)
+            print(f"problem: {problem}")
     for check in checks or []:
         print(f"{'ok' if check.ok else 'problem'}: {check.job}: sbatch --test-only: {check.message}")
     failed = [c for c in checks or [] if not c.ok]
     if not notices and not problems and not failed:
         print("No problems found.")
     return 1 if problems or failed else 0
+
+
+def _recorded_image(project: Path) -> str:
+    """The image path recorded in the project's answers ('' where there is none)."""
+    data = _answers(project).get("plugin_data")
+    container = data.get("container") if isinstance(data, dict) else None
+    path = container.get("path") if isinstance(container, dict) else None
+    return path if isinstance(path, str) else ""
 
 
 def cmd_explain(args: argparse.Namespace) -> int:

@@ -348,6 +348,14 @@ def lumi_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=yaml.Dumper, indent=4, allow_unicode=True, default_flow_style=False)
 
 
+def lumi_path_variable(path: Any) -> str:
+    """The environment variable a path starts with (``${MYSOFTWARE}/containers/x.sif``:
+    MYSOFTWARE), '' for an absolute path."""
+    from ._types import path_variable
+
+    return path_variable(str(path))
+
+
 class LumiExtension(Extension):
     """Registers the ``lumi_*`` globals and filters on Copier's Jinja environment."""
 
@@ -368,4 +376,5 @@ class LumiExtension(Extension):
         environment.filters["lumi_yaml"] = lumi_yaml
         environment.filters["lumi_py_text"] = lumi_py_text
         environment.filters["lumi_cite"] = lumi_cite
+        environment.filters["lumi_path_variable"] = lumi_path_variable
         _share_compiled_code(environment)

@@ -271,8 +271,8 @@ def _user_error(exc: BaseException) -> BaseException:
     from jinja2 import TemplateError
     from plumbum.commands.processes import ProcessExecutionError
 
-    if isinstance(exc, LumiScaffoldError):
-        return UsageError(one_line(str(exc)))
+    if isinstance(exc, LumiScaffoldError):  # a refused --data answer too (copier_ext raises it as Copier's words)
+        return UsageError(one_line(copier_message(exc)))
     if isinstance(exc, ProcessExecutionError):
         stderr = one_line(exc.stderr or "") if (exc.stderr or "").strip() else f"exit code {exc.retcode}"
         argv = " ".join(map(str, exc.argv[:2])) if exc.argv else "a command"

@@ -277,6 +277,10 @@ def _call_register_hook(impl, kind: str, model: type[BaseModel], key: str, probl
     failed: list[PluginProblem] = []
 
     def register(obj: Any) -> None:
+        if isinstance(obj, model):
+            # Checked again as data: an instance made with model_construct, or changed after
+            # it was made, is refused here and not when a project renders (~1 ms in all).
+            obj = obj.model_dump(by_alias=True, round_trip=True)
         if isinstance(obj, dict):
             label = obj.get(key, "?")
             try:

@@ -148,3 +148,76 @@ def test_doctor_checks_the_image_on_a_login_node(installed, tmp_path, monkeypatc
     (software / "containers/pytorch_2.2.0-rocm5.7.3.sif").write_bytes(b"")
     assert cli.main(["doctor", str(project)]) == 0
     assert "problem" not in capsys.readouterr().out
+
+
+# ----------------------------------------------------- no traceback from plain Copier
+
+
+def assert_one_line_and_nothing_written(result: subprocess.CompletedProcess, dest: Path, line: str) -> None:
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr, result.stderr
+    assert line in result.stderr.splitlines(), result.stderr
+    assert not dest.exists()
+
+
+def test_plain_copier_copy_with_a_plugin_that_registers_a_bad_path(installed, tmp_path, monkeypatch):
+    bad = tmp_path / "images.yaml"
+    bad.write_text((PLUGIN_DIR / "images.yaml").read_text().replace(IMAGE, '"${MYSOFTWARE}/x.sif; touch /tmp/pwned"'))
+    dest = tmp_path / "demo"
+    result = copier_copy(dest, {**installed, "MYSOFTWARE_SITE_IMAGES": str(bad)}, *ANSWERS)
+    assert_one_line_and_nothing_written(
+        result, dest, "Validation error for question 'framework': site 'setonix-like' has no container image for "
+        "framework 'pytorch' and does not offer it with your own image. Choose one of [].")
+    assert f"lumi-scaffold: warning: plugin 'mysoftware-site': hook register_containers failed: {bad}:6:9: 0.path:" in result.stderr
+
+
+def test_an_image_made_without_validation_is_refused_at_load(installed, tmp_path, monkeypatch):
+    """register(ContainerImage.model_construct(...)) skips pydantic: the host checks it again."""
+    module = tmp_path / "constructed_image.py"
+    module.write_text(
+        "from lumi_scaffold import ContainerImage, hookimpl\n\n@hookimpl\ndef register_containers(register):\n"
+        "    register(ContainerImage.model_construct(id='shell-pytorch', site='lumi', framework='pytorch', title='t',\n"
+        "        path='/x.sif\"; touch /tmp/pwned; \"', generation='laif', status='legacy', versions={'torch': '2.0'},\n"
+        "        versions_unconfirmed=[], requirements=[], profilers=None, numa_binding=False, pull_from=None,\n"
+        "        replaced_by=None, note='', source=''))\n")
+    write_plugin_dist(tmp_path / "site-packages", "constructed", {"constructed": "constructed_image"}, {})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(plugins.ENV_LOAD, "constructed")
+    plugins.reset()
+    cat = plugins.get_catalogue()
+    assert "shell-pytorch" not in cat.containers
+    assert [str(p) for p in cat.problems] == [
+        "plugin 'constructed': container 'shell-pytorch': path: '/x.sif\"; touch /tmp/pwned; \"' may only contain "
+        "letters, digits, _,./:=+@%- and ${NAME} references (no spaces, quotes, $(...), ; or globs) "
+        "(got '/x.sif\"; touch /tmp/pwned; \"')"]
+
+
+@pytest.mark.parametrize("answer, line", [
+    ("container_path=/x/$(id).sif", "Validation error for question 'container_path': '/x/$(id).sif' may only contain"),
+    ("dataset_archive=/x/a b.tar", "Validation error for question 'dataset_archive': '/x/a b.tar' may only contain"),
+])
+def test_plain_copier_copy_refuses_a_bad_answer_in_one_line(tmp_path, answer, line):
+    dest = tmp_path / "demo"
+    result = copier_copy(dest, {**os.environ, "PYTHONPATH": str(REPO)}, "project_name=demo", "container=custom",
+                         "prestage=true", answer)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert any(text.startswith(line) for text in result.stderr.splitlines()), result.stderr
+    assert not dest.exists()
+
+
+def test_errors_from_the_extension_are_copiers_user_errors(template, tmp_path, monkeypatch):
+    """What resolve refuses at render (here: a stand-in refusal) is Copier's one-line user
+    error, and still the lumi-scaffold error it was (lumi-scaffold new reports it so)."""
+    from copier.errors import UserMessageError
+
+    from lumi_scaffold import questions
+    from lumi_scaffold.testing import render_project
+
+    def refuse(*_args, **_kwargs):
+        raise PluginDataError("plugin_data.container.path='x': must be an absolute path")
+
+    monkeypatch.setattr(questions, "resolve", refuse)
+    with pytest.raises(PluginDataError) as info:
+        render_project(template, tmp_path / "demo", {"project_name": "demo"})
+    assert isinstance(info.value, UserMessageError) and info.value.message.startswith("plugin_data.container.path='x'")
+    assert not (tmp_path / "demo").exists()

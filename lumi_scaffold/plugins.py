@@ -151,7 +151,11 @@ def _load_plugins(pm: pluggy.PluginManager) -> tuple[list[PluginInfo], list[Plug
 
     def register(name: str, load: Callable[[], Any], info: PluginInfo) -> None:
         try:
-            pm.register(load(), name=name)
+            plugin = load()
+            if (needs := api_problem(plugin)) is not None:
+                problems.append(PluginProblem(name, needs))
+                return
+            pm.register(plugin, name=name)
         except Exception as exc:  # one broken plugin must not stop the others
             problems.append(PluginProblem(name, f"cannot load: {_describe(exc)}"))
             return
@@ -182,6 +186,32 @@ def _load_plugins(pm: pluggy.PluginManager) -> tuple[list[PluginInfo], list[Plug
         info.hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or []) if plugin else []
         problems += _unmarked_hooks(pm, info.name, plugin, info.hooks)
     return infos, problems
+
+
+API_ATTRIBUTE = "LUMI_SCAFFOLD_API"
+
+
+def api_problem(plugin: object) -> str | None:
+    """Why ``plugin`` cannot load with this SDK's PLUGIN_API, from the version it declares
+    (``LUMI_SCAFFOLD_API = "1.1"`` in its module: it needs 1.1 or a later 1.x); None when
+    it can, or declares nothing (plugins written for 0.2 do not)."""
+    from . import PLUGIN_API, __version__
+
+    declared = getattr(plugin, API_ATTRIBUTE, None)
+    if declared is None:
+        return None
+    have = ".".join(map(str, PLUGIN_API))
+    try:
+        major, minor = (int(part) for part in str(declared).split("."))
+    except ValueError:
+        return (f"{API_ATTRIBUTE} = {declared!r} is not a plugin API version. Fix: write MAJOR.MINOR, "
+                f"e.g. {API_ATTRIBUTE} = \"{have}\" (this lumi-scaffold's)")
+    if major == PLUGIN_API[0] and minor <= PLUGIN_API[1]:
+        return None
+    newer = (major, minor) > PLUGIN_API
+    fix = ("upgrade lumi-scaffold (pipx upgrade lumi-scaffold, or uv tool upgrade lumi-scaffold)" if newer
+           else "install a version of the plugin made for this lumi-scaffold")
+    return (f"needs plugin API {major}.{minor}, and lumi-scaffold {__version__} has {have}; not loaded. Fix: {fix}")
 
 
 def _unmarked_hooks(pm: pluggy.PluginManager, name: str, plugin: object, hooks: list[str]) -> list[PluginProblem]:

@@ -221,3 +221,35 @@ def test_errors_from_the_extension_are_copiers_user_errors(template, tmp_path, m
         render_project(template, tmp_path / "demo", {"project_name": "demo"})
     assert isinstance(info.value, UserMessageError) and info.value.message.startswith("plugin_data.container.path='x'")
     assert not (tmp_path / "demo").exists()
+
+
+# ----------------------------------------------------------- the job on a real Slurm
+
+
+@pytest.mark.slurm
+def test_the_job_checks_the_image_under_the_variable_when_it_starts(slurm_cluster_local2n, template, tmp_path,
+                                                                       site_root):
+    """A smoke-test job with the image at $MYSOFTWARE/...: stops with one line where the
+    variable or the file is missing, runs once the image is there."""
+    from lumi_scaffold.plugins import get_catalogue
+
+    from .helpers import render
+    from .jobs import job_env, log_of, run_job
+
+    if "local" not in get_catalogue().sites:
+        pytest.skip("plugins/lumi-site-local is not installed")
+    cluster = slurm_cluster_local2n
+    project = render(template, tmp_path / "p", site="local", account="local", partition="batch", gpus_per_node=2,
+                     container="custom", container_path="$MYSOFTWARE/containers/pytorch_2.2.0-rocm5.7.3.sif")
+    env = {k: v for k, v in job_env(cluster, tmp_path, site_root).items() if k not in ("SIF", "MYSOFTWARE")}
+    missing, result = run_job(cluster, project, env, "jobs/smoke-test.sbatch")
+    assert (result.state, result.exit_code) == ("FAILED", 2)
+    assert (f"No image at {IMAGE} (MYSOFTWARE=<unset>): set MYSOFTWARE, or give the image with "
+            "SIF=/path/to/image.sif") in log_of(project, missing).splitlines()
+    software = tmp_path / "software"
+    (software / "containers").mkdir(parents=True)
+    (software / "containers/pytorch_2.2.0-rocm5.7.3.sif").write_bytes(b"")
+    found, result = run_job(cluster, project, {**env, "MYSOFTWARE": str(software)}, "jobs/smoke-test.sbatch")
+    log = log_of(project, found)
+    assert result.state == "COMPLETED", log
+    assert "No image" not in log

@@ -203,7 +203,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             for kind, names in sorted(p.registered.items()):
                 print(f"  {kind}s: {', '.join(names)}")
         for problem in cat.problems:
-            print(f"BROKEN {problem.plugin}: {problem.message}")
+            print(f"{'WARNING' if problem.kind == 'warning' else 'BROKEN'} {problem.plugin}: {problem.message}")
     return 1 if cat.problems and args.strict else 0
 
 

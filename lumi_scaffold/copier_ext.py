@@ -284,12 +284,10 @@ def lumi_check(ctx: Context, name: str) -> str:
     data = _given(ctx)
     if name == "plugin_data":
         # Never passed on: the files must not render with refused plugin_data. The last
-        # question; an answer refused before it is refused here (as Copier's ValueError).
-        try:
-            _raise_refused(ctx)
-        except RefusedAnswer as exc:
-            return message or exc.message
-        return message
+        # question; an answer refused before it is refused here too (as Copier's ValueError,
+        # or, where Copier checks a recorded answer and drops it, by lumi_resolve next).
+        pending = [m for given, m in _refused if given is data] if data is not None else []
+        return message or (pending[0] if pending else "")
     if message and data is not None and name in data:
         # Copier would raise a ValueError (a traceback): the next lumi_* call outside a
         # validator raises it instead, at the latest plugin_data's default (lumi_resolve).
@@ -300,7 +298,17 @@ def lumi_check(ctx: Context, name: str) -> str:
 
 @pass_context
 def lumi_resolve(ctx: Context) -> dict[str, Any]:
-    return questions.resolve(_answers(ctx), _catalogue())
+    answers, cat = _answers(ctx), _catalogue()
+    try:
+        return questions.resolve(answers, cat)
+    except ValueError:
+        # An answer Copier let through after its validator refused it (copier update checks
+        # a recorded answer and drops it silently) is named as Copier would have; else the
+        # error stands (plugin data a plugin's value broke: PluginDataError names it).
+        for name, value in answers.items():
+            if message := questions.check(name, value, answers, cat):
+                raise RefusedAnswer(f"Validation error for question {name!r}: {message}") from None
+        raise
 
 
 def lumi_notices(plugin_data: Any) -> list[str]:

@@ -253,3 +253,30 @@ def test_the_job_checks_the_image_under_the_variable_when_it_starts(slurm_cluste
     log = log_of(project, found)
     assert result.state == "COMPLETED", log
     assert "No image" not in log
+
+
+@pytest.mark.parametrize("answers, line", [
+    (["walltime= 01:00:00"], "Validation error for question 'walltime': ' 01:00:00' is not a Slurm time"),
+    (["container=custom", "container_path=/x/$(id).sif"],
+     "Validation error for question 'container_path': '/x/$(id).sif' may only contain"),
+])
+def test_plain_copier_update_refuses_a_bad_answer_in_one_line_and_changes_nothing(tmp_path, answers, line):
+    template = template_copy(tmp_path / "template")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "template"], ["tag", "v1.0.0"]):
+        subprocess.run([*git, *args], cwd=template, check=True, capture_output=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    project = tmp_path / "demo"
+    made = subprocess.run([sys.executable, "-m", "copier", "copy", "--trust", "--defaults", "--quiet", "-d",
+                           "project_name=demo", str(template), str(project)], env=env, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "made"]):
+        subprocess.run([*git, *args], cwd=project, check=True, capture_output=True)
+    args = [sys.executable, "-m", "copier", "update", "--trust", "--defaults", "--skip-answered", "--quiet"]
+    for item in answers:
+        args += ["-d", item]
+    result = subprocess.run(args, cwd=project, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert any(text.startswith(line) for text in result.stderr.splitlines()), result.stderr
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True)
+    assert status.stdout == ""

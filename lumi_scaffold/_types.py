@@ -59,11 +59,39 @@ def check_shell_word(value: str) -> str:
     return value
 
 
+# A path that starts with an environment variable: $NAME/... or ${NAME}/... (Pawsey keeps
+# images under $MYSOFTWARE). Group 1 or 2 is the name, group 3 the rest.
+_VAR_PREFIX = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))(/.*)?$")
+
+
 def check_abs_path(value: str) -> str:
-    check_shell_word(value)
+    """The one check of a path from a plugin or an answer, at plugin load and at render alike:
+    an absolute path, or one that starts with an environment variable (``$NAME/...`` or
+    ``${NAME}/...``, written back as ``${NAME}/...``); the rest a shell word (letters,
+    digits, _,./:=+@%- and ``${NAME}`` references), so that inside double quotes only the
+    variables expand. Returns the path with its leading variable in braces."""
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} must be a path (a string)")
+    given, value = value, brace_variable(value)
+    if not _SHELL_WORD.match(value):
+        check_shell_word(given)
+        check_shell_word(value)
     if not value.startswith(("/", "${")):
-        raise ValueError(f"{value!r} must be an absolute path")
+        raise ValueError(f"{value!r} must be an absolute path, or start with an environment variable "
+                         "($NAME/... or ${NAME}/...)")
     return value
+
+
+def brace_variable(value: str) -> str:
+    """``$NAME/rest`` written as ``${NAME}/rest``; any other value unchanged."""
+    match = _VAR_PREFIX.match(value)
+    return "${" + (match.group(1) or match.group(2)) + "}" + (match.group(3) or "") if match else value
+
+
+def path_variable(value: str) -> str:
+    """The environment variable a path starts with ('' for an absolute path)."""
+    match = _VAR_PREFIX.match(value)
+    return (match.group(1) or match.group(2)) if match else ""
 
 
 def _check_env_name(value: str) -> str:

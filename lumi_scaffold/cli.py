@@ -216,7 +216,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             for name in p.registered.get("site", []):
                 print(f"  site {name}: {reviewed(cat, name)}")
         for problem in cat.problems:
-            print(f"BROKEN {problem.plugin}: {problem.message}")
+            print(f"{'WARNING' if problem.kind == 'warning' else 'BROKEN'} {problem.plugin}: {problem.message}")
     return 1 if cat.problems and args.strict else 0
 
 
@@ -284,8 +284,8 @@ def _user_error(exc: BaseException) -> BaseException:
     from jinja2 import TemplateError
     from plumbum.commands.processes import ProcessExecutionError
 
-    if isinstance(exc, LumiScaffoldError):
-        return UsageError(one_line(str(exc)))
+    if isinstance(exc, LumiScaffoldError):  # a refused --data answer too (copier_ext raises it as Copier's words)
+        return UsageError(one_line(copier_message(exc)))
     if isinstance(exc, ProcessExecutionError):
         stderr = one_line(exc.stderr or "") if (exc.stderr or "").strip() else f"exit code {exc.retcode}"
         argv = " ".join(map(str, exc.argv[:2])) if exc.argv else "a command"
@@ -430,7 +430,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices
 
-    from .doctor import SlurmUnreachable, home_notice, sbatch_test_only
+    from .doctor import SlurmUnreachable, home_notice, image_check, sbatch_test_only
 
     project = _project(args.project)
     answers = _answers(project)
@@ -443,7 +443,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     notices += [home] if home else []
     print("lumi-scaffold: running bash -n, shellcheck and the #SBATCH checks...", file=sys.stderr, flush=True)
     problems = lint_project(project, get_catalogue())
-    site = str(((_answers(project).get("plugin_data") or {}).get("site") or {}).get("name") or "")
+    site = str(((plugin_data if isinstance(plugin_data, dict) else {}).get("site") or {}).get("name") or "")
     if site in get_catalogue().sites:
         print(f"note: site {site}: {reviewed(get_catalogue(), site)} (lumi-scaffold plugins lists every site's)")
     for line in notices:
@@ -458,12 +458,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
               "to have Slurm check the jobs (sbatch --test-only)")
     if checks is None:
         print("note: no sbatch on PATH: run doctor on a login node to have Slurm check the jobs (sbatch --test-only)")
+    elif image := _recorded_image(project):  # a login node: the environment jobs are submitted from
+        if (problem := image_check(image)) is not None:
+            problems.append(problem)
+            print(f"problem: {problem}")
     for check in checks or []:
         print(f"{'ok' if check.ok else 'problem'}: {check.job}: sbatch --test-only: {check.message}")
     failed = [c for c in checks or [] if not c.ok]
     if not notices and not problems and not failed:
         print("No problems found.")
     return 1 if problems or failed else 0
+
+
+def _recorded_image(project: Path) -> str:
+    """The image path recorded in the project's answers ('' where there is none)."""
+    data = _answers(project).get("plugin_data")
+    container = data.get("container") if isinstance(data, dict) else None
+    path = container.get("path") if isinstance(container, dict) else None
+    return path if isinstance(path, str) else ""
 
 
 def cmd_explain(args: argparse.Namespace) -> int:

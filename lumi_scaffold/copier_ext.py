@@ -7,6 +7,7 @@ Globals are prefixed ``lumi_`` so no answer can shadow them, and they only ever 
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -15,6 +16,7 @@ from jinja2.ext import Extension
 from jinja2.runtime import Context
 
 from . import HOME_URL, plugins, questions, sources
+from .errors import RefusedAnswer, LumiScaffoldError
 
 _warned = False
 # Compiled template code shared across Jinja environments. Copier builds a new
@@ -206,6 +208,65 @@ def _answers(ctx: Context) -> dict[str, Any]:
     return {k: v for k, v in ctx.get_all().items() if not k.startswith("_") and not callable(v)}
 
 
+# Answers given with --data that their validator refused, per Copier worker (its `data`
+# mapping, compared by identity): raised by the next lumi_* call as Copier's user error.
+# Copier turns whatever a validator raises into a ValueError, which plain `copier copy`
+# prints with a traceback; every later question (plugin_data last) calls a lumi_* global.
+_refused: list[tuple[Any, str]] = []
+
+
+def _given(ctx: Context) -> Any:
+    conf = ctx.get("_copier_conf")
+    try:
+        return conf["data"] if conf is not None else None
+    except (KeyError, TypeError):
+        return None
+
+
+def _raise_refused(ctx: Context) -> None:
+    data = _given(ctx)
+    if data is None:
+        return
+    for i, (given, message) in enumerate(_refused):
+        if given is data:
+            del _refused[i]
+            raise _copier_aware(RefusedAnswer)(message)
+
+
+def _as_copier_error(exc: LumiScaffoldError) -> BaseException:
+    """``exc`` as an instance of a class that is also Copier's UserMessageError (same
+    message and attributes, still an instance of its own class)."""
+    from copier.errors import UserMessageError as CopierUserError
+
+    if isinstance(exc, CopierUserError):
+        return exc
+    kind: Any = type(exc)
+    cls = _copier_aware(kind)
+    new = cls.__new__(cls)
+    new.__dict__.update(exc.__dict__)
+    new.args = exc.args
+    return new
+
+
+def _user_errors(func: Any) -> Any:
+    """``func`` (a lumi_* global or filter) raising every lumi-scaffold error as Copier's
+    one-line user error: plain `copier copy` and `copier update` print the message and
+    remove what they wrote, instead of a traceback."""
+    # Validators cannot raise one (Copier makes a ValueError of whatever they raise).
+    takes_context = getattr(func, "jinja_pass_arg", None) is not None and func is not lumi_check
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if takes_context:
+            _raise_refused(args[0])
+        try:
+            return func(*args, **kwargs)
+        except LumiScaffoldError as exc:
+            raise _as_copier_error(exc) from None
+
+    return wrapper
+
+
 @pass_context
 def lumi_choices(ctx: Context, name: str) -> dict[str, Any]:
     return questions.choices(name, _answers(ctx), _catalogue())
@@ -219,12 +280,35 @@ def lumi_default(ctx: Context, name: str) -> Any:
 @pass_context
 def lumi_check(ctx: Context, name: str) -> str:
     answers = _answers(ctx)
-    return questions.check(name, answers.get(name), answers, _catalogue())
+    message = questions.check(name, answers.get(name), answers, _catalogue())
+    data = _given(ctx)
+    if name == "plugin_data":
+        # Never passed on: the files must not render with refused plugin_data. The last
+        # question; an answer refused before it is refused here too (as Copier's ValueError,
+        # or, where Copier checks a recorded answer and drops it, by lumi_resolve next).
+        pending = [m for given, m in _refused if given is data] if data is not None else []
+        return message or (pending[0] if pending else "")
+    if message and data is not None and name in data:
+        # Copier would raise a ValueError (a traceback): the next lumi_* call outside a
+        # validator raises it instead, at the latest plugin_data's default (lumi_resolve).
+        _refused[:] = [r for r in _refused if r[0] is not data] + [(data, f"Validation error for question {name!r}: {message}")]
+        return ""
+    return message
 
 
 @pass_context
 def lumi_resolve(ctx: Context) -> dict[str, Any]:
-    return questions.resolve(_answers(ctx), _catalogue())
+    answers, cat = _answers(ctx), _catalogue()
+    try:
+        return questions.resolve(answers, cat)
+    except ValueError:
+        # An answer Copier let through after its validator refused it (copier update checks
+        # a recorded answer and drops it silently) is named as Copier would have; else the
+        # error stands (plugin data a plugin's value broke: PluginDataError names it).
+        for name, value in answers.items():
+            if message := questions.check(name, value, answers, cat):
+                raise RefusedAnswer(f"Validation error for question {name!r}: {message}") from None
+        raise
 
 
 def lumi_notices(plugin_data: Any) -> list[str]:
@@ -272,7 +356,8 @@ def _template_line(exc: BaseException) -> int | None:
     return line
 
 
-def _copier_aware(cls: type) -> type:
+@functools.cache
+def _copier_aware(cls: Any) -> Any:
     """``cls`` that is also Copier's UserMessageError, so that ``copier copy`` prints its
     message alone instead of a traceback."""
     from copier.errors import UserMessageError
@@ -348,24 +433,26 @@ def lumi_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=yaml.Dumper, indent=4, allow_unicode=True, default_flow_style=False)
 
 
+def lumi_path_variable(path: Any) -> str:
+    """The environment variable a path starts with (``${MYSOFTWARE}/containers/x.sif``:
+    MYSOFTWARE), '' for an absolute path."""
+    from ._types import path_variable
+
+    return path_variable(str(path))
+
+
+# The Jinja globals and filters plugins and templates may rely on (docs/plugins/compatibility.md).
+_GLOBALS = {f.__name__: _user_errors(f) for f in (
+    lumi_choices, lumi_default, lumi_check, lumi_resolve, lumi_notices, lumi_framework_text, lumi_plugin_files,
+    lumi_sources)}
+_FILTERS = {f.__name__: _user_errors(f) for f in (lumi_render, lumi_yaml, lumi_py_text, lumi_cite, lumi_path_variable)}
+
+
 class LumiExtension(Extension):
     """Registers the ``lumi_*`` globals and filters on Copier's Jinja environment."""
 
     def __init__(self, environment) -> None:
         super().__init__(environment)
-        environment.globals.update(
-            lumi_choices=lumi_choices,
-            lumi_default=lumi_default,
-            lumi_check=lumi_check,
-            lumi_resolve=lumi_resolve,
-            lumi_notices=lumi_notices,
-            lumi_framework_text=lumi_framework_text,
-            lumi_plugin_files=lumi_plugin_files,
-            lumi_sources=lumi_sources,
-            lumi_home_url=HOME_URL,
-        )
-        environment.filters["lumi_render"] = lumi_render
-        environment.filters["lumi_yaml"] = lumi_yaml
-        environment.filters["lumi_py_text"] = lumi_py_text
-        environment.filters["lumi_cite"] = lumi_cite
+        environment.globals.update(_GLOBALS, lumi_home_url=HOME_URL)
+        environment.filters.update(_FILTERS)
         _share_compiled_code(environment)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "sbatch_test_only"]
+__all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "image_check", "sbatch_test_only"]
 
 
 def home_notice(project: Path, plugin_data: dict[str, Any]) -> str | None:
@@ -89,3 +89,23 @@ def sbatch_test_only(project: Path, sbatch: str | None = None, timeout: float = 
         text = " ".join((result.stderr + result.stdout).split()) or f"exit status {result.returncode}"
         checks.append(SbatchCheck(rel, result.returncode == 0, text))
     return checks
+
+
+def image_check(path: str, environ: dict[str, str] | None = None) -> str | None:
+    """A problem with an image path that starts with an environment variable
+    (``${MYSOFTWARE}/containers/x.sif``), checked as the job will check it when it starts:
+    the variable set, and a file there. None where all is well or the path has no variable
+    (a site's own image paths are the catalogue's to keep right)."""
+    from ._types import path_variable
+
+    name = path_variable(path)
+    if not name:
+        return None
+    value = (os.environ if environ is None else environ).get(name, "")
+    if not value:
+        return (f"the image is {path}, and {name} is not set here: set it (jobs take it from the shell that "
+                "submits them), or give the image with SIF=/path/to/image.sif")
+    real = value + path[len(name) + 3:]
+    if not os.path.isfile(real):
+        return f"no image at {path} ({name}={value}, so {real}): put the image there, or set {name} or SIF=/path/to/image.sif"
+    return None

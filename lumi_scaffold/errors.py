@@ -65,6 +65,11 @@ class DataFileError(UserMessageError, ValueError):
         super().__init__("\n".join(lines))
 
 
+class RefusedAnswer(UserMessageError, ValueError):
+    """An answer given with --data (or -d) that its question refuses, worded as Copier words
+    its own validation errors ("Validation error for question 'NAME': ...")."""
+
+
 class PluginTemplateError(UserMessageError):
     """Jinja text a plugin supplied (a template file, a framework's example or smoke test)
     failed to render; the message names the plugin, the file and the line."""

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_serializer, model_validator
 
-from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, check_abs_path, check_shell_word, slurm_time_seconds
+from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, brace_variable, check_abs_path, check_shell_word, slurm_time_seconds
 
 __all__ = [
     "AccountRule",
@@ -406,7 +406,7 @@ class StorageArea(Model):
     @classmethod
     def _path_is_safe(cls, value: str) -> str:
         check_abs_path(value.replace("{account}", "account").replace("{project}", "project"))
-        return value
+        return brace_variable(value)
 
     def resolve(self, account: str, project: str | None = None) -> str:
         """The path for ``account`` (and its ``project``, by default the account itself)."""
@@ -845,7 +845,8 @@ class ContainerImage(Model):
     site: Slug
     framework: Slug
     title: str
-    path: AbsPath = Field(description="Absolute path of the .sif on the site.")
+    path: AbsPath = Field(description="Absolute path of the .sif on the site, or one that starts with an environment "
+                         "variable ($MYSOFTWARE/containers/x.sif or ${MYSOFTWARE}/...; checked when a job starts).")
     generation: Slug = Field(description="Name of one of the site's container generations.")
     status: Literal["recommended", "available", "legacy", "removed"] = Field(
         description="'recommended' (the default, one per site and framework), 'available' (offered, newer or "

@@ -151,7 +151,11 @@ def _load_plugins(pm: pluggy.PluginManager) -> tuple[list[PluginInfo], list[Plug
 
     def register(name: str, load: Callable[[], Any], info: PluginInfo) -> None:
         try:
-            pm.register(load(), name=name)
+            plugin = load()
+            if (needs := api_problem(plugin)) is not None:
+                problems.append(PluginProblem(name, needs))
+                return
+            pm.register(plugin, name=name)
         except Exception as exc:  # one broken plugin must not stop the others
             problems.append(PluginProblem(name, f"cannot load: {_describe(exc)}"))
             return
@@ -182,6 +186,32 @@ def _load_plugins(pm: pluggy.PluginManager) -> tuple[list[PluginInfo], list[Plug
         info.hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or []) if plugin else []
         problems += _unmarked_hooks(pm, info.name, plugin, info.hooks)
     return infos, problems
+
+
+API_ATTRIBUTE = "LUMI_SCAFFOLD_API"
+
+
+def api_problem(plugin: object) -> str | None:
+    """Why ``plugin`` cannot load with this SDK's PLUGIN_API, from the version it declares
+    (``LUMI_SCAFFOLD_API = "1.1"`` in its module: it needs 1.1 or a later 1.x); None when
+    it can, or declares nothing (plugins written for 0.2 do not)."""
+    from . import PLUGIN_API, __version__
+
+    declared = getattr(plugin, API_ATTRIBUTE, None)
+    if declared is None:
+        return None
+    have = ".".join(map(str, PLUGIN_API))
+    try:
+        major, minor = (int(part) for part in str(declared).split("."))
+    except ValueError:
+        return (f"{API_ATTRIBUTE} = {declared!r} is not a plugin API version. Fix: write MAJOR.MINOR, "
+                f"e.g. {API_ATTRIBUTE} = \"{have}\" (this lumi-scaffold's)")
+    if major == PLUGIN_API[0] and minor <= PLUGIN_API[1]:
+        return None
+    newer = (major, minor) > PLUGIN_API
+    fix = ("upgrade lumi-scaffold (pipx upgrade lumi-scaffold, or uv tool upgrade lumi-scaffold)" if newer
+           else "install a version of the plugin made for this lumi-scaffold")
+    return (f"needs plugin API {major}.{minor}, and lumi-scaffold {__version__} has {have}; not loaded. Fix: {fix}")
 
 
 def _unmarked_hooks(pm: pluggy.PluginManager, name: str, plugin: object, hooks: list[str]) -> list[PluginProblem]:
@@ -277,12 +307,28 @@ def _call_register_hook(impl, kind: str, model: type[BaseModel], key: str, probl
     failed: list[PluginProblem] = []
 
     def register(obj: Any) -> None:
+        instance = obj if isinstance(obj, model) else None
+        if instance is not None:
+            # Checked again as data: an instance made with model_construct, or changed after
+            # it was made (model_copy), is checked here and not when a project renders (~1 ms
+            # in all). 0.2 took instances as they were: where only a check across fields
+            # fails, it is still used, with a warning, for one minor version (a value that is
+            # wrong in itself is refused).
+            obj = obj.model_dump(by_alias=True, round_trip=True)
         if isinstance(obj, dict):
             label = obj.get(key, "?")
             try:
                 obj = model.model_validate(obj)
             except ValidationError as exc:
-                failed.append(PluginProblem(impl.plugin_name, f"{kind} {label!r}: {_validation_text(model, obj, exc)}"))
+                text = f"{kind} {label!r}: {_validation_text(model, obj, exc)}"
+                if instance is not None and all(not e["loc"] for e in exc.errors()):
+                    failed.append(PluginProblem(
+                        impl.plugin_name, f"{text}. lumi-scaffold 0.4 will refuse it (0.3 uses it as 0.2 did). "
+                        f"Fix: make the {model.__name__} with {model.__name__}(...) or model_validate, not "
+                        "model_construct or model_copy, and correct what the check names", kind="warning"))
+                    collected.append(instance)
+                    return
+                failed.append(PluginProblem(impl.plugin_name, text))
                 return
         if not isinstance(obj, model):
             failed.append(PluginProblem(impl.plugin_name, f"register() for {kind}s got {type(obj).__name__}, expected {model.__name__} or dict"))

@@ -17,7 +17,7 @@ def _shared_nodes_site():
     several nodes (small-g up to 4, dev-g up to 32)."""
     lumi = get_catalogue().sites["lumi"]
     return lumi.model_copy(update={
-        "name": "shared", "cotainr": None, "own_image_frameworks": "all",
+        "name": "shared", "cotainr": None, "own_image_frameworks": "all", "whole_node_partition": "small-g",
         "partitions": [p for p in lumi.partitions if p.allocation == "by-resource"],
     })
 

@@ -78,7 +78,8 @@ def test_readme_install_lines_name_this_package():
 
 @pytest.mark.slow
 def test_release_tags_the_template_with_the_package_version(clone, release_a):
-    assert git(clone, "tag") == "v0.3.0\n"
+    assert git(clone, "tag") == "v0.2.0\nv0.3.0\n"  # v0.2.0 restored at its release commit
+    assert git(clone, "log", "-1", "--format=%s", "v0.2.0").startswith("Release 0.2.0: ")
     assert git(clone, "log", "-1", "--format=%s", "v0.3.0") == "Release 0.3.0\n"
     assert '__version__ = "0.3.0"' in (clone / "lumi_scaffold/__init__.py").read_text()
     assert re.search(r"^## 0\.3\.0 \(\d{4}-\d\d-\d\d\)$", (clone / "CHANGELOG.md").read_text(), re.M)

@@ -1,0 +1,282 @@
+"""Image paths that start with an environment variable (${MYSOFTWARE}/containers/x.sif, as a
+Pawsey group keeps its images): one check at plugin load and at render, a project that
+renders and lints with plain Copier, a job that stops with one line when the image is not
+there, and doctor's check on a login node. The site plugin is tests/fixtures/mysoftware-plugin
+(test data), installed as a distribution with an entry point."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from lumi_scaffold import ContainerImage, cli, doctor, plugins
+from lumi_scaffold.lint import lint_project
+from lumi_scaffold.plugin_data import PluginDataError, validate_plugin_data
+
+from .helpers import REPO, render, template_copy, write_plugin_dist
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PLUGIN_DIR = FIXTURES / "mysoftware-plugin"
+IMAGE = "${MYSOFTWARE}/containers/pytorch_2.2.0-rocm5.7.3.sif"
+ANSWERS = ["project_name=demo", "site=setonix-like", "account=pawsey0001-gpu", "framework=pytorch"]
+
+
+def image(path: str) -> dict:
+    return {"id": "x-pytorch", "site": "s", "framework": "pytorch", "title": "t", "path": path,
+            "generation": "g", "status": "recommended"}
+
+
+def rendered_with(path: str) -> dict:
+    data = copy.deepcopy(json.loads((FIXTURES / "plugin_data-v0.2.json").read_text()))
+    data["container"]["path"] = path
+    return data
+
+
+@pytest.mark.parametrize("path, kept", [
+    (IMAGE, IMAGE),
+    ("$MYSOFTWARE/containers/pytorch_2.2.0-rocm5.7.3.sif", IMAGE),  # written back with braces
+    ("/software/projects/pawsey0001/containers/x.sif", "/software/projects/pawsey0001/containers/x.sif"),
+    ("/scratch/${USER}/x.sif", "/scratch/${USER}/x.sif"),
+])
+def test_load_and_render_accept_the_same_paths(path, kept):
+    assert ContainerImage.model_validate(image(path)).path == kept
+    assert validate_plugin_data(rendered_with(path)).container.path == kept
+
+
+@pytest.mark.parametrize("path", [
+    "${MYSOFTWARE}/x.sif; touch /tmp/pwned", "$(id)/x.sif", "${1X}/x.sif", "$MY SOFTWARE/x.sif",
+    "containers/x.sif", '${MYSOFTWARE}/x".sif', "~/x.sif",
+])
+def test_load_and_render_refuse_the_same_paths(path):
+    with pytest.raises(ValidationError):
+        ContainerImage.model_validate(image(path))
+    with pytest.raises(PluginDataError, match="container.path"):
+        validate_plugin_data(rendered_with(path))
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """The fixture plugin installed as a distribution (entry point mysoftware-site); returns
+    the environment a subprocess needs to see it."""
+    site = tmp_path / "site-packages"
+    write_plugin_dist(site, "mysoftware-site", {"mysoftware-site": "mysoftware_site"}, {})
+    for entry in (str(PLUGIN_DIR), str(site)):
+        monkeypatch.syspath_prepend(entry)
+    monkeypatch.setenv(plugins.ENV_LOAD, "mysoftware-site")
+    monkeypatch.delenv("MYSOFTWARE_SITE_IMAGES", raising=False)
+    plugins.reset()
+    yield {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(site), str(PLUGIN_DIR)])}
+    plugins.reset()
+
+
+def test_a_bad_image_path_is_refused_at_load_naming_plugin_file_and_field(installed, tmp_path, monkeypatch):
+    bad = tmp_path / "images.yaml"
+    bad.write_text((PLUGIN_DIR / "images.yaml").read_text().replace(IMAGE, '"${MYSOFTWARE}/x.sif; touch /tmp/pwned"'))
+    monkeypatch.setenv("MYSOFTWARE_SITE_IMAGES", str(bad))
+    cat = plugins.get_catalogue()
+    assert "setonix-like-pytorch-2-2" not in cat.containers
+    [problem] = [str(p) for p in cat.problems]
+    assert problem.startswith("plugin 'mysoftware-site': hook register_containers failed: ")
+    assert f"{bad}:6:9: 0.path: '${{MYSOFTWARE}}/x.sif; touch /tmp/pwned' may only contain" in problem
+
+
+def copier_copy(dest: Path, env: dict, *data: str) -> subprocess.CompletedProcess:
+    args = [sys.executable, "-m", "copier", "copy", "--trust", "--defaults", "--quiet"]
+    for item in data:
+        args += ["-d", item]
+    return subprocess.run([*args, str(template_copy(dest.parent / "template")), str(dest)], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_plain_copier_renders_the_path_so_only_the_variable_expands_and_the_project_lints(installed, tmp_path):
+    project = tmp_path / "demo"
+    result = copier_copy(project, installed, *ANSWERS)
+    assert result.returncode == 0, result.stderr
+    job_env = (project / "scripts/job-env.sh").read_text()
+    assert f'SIF="${{SIF:-{IMAGE}}}"' in job_env
+    assert lint_project(project, plugins.get_catalogue()) == []
+
+    def source(**variables: str) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k not in ("SIF", "MYSOFTWARE")} | variables
+        return subprocess.run(["bash", "-c", 'set -euo pipefail; source scripts/job-env.sh; echo "SIF=${SIF}"'],
+                              cwd=project, env=env, capture_output=True, text=True)
+
+    unset = source()
+    assert unset.returncode == 2 and unset.stdout == ""
+    assert unset.stderr == (f"No image at {IMAGE} (MYSOFTWARE=<unset>): set MYSOFTWARE, or give the image with "
+                            "SIF=/path/to/image.sif\n")
+    software = tmp_path / "software"
+    empty = source(MYSOFTWARE=str(software))
+    assert empty.returncode == 2 and f"(MYSOFTWARE={software})" in empty.stderr
+    (software / "containers").mkdir(parents=True)
+    (software / "containers/pytorch_2.2.0-rocm5.7.3.sif").write_bytes(b"")
+    found = source(MYSOFTWARE=str(software))
+    assert found.returncode == 0, found.stderr
+    assert found.stdout == f"SIF={software}/containers/pytorch_2.2.0-rocm5.7.3.sif\n"
+    # A given SIF wins, and the variable is then not needed.
+    own = tmp_path / "own.sif"
+    own.write_bytes(b"")
+    assert source(SIF=str(own)).stdout == f"SIF={own}\n"
+
+
+def test_doctor_checks_the_image_on_a_login_node(installed, tmp_path, monkeypatch, capsys):
+    project = tmp_path / "demo"
+    assert copier_copy(project, installed, *ANSWERS).returncode == 0
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("sbatch", "#!/bin/bash\necho 'sbatch: Job 1 to start' >&2\n"),
+                       ("scontrol", "#!/bin/bash\necho 'Slurmctld(primary) at login is UP'\n")):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: str(bin_dir / "sbatch"))
+    monkeypatch.delenv("MYSOFTWARE", raising=False)
+    assert cli.main(["doctor", str(project)]) == 1
+    assert (f"problem: the image is {IMAGE}, and MYSOFTWARE is not set here: set it (jobs take it from the shell that "
+            "submits them), or give the image with SIF=/path/to/image.sif") in capsys.readouterr().out.splitlines()
+    software = tmp_path / "software"
+    monkeypatch.setenv("MYSOFTWARE", str(software))
+    assert cli.main(["doctor", str(project)]) == 1
+    assert f"problem: no image at {IMAGE} (MYSOFTWARE={software}, so {software}/containers/" in capsys.readouterr().out
+    (software / "containers").mkdir(parents=True)
+    (software / "containers/pytorch_2.2.0-rocm5.7.3.sif").write_bytes(b"")
+    assert cli.main(["doctor", str(project)]) == 0
+    assert "problem" not in capsys.readouterr().out
+
+
+# ----------------------------------------------------- no traceback from plain Copier
+
+
+def assert_one_line_and_nothing_written(result: subprocess.CompletedProcess, dest: Path, line: str) -> None:
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr, result.stderr
+    assert line in result.stderr.splitlines(), result.stderr
+    assert not dest.exists()
+
+
+def test_plain_copier_copy_with_a_plugin_that_registers_a_bad_path(installed, tmp_path, monkeypatch):
+    bad = tmp_path / "images.yaml"
+    bad.write_text((PLUGIN_DIR / "images.yaml").read_text().replace(IMAGE, '"${MYSOFTWARE}/x.sif; touch /tmp/pwned"'))
+    dest = tmp_path / "demo"
+    result = copier_copy(dest, {**installed, "MYSOFTWARE_SITE_IMAGES": str(bad)}, *ANSWERS)
+    assert_one_line_and_nothing_written(
+        result, dest, "Validation error for question 'framework': site 'setonix-like' has no container image for "
+        "framework 'pytorch' and does not offer it with your own image. Choose one of [].")
+    assert f"lumi-scaffold: warning: plugin 'mysoftware-site': hook register_containers failed: {bad}:6:9: 0.path:" in result.stderr
+
+
+def test_an_image_made_without_validation_is_refused_at_load(installed, tmp_path, monkeypatch):
+    """register(ContainerImage.model_construct(...)) skips pydantic: the host checks it again."""
+    module = tmp_path / "constructed_image.py"
+    module.write_text(
+        "from lumi_scaffold import ContainerImage, hookimpl\n\n@hookimpl\ndef register_containers(register):\n"
+        "    register(ContainerImage.model_construct(id='shell-pytorch', site='lumi', framework='pytorch', title='t',\n"
+        "        path='/x.sif\"; touch /tmp/pwned; \"', generation='laif', status='legacy', versions={'torch': '2.0'},\n"
+        "        versions_unconfirmed=[], requirements=[], profilers=None, numa_binding=False, pull_from=None,\n"
+        "        replaced_by=None, note='', source=''))\n")
+    write_plugin_dist(tmp_path / "site-packages", "constructed", {"constructed": "constructed_image"}, {})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(plugins.ENV_LOAD, "constructed")
+    plugins.reset()
+    cat = plugins.get_catalogue()
+    assert "shell-pytorch" not in cat.containers
+    assert [str(p) for p in cat.problems] == [
+        "plugin 'constructed': container 'shell-pytorch': path: '/x.sif\"; touch /tmp/pwned; \"' may only contain "
+        "letters, digits, _,./:=+@%- and ${NAME} references (no spaces, quotes, $(...), ; or globs) "
+        "(got '/x.sif\"; touch /tmp/pwned; \"')"]
+
+
+@pytest.mark.parametrize("answer, line", [
+    ("container_path=/x/$(id).sif", "Validation error for question 'container_path': '/x/$(id).sif' may only contain"),
+    ("dataset_archive=/x/a b.tar", "Validation error for question 'dataset_archive': '/x/a b.tar' may only contain"),
+])
+def test_plain_copier_copy_refuses_a_bad_answer_in_one_line(tmp_path, answer, line):
+    dest = tmp_path / "demo"
+    result = copier_copy(dest, {**os.environ, "PYTHONPATH": str(REPO)}, "project_name=demo", "container=custom",
+                         "prestage=true", answer)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert any(text.startswith(line) for text in result.stderr.splitlines()), result.stderr
+    assert not dest.exists()
+
+
+def test_errors_from_the_extension_are_copiers_user_errors(template, tmp_path, monkeypatch):
+    """What resolve refuses at render (here: a stand-in refusal) is Copier's one-line user
+    error, and still the lumi-scaffold error it was (lumi-scaffold new reports it so)."""
+    from copier.errors import UserMessageError
+
+    from lumi_scaffold import questions
+    from lumi_scaffold.testing import render_project
+
+    def refuse(*_args, **_kwargs):
+        raise PluginDataError("plugin_data.container.path='x': must be an absolute path")
+
+    monkeypatch.setattr(questions, "resolve", refuse)
+    with pytest.raises(PluginDataError) as info:
+        render_project(template, tmp_path / "demo", {"project_name": "demo"})
+    assert isinstance(info.value, UserMessageError) and info.value.message.startswith("plugin_data.container.path='x'")
+    assert not (tmp_path / "demo").exists()
+
+
+# ----------------------------------------------------------- the job on a real Slurm
+
+
+@pytest.mark.slurm
+def test_the_job_checks_the_image_under_the_variable_when_it_starts(slurm_cluster_local2n, template, tmp_path,
+                                                                       site_root):
+    """A smoke-test job with the image at $MYSOFTWARE/...: stops with one line where the
+    variable or the file is missing, runs once the image is there."""
+    from lumi_scaffold.plugins import get_catalogue
+
+    from .helpers import render
+    from .jobs import job_env, log_of, run_job
+
+    if "local" not in get_catalogue().sites:
+        pytest.skip("plugins/lumi-site-local is not installed")
+    cluster = slurm_cluster_local2n
+    project = render(template, tmp_path / "p", site="local", account="local", partition="batch", gpus_per_node=2,
+                     container="custom", container_path="$MYSOFTWARE/containers/pytorch_2.2.0-rocm5.7.3.sif")
+    env = {k: v for k, v in job_env(cluster, tmp_path, site_root).items() if k not in ("SIF", "MYSOFTWARE")}
+    missing, result = run_job(cluster, project, env, "jobs/smoke-test.sbatch")
+    assert (result.state, result.exit_code) == ("FAILED", 2)
+    assert (f"No image at {IMAGE} (MYSOFTWARE=<unset>): set MYSOFTWARE, or give the image with "
+            "SIF=/path/to/image.sif") in log_of(project, missing).splitlines()
+    software = tmp_path / "software"
+    (software / "containers").mkdir(parents=True)
+    (software / "containers/pytorch_2.2.0-rocm5.7.3.sif").write_bytes(b"")
+    found, result = run_job(cluster, project, {**env, "MYSOFTWARE": str(software)}, "jobs/smoke-test.sbatch")
+    log = log_of(project, found)
+    assert result.state == "COMPLETED", log
+    assert "No image" not in log
+
+
+@pytest.mark.parametrize("answers, line", [
+    (["walltime= 01:00:00"], "Validation error for question 'walltime': ' 01:00:00' is not a Slurm time"),
+    (["container=custom", "container_path=/x/$(id).sif"],
+     "Validation error for question 'container_path': '/x/$(id).sif' may only contain"),
+])
+def test_plain_copier_update_refuses_a_bad_answer_in_one_line_and_changes_nothing(tmp_path, answers, line):
+    template = template_copy(tmp_path / "template")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "template"], ["tag", "v1.0.0"]):
+        subprocess.run([*git, *args], cwd=template, check=True, capture_output=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    project = tmp_path / "demo"
+    made = subprocess.run([sys.executable, "-m", "copier", "copy", "--trust", "--defaults", "--quiet", "-d",
+                           "project_name=demo", str(template), str(project)], env=env, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "made"]):
+        subprocess.run([*git, *args], cwd=project, check=True, capture_output=True)
+    args = [sys.executable, "-m", "copier", "update", "--trust", "--defaults", "--skip-answered", "--quiet"]
+    for item in answers:
+        args += ["-d", item]
+    result = subprocess.run(args, cwd=project, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert any(text.startswith(line) for text in result.stderr.splitlines()), result.stderr
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True)
+    assert status.stdout == ""

@@ -1,0 +1,160 @@
+"""Plugins written for an older SDK keep working (docs/plugins/compatibility.md).
+
+The Frontier and DeepSpeed example plugins as released with 0.2.0 (tests/fixtures/plugins-0.2.0,
+taken unchanged from the release commit) are installed with pip into a directory of their
+own and put first on the path of a fresh Python, beside the SDK of this checkout: they are
+found through their entry points and metadata like any installed plugin (they win over the
+current example plugins that may be installed in this Python). A project is rendered and
+linted with each."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+
+from lumi_scaffold import PLUGIN_API, __version__, plugins
+
+from .helpers import REPO, template_copy
+
+RELEASED = Path(__file__).parent / "fixtures" / "plugins-0.2.0"
+NAMES = ("lumi-site-frontier", "lumi-framework-deepspeed")
+
+# Runs in the fresh Python: renders and lints a project per answers, prints what it found.
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    import lumi_site_frontier, lumi_framework_deepspeed
+    from lumi_scaffold import plugins
+    from lumi_scaffold.lint import lint_project
+    from lumi_scaffold.testing import render_project
+
+    template, out, cases = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
+    cat = plugins.get_catalogue()
+    report = {"versions": cat.plugin_versions(), "problems": [str(p) for p in cat.problems],
+              "modules": [lumi_site_frontier.__file__, lumi_framework_deepspeed.__file__], "projects": {}}
+    for name, answers in cases.items():
+        project = render_project(template, out / name, answers)
+        report["projects"][name] = {"lint": lint_project(project, cat),
+                                    "job_env": (project / "scripts/job-env.sh").read_text()}
+    print(json.dumps(report))
+""")
+
+CASES = {
+    "frontier": {"project_name": "demo", "site": "frontier", "account": "abc123", "framework": "pytorch"},
+    "deepspeed": {"project_name": "demo", "site": "lumi", "account": "project_465000000", "framework": "deepspeed",
+                  "nodes": 2},
+    "frontier-deepspeed": {"project_name": "demo", "site": "frontier", "account": "abc123", "framework": "deepspeed"},
+}
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory) -> Path:
+    """The 0.2.0 plugins installed (pip, no dependencies, no build isolation: offline) into a
+    target directory; copies are built, so the fixtures stay as released."""
+    root = tmp_path_factory.mktemp("released")
+    sources = [shutil.copytree(RELEASED / name, root / "src" / name) for name in NAMES]
+    target = root / "site-packages"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--no-compile", "--disable-pip-version-check", "--target", str(target), *map(str, sources)],
+                   check=True, capture_output=True, text=True)
+    return target
+
+
+def test_the_plugins_as_released_with_0_2_render_and_lint_with_this_sdk(released, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in (plugins.ENV_DISABLE, plugins.ENV_LOAD)}
+    env["PYTHONPATH"] = os.pathsep.join([str(released), str(REPO)])
+    result = subprocess.run([sys.executable, "-c", SCRIPT, str(template_copy(tmp_path / "template")), str(tmp_path),
+                             json.dumps(CASES)], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert all(Path(module).is_relative_to(released) for module in report["modules"]), report["modules"]
+    assert {name: report["versions"][name] for name in NAMES} == {name: "0.2.0" for name in NAMES}
+    assert [p for p in report["problems"] if p.startswith(tuple(f"plugin {n!r}" for n in NAMES))] == []
+    for name, project in report["projects"].items():
+        assert project["lint"] == [], name
+    # What each plugin brings is in the projects: Frontier's modules, DeepSpeed's image.
+    assert "module load rocm" in report["projects"]["frontier"]["job_env"]
+    assert "laif-deepspeed" in report["projects"]["deepspeed"]["job_env"] or \
+        "lumi-multitorch" in report["projects"]["deepspeed"]["job_env"]
+
+
+def test_the_plugin_api_version_is_a_major_minor_pair():
+    major, minor = PLUGIN_API
+    assert (major, minor) >= (1, 0)
+
+
+def test_the_compatibility_page_lists_what_plugins_may_rely_on():
+    """Every hook, Jinja global and filter and lumi_scaffold.testing name is on the page, and
+    the page's newest API version is PLUGIN_API: adding one without writing it down fails."""
+    import jinja2
+
+    from lumi_scaffold import copier_ext, hookspecs, testing
+
+    page = (REPO / "docs/plugins/compatibility.md").read_text()
+    hooks = [name for name in vars(hookspecs) if name.startswith("register_")]
+    env = jinja2.Environment(extensions=[copier_ext.LumiExtension])
+    globals_ = [name for name in env.globals if name.startswith("lumi_")]
+    filters = [name for name in env.filters if name.startswith("lumi_")]
+    assert len(hooks) == 5 and len(globals_) >= 9 and len(filters) >= 5
+    missing = [name for name in [*hooks, *globals_, *filters, *testing.__all__] if f"`{name}" not in page]
+    assert missing == []
+    assert f"| {PLUGIN_API[0]}.{PLUGIN_API[1]} | 0.3 |" in page
+
+
+@pytest.mark.parametrize("declared, loads", [("1.0", True), ("1.1", True), ("1.2", False), ("2.0", False)])
+def test_a_plugin_that_needs_a_newer_api_is_reported_by_name_not_loaded(tmp_path, monkeypatch, declared, loads):
+    from .helpers import write_plugin_dist
+
+    source = (f'LUMI_SCAFFOLD_API = "{declared}"\nfrom lumi_scaffold import hookimpl\n'
+              "@hookimpl\ndef register_profilers(register):\n"
+              "    register({'name': 'newprof', 'title': 'New', 'kind': 'none'})\n")
+    module = f"newer_plugin_{declared.replace('.', '_')}"  # one module per case (imports are cached)
+    write_plugin_dist(tmp_path, "lumi-newer", {"newer": module}, {module: source})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(plugins.ENV_LOAD, "newer")
+    plugins.reset()
+    try:
+        cat = plugins.get_catalogue()
+    finally:
+        plugins.reset()
+    assert ("newprof" in cat.profilers) is loads
+    have = f"{PLUGIN_API[0]}.{PLUGIN_API[1]}"
+    expected = [] if loads else [
+        f"plugin 'newer': needs plugin API {declared}, and lumi-scaffold {__version__} has {have}; not loaded. "
+        "Fix: upgrade lumi-scaffold (pipx upgrade lumi-scaffold, or uv tool upgrade lumi-scaffold)"]
+    assert [str(p) for p in cat.problems] == expected
+
+
+def test_a_check_that_0_2_did_not_make_warns_first_and_the_plugin_still_works():
+    """0.2 took a registered instance as it was. One changed with model_copy so that only a
+    check across its fields fails (a default partition it no longer has) is used, as 0.2
+    did, with one line naming the plugin, what will be refused and the fix."""
+    from lumi_scaffold import hookimpl
+    from lumi_scaffold.questions import resolve
+    from lumi_scaffold.testing import plugin_catalogue
+
+    lumi = plugin_catalogue().sites["lumi"]
+
+    @hookimpl
+    def register_sites(register):
+        register(lumi.model_copy(update={"name": "shared", "cotainr": None, "own_image_frameworks": "all",
+                                         "partitions": [p for p in lumi.partitions if p.allocation == "by-resource"]}))
+
+    cat = plugin_catalogue(("lumi-site-shared", types.SimpleNamespace(register_sites=register_sites)))
+    assert "shared" in cat.sites
+    [warning] = cat.problems
+    assert warning.kind == "warning" and str(warning) == (
+        "plugin 'lumi-site-shared': site 'shared': (object): whole_node_partition='standard-g' is not one of the "
+        "partitions ['small-g', 'dev-g']. lumi-scaffold 0.4 will refuse it (0.3 uses it as 0.2 did). Fix: make the "
+        "Site with Site(...) or model_validate, not model_construct or model_copy, and correct what the check names")
+    data = resolve({"project_name": "demo", "site": "shared", "account": "project_465000000", "framework": "pytorch",
+                   "container": "custom", "container_path": "/project/project_465000000/pytorch.sif"}, cat)
+    assert data["partition"]["name"] == "small-g"

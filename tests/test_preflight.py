@@ -91,7 +91,11 @@ def test_framework_benchmark_runs_across_two_nodes(slurm_cluster_local2n, templa
     assert (project / "logs" / f"preflight-{job_id}.txt").read_text().count("float     sum") == 3
 
 
-@pytest.mark.parametrize("line, state", [(OFI, "COMPLETED"), (SOCKET, "FAILED")], ids=["slingshot", "tcp"])
+OFI_FAILED_THEN_SOCKET = "nid005000:1:1 [0] NCCL INFO NET/OFI aws-ofi-rccl initialization failed\n" + SOCKET
+
+
+@pytest.mark.parametrize("line, state", [(OFI, "COMPLETED"), (SOCKET, "FAILED"), (OFI_FAILED_THEN_SOCKET, "FAILED")],
+                         ids=["slingshot", "tcp", "ofi-failed-then-socket"])
 def test_image_all_reduce_perf_is_preferred_and_tcp_fails_the_job(slurm_cluster_2nodes, template, tmp_path, site_root,
                                                                   line, state):
     """A LUMI project on 2 nodes x 8 GPUs (LAIF image): the image's all_reduce_perf runs as
@@ -107,12 +111,12 @@ def test_image_all_reduce_perf_is_preferred_and_tcp_fails_the_job(slurm_cluster_
     assert bench and bench.group(1) == str(tmp_path / "image-bin" / "all_reduce_perf"), log
     assert "# fake all_reduce_perf -b 1M -e 1G -f 2 -g 1 -n 5 NCCL_DEBUG_SUBSYS=INIT,NET" in log
     assert "allreduce_bench.py" not in log.replace("src/demo/allreduce_bench.py instead", "")
-    assert "preflight: 2 nodes, 16 ranks (16 in the benchmark's table)" in log
-    assert "preflight: bus bandwidth 1024 MiB: 19.75 GB/s (largest message), average 19.2500 GB/s" in log
-    assert "no published all-reduce figure for LUMI to compare with (no verdict)" in log
     for rank in range(16):
         assert (project / "logs" / f"rccl-{job_id}-rank{rank}.txt").read_text().strip() == line
     if state == "COMPLETED":
+        assert "preflight: 2 nodes, 16 ranks (16 in the benchmark's table)" in log
+        assert "preflight: bus bandwidth 1024 MiB: 19.75 GB/s (largest message), average 19.2500 GB/s" in log
+        assert "no published all-reduce figure for LUMI to compare with (no verdict)" in log
         assert "preflight: RCCL uses Slingshot (aws-ofi-rccl plugin, cxi provider) between nodes" in log
     else:
         assert re.search(r"^ERROR: RCCL talks between nodes over TCP sockets, not Slingshot .*: 16 rank\(s\), "

@@ -312,28 +312,46 @@ if os.environ.get("NCCL_DEBUG_FILE"):
 time.sleep(8)
 print("rank", os.environ["RANK"], "trained", flush=True)
 """
+OFI_LINES = ["nid005000:1:1 [0] NCCL INFO NET/OFI Using aws-ofi-rccl 1.4.0",
+             "nid005000:1:1 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)"]
+OFI_FAILED = "nid005000:1:1 [0] NCCL INFO NET/OFI aws-ofi-rccl initialization failed"
+SOCKET_LINE = "nid005000:1:1 [0] NCCL INFO NET/Socket : Using [0]hsn0:10.253.1.1<0>"
+NO_NET_LINE = "nid005000:1:1 [0] NCCL INFO Bootstrap : Using hsn0:10.253.1.1<0>"
 
 
-@pytest.mark.parametrize("line, state", [
-    ("nid005000:1:1 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)", "COMPLETED"),
-    ("nid005000:1:1 [0] NCCL INFO NET/Socket : Using [0]hsn0:10.253.1.1<0>", "FAILED"),
-], ids=["slingshot", "tcp"])
-def test_two_node_job_stops_when_rccl_falls_back_to_tcp(slurm_cluster_2nodes, template, tmp_path, site_root, line, state):
+@pytest.mark.parametrize("lines, state", [
+    (OFI_LINES, "COMPLETED"),
+    ([OFI_LINES[0], OFI_FAILED, SOCKET_LINE], "FAILED"),
+    ([SOCKET_LINE], "FAILED"),
+    ([NO_NET_LINE], "COMPLETED"),
+], ids=["slingshot", "ofi-failed-then-socket", "tcp", "no-network-line"])
+def test_two_node_job_stops_when_rccl_falls_back_to_tcp(slurm_cluster_2nodes, template, tmp_path, site_root, lines,
+                                                        state):
     """Without the OFI plugin RCCL uses TCP sockets between nodes and says so only in its
-    init log [WS-09]: rank 0's watcher reads it and stops the job with the reason."""
+    init log [WS-09]: rank 0's watcher (scripts/rccl_net.py) reads what RCCL finally chose
+    and stops the job with the reason, also when the plugin loaded and failed first; a log
+    with no network line is reported. The 1-GPU smoke test logs no RCCL setup at all."""
     project = render(template, tmp_path / "p", nodes=2)
     (project / "src/demo/train.py").write_text(FAKE_RCCL)
-    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_RCCL_LINE=line)
+    line = "\n".join(lines)
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_RCCL_LINE=line, RCCL_NET_CHECK_WAIT="3")
     job_id, result = run_job(slurm_cluster_2nodes, project, env, "jobs/train.sbatch", timeout=120)
     log = log_of(project, job_id)
     assert result.state == state, log
     if state == "COMPLETED":
-        assert "rank 0: RCCL uses Slingshot (aws-ofi-rccl plugin, cxi provider) between nodes" in log
         assert log.count(" trained") == 16
     else:
         assert "ERROR: RCCL talks between nodes over TCP sockets, not Slingshot" in log and "Fix: the image" in log
-        assert "rank 0 trained" not in log
+        assert "rank 0 trained" not in log and "RCCL uses Slingshot" not in log
+    if lines == OFI_LINES:
+        assert "rank 0: RCCL uses Slingshot (aws-ofi-rccl plugin, cxi provider) between nodes" in log
+    elif lines == [NO_NET_LINE]:
+        assert "WARNING: rank 0: RCCL logged no network line within 3 s" in log and "RCCL uses" not in log
     assert (project / "logs" / f"rccl-{job_id}-rank0.txt").read_text().strip() == line
+    assert sorted(p.name for p in (project / "logs").glob("rccl-*")) == [f"rccl-{job_id}-rank0.txt"]
+    (project / "src/demo/smoke_test.py").write_text(FAKE_RCCL)
+    smoke, result = run_job(slurm_cluster_2nodes, project, env, "jobs/smoke-test.sbatch", timeout=120)
+    assert result.state == "COMPLETED" and not list((project / "logs").glob(f"rccl-{smoke}-*")), log_of(project, smoke)
 
 
 # ------------------------------------------------------------------ attach

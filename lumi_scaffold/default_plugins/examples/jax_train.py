@@ -17,8 +17,11 @@ kept. The script exits 0 once it has trained --steps steps.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import glob
+import inspect
 import os
+import signal
 import time
 
 import jax
@@ -39,6 +42,25 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+class Heartbeat:
+    """For the job's progress watchdog (scripts/watchdog.py): this rank prints its stacks on
+    SIGUSR2 (faulthandler; the watchdog sends it before it stops a stalled job), and
+    ``beat(step)`` writes the step into the file scripts/run.sh names in
+    LUMI_SCAFFOLD_HEARTBEAT, at most once a second (it is a file on the shared file system)."""
+
+    def __init__(self) -> None:
+        self.path, self.last = os.environ.get("LUMI_SCAFFOLD_HEARTBEAT"), 0.0
+        if hasattr(signal, "SIGUSR2"):
+            faulthandler.register(signal.SIGUSR2, all_threads=True)
+
+    def beat(self, step: int) -> None:
+        now = time.monotonic()
+        if self.path and now - self.last >= 1.0:
+            with open(self.path, "w") as handle:
+                handle.write(f"{step}\n")
+            self.last = now
+
+
 def initialize() -> None:
     if int(os.environ.get("SLURM_NTASKS", os.environ.get("WORLD_SIZE", "1"))) <= 1:
         return
@@ -46,7 +68,14 @@ def initialize() -> None:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
     except (AttributeError, ValueError, KeyError):
         pass
-    jax.distributed.initialize()
+    # The job's timeout for this (all processes must join within it), below the startup
+    # allowance of its progress watchdog (scripts/job-env.sh); JAX's default is 300 s
+    # (JAX documentation of jax.distributed.initialize, initialization_timeout).
+    timeout = int(os.environ.get("LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT", "300"))
+    if "initialization_timeout" in inspect.signature(jax.distributed.initialize).parameters:
+        jax.distributed.initialize(initialization_timeout=timeout)
+    else:  # (older JAX)
+        jax.distributed.initialize()
 
 
 def load_dataset(data_dir: str | None, rank: int, world: int) -> tuple[np.ndarray, np.ndarray]:
@@ -127,11 +156,13 @@ def main() -> None:
     profile_dir = os.environ.get("LUMI_SCAFFOLD_PROFILE_DIR")
     rng = np.random.default_rng([rank, start])  # a resumed run draws new batches
     batch = args.batch_size - args.batch_size % len(jax.local_devices()) or len(jax.local_devices())
+    heartbeat = Heartbeat()
     for step in range(start + 1, args.steps + 1):
         if profile_dir and step == start + 3:
             jax.profiler.start_trace(profile_dir)
         index = rng.integers(0, len(x), batch)
         params, loss = step_fn(params, global_batch(rows, x[index]), global_batch(rows, y[index]))
+        heartbeat.beat(step)
         if profile_dir and step == min(start + 7, args.steps) and step >= start + 3:  # also for short runs
             jax.profiler.stop_trace()
         if args.seconds_per_step:

@@ -104,3 +104,34 @@ def test_watch_ends_with_the_training(tmp_path):
                              str(tmp_path / "none.txt")], capture_output=True, text=True, timeout=20)
     assert result.returncode == 0 and not result.stdout and not result.stderr
     assert not os.path.exists(tmp_path / "none.txt")
+
+
+# all_reduce_perf's table (two sizes), as in tests/test_preflight.py's stand-in
+TABLE = """#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+   67108864      33554432      half     sum      -1   1400.0   47.94   89.88      0   1400.0   47.94   89.88      0
+  134217728      67108864      half     sum      -1   3100.0   43.30   81.18      0   3100.0   43.30   81.18      0
+ 2147483648    1073741824      half     sum      -1  50000.0   42.95   80.53      0  50000.0   42.95   80.53      0
+"""
+BUSBW = ["--reference", "85", "--size", "134217728", "--tolerance", "0.05", "--nodes", "2",
+         "--shape", "2 nodes x 8 GCDs, outside a container", "--source", "RF-RCCL"]
+
+
+def test_busbw_verdict_at_the_reference_size(tmp_path, capsys):
+    """81.18 GB/s at 128 MiB passes 85 GB/s with 5 % tolerance (80.75); 80.5 does not."""
+    table = tmp_path / "preflight.txt"
+    table.write_text(TABLE)
+    assert rccl_net.main(["busbw", *BUSBW, "--job-nodes", "2", str(table)]) == 0
+    out = capsys.readouterr().out
+    assert out == ("preflight: bus bandwidth at 128 MiB: 81.18 GB/s, 96% of the reference 85 GB/s "
+                   "(2 nodes x 8 GCDs, outside a container) [RF-RCCL]\n"
+                   "preflight: PASS (at least 80.75 GB/s: 5 % below the reference)\n")
+    table.write_text(TABLE.replace("81.18", "80.50"))
+    assert rccl_net.main(["busbw", *BUSBW, "--job-nodes", "2", str(table)]) == 1
+    assert "ERROR: preflight: FAIL: 80.5 GB/s at 128 MiB is below 80.75 GB/s" in capsys.readouterr().err
+    # on 4 nodes: the figure, no verdict; without the size in the table: no verdict
+    assert rccl_net.main(["busbw", *BUSBW, "--job-nodes", "4", str(table)]) == 0
+    assert "no verdict: the reference was measured on 2 nodes, this job has 4" in capsys.readouterr().out
+    table.write_text(TABLE.replace("134217728", "134217729"))
+    assert rccl_net.main(["busbw", *BUSBW, "--job-nodes", "2", str(table)]) == 0
+    assert "no verdict: the benchmark measured no 128 MiB message" in capsys.readouterr().out
+    assert rccl_net.busbw_at(TABLE, 0) == 80.53

@@ -9,6 +9,10 @@ every rank's log after the benchmark. Standard library only; run by the image's 
   python scripts/rccl_net.py watch --pid PID --wait SECONDS --fast ... --tcp ... --name ... --fix ... LOG
       polls LOG while process PID lives: TCP stops PID (SIGTERM) and exits 1; the fast
       network exits 0; no network line within SECONDS is reported (exit 3), PID runs on.
+  python scripts/rccl_net.py busbw --reference GBS --size BYTES --tolerance FRACTION
+         --nodes N --job-nodes N --shape TEXT --source KEY TABLE
+      the preflight's verdict: the bus bandwidth of all_reduce_perf's table (or
+      allreduce_bench.py's) at BYTES against a published figure; exit 1 below it.
 
 The rule: the last line that names a network decides. RCCL tries its network plugin first
 and falls back to sockets when the plugin loads but fails, so an OFI line ("NET/OFI ...
@@ -111,6 +115,42 @@ def watch(args: argparse.Namespace) -> int:
     return 0
 
 
+def busbw_at(table: str, size: int) -> float | None:
+    """The (out-of-place) bus bandwidth at message ``size`` in an all_reduce_perf table
+    (size 0: the largest message)."""
+    rows = {}
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) >= 8 and fields[0].isdigit():
+            try:
+                rows[int(fields[0])] = float(fields[7])
+            except ValueError:
+                continue
+    if not rows:
+        return None
+    return rows.get(size or max(rows))
+
+
+def busbw(args: argparse.Namespace) -> int:
+    size = f"{args.size / 1048576:g} MiB" if args.size else "the largest message"
+    got = busbw_at(read(args.table), args.size)
+    reference = f"the reference {args.reference:g} GB/s ({args.shape}) [{args.source}]"
+    if got is None:
+        print(f"preflight: no verdict: the benchmark measured no {size} message, the size of {reference}")
+        return 0
+    print(f"preflight: bus bandwidth at {size}: {got:g} GB/s, {100 * got / args.reference:.0f}% of {reference}")
+    if args.nodes and args.job_nodes != args.nodes:
+        print(f"preflight: no verdict: the reference was measured on {args.nodes} nodes, this job has {args.job_nodes}")
+        return 0
+    least = args.reference * (1 - args.tolerance)
+    if got >= least:
+        print(f"preflight: PASS (at least {least:g} GB/s: {100 * args.tolerance:g} % below the reference)")
+        return 0
+    print(f"ERROR: preflight: FAIL: {got:g} GB/s at {size} is below {least:g} GB/s ({100 * args.tolerance:g} % below "
+          f"{reference}). Compare the job's RCCL logs and settings with the reference's.", file=sys.stderr)
+    return 1
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="rccl_net.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -126,8 +166,17 @@ def main(argv: list[str]) -> int:
             command.add_argument("--pid", type=int, required=True, help="the process to stop on TCP")
             command.add_argument("--wait", type=float, required=True, help="seconds to wait for a network line")
             command.add_argument("--interval", type=float, default=2.0, help="seconds between reads")
+    command = sub.add_parser("busbw")
+    command.add_argument("--reference", type=float, required=True, help="GB/s expected")
+    command.add_argument("--size", type=int, required=True, help="the message size of the reference (0: the largest)")
+    command.add_argument("--tolerance", type=float, default=0.0, help="fraction below the reference that passes")
+    command.add_argument("--nodes", type=int, required=True, help="the node count of the reference (0: any)")
+    command.add_argument("--job-nodes", type=int, required=True, help="the node count of this job")
+    command.add_argument("--shape", required=True, help="what the reference measured")
+    command.add_argument("--source", required=True, help="where it is published")
+    command.add_argument("table", help="the benchmark's output")
     args = parser.parse_args(argv)
-    return check(args) if args.command == "check" else watch(args)
+    return {"check": check, "watch": watch, "busbw": busbw}[args.command](args)
 
 
 if __name__ == "__main__":

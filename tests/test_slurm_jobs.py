@@ -23,7 +23,7 @@ from lumi_scaffold.plugins import get_catalogue
 from lumi_scaffold.questions import check
 
 from .helpers import render
-from .jobs import image_env, job_env, log_of, run_job
+from .jobs import heartbeats, image_env, job_env, log_of, run_job
 from .slurm.fixtures import LOCAL_TWO_NODE_KNOBS, slurm_required, start_or_skip
 
 pytestmark = pytest.mark.slurm
@@ -153,7 +153,9 @@ def test_lumi_project_trains_on_eight_ranks(slurm_cluster, template, tmp_path, s
     assert "done: 20 steps on 8 process(es)" in log
     assert (tmp_path / "outputs" / "demo" / "checkpoint-00000020.pt").exists()
     calls = [json.loads(line) for line in (tmp_path / "singularity.jsonl").read_text().splitlines()]
-    assert len(calls) == 8 and {c["verb"] for c in calls} == {"run"} and all(c["error"] is None for c in calls)
+    assert {c["verb"] for c in calls} == {"run"} and all(c["error"] is None for c in calls)
+    # one per rank, and one for the progress watchdog beside them
+    assert sorted("scripts/watchdog.py" in " ".join(c["cmd"]) for c in calls) == [False] * 8 + [True], calls
     assert calls[0]["bind_specs"] == ["/pfs"] and "FROM_LOGIN" not in calls[0]["env_names"]
     assert (tmp_path / "module.log").read_text().splitlines() == [
         "module purge", "module use /appl/local/laifs/modules", "module load lumi-aif-singularity-bindings"]
@@ -175,7 +177,8 @@ def test_failing_rank_fails_the_job_and_ends_the_chain(slurm_cluster, template, 
     log = log_of(project, job_id)
     assert result.state == "FAILED" and result.exit_code != 0, log
     assert "injected failure" in log
-    assert log.count("conda env activated") == 2  # $WITH_CONDA ran inside the container on each rank
+    # $WITH_CONDA ran inside the container on each rank, and for the progress watchdog
+    assert log.count("conda env activated") == 3
     assert "prestage: node 0: extracted" in log and "data: 512 samples from" in log and "/node-tmp/" in log
     assert (tmp_path / "outputs" / "demo" / "checkpoint-00000010.pt").exists(), log
     next_job = int(re.search(r"^chain: job (\d+) continues run demo", log, re.M).group(1))
@@ -248,6 +251,9 @@ def test_pytorch_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_pa
     assert sorted(r for r, _, _ in ranks) == ["0", "1", "2", "3"], log
     for node in ("nid005000", "nid005001"):  # (torchrun numbers the nodes in the order they join)
         assert sorted(local for _, n, local in ranks if n == node) == ["0", "1"], log
+    beats = heartbeats(project, job_id)  # every rank wrote its step for the progress watchdog
+    assert sorted(beats) == [0, 1, 2, 3] and all(1 <= step <= 20 for _, step in beats.values()), beats
+    assert sorted(beats[int(r)][0] == n for r, n, _ in ranks) == [True] * 4, (beats, ranks)
     assert "0 DataLoader worker(s) per rank" in log  # 1 CPU per rank on this site, minus the rank's own
     job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/train.sbatch", "--steps", "30")
     log = log_of(project, job_id)
@@ -270,6 +276,8 @@ def test_jax_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, 
     assert "done: 20 steps on 4 process(es)" in log
     sums = dict(re.findall(r"^rank (\d): parameter checksum (\S+)$", log, re.M))
     assert sorted(sums) == ["0", "1", "2", "3"] and len(set(sums.values())) == 1, log
+    beats = heartbeats(project, job_id)  # every process wrote its step for the progress watchdog
+    assert sorted(beats) == [0, 1, 2, 3] and all(1 <= step <= 20 for _, step in beats.values()), beats
     job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/train.sbatch", "--steps", "25")
     log = log_of(project, job_id)
     assert result.state == "COMPLETED" and "resumed from" in log and "at step 20" in log, log

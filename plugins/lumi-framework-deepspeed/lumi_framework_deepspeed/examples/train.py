@@ -22,10 +22,13 @@ kept. The script exits 0 once it has trained --steps steps.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import glob
 import os
 import shutil
+import signal
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +67,26 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+class Heartbeat:
+    """For the job's progress watchdog (scripts/watchdog.py): this rank prints its stacks on
+    SIGUSR2 (faulthandler; the watchdog sends it before it stops a stalled job), and
+    ``beat(step)`` writes the step into the file scripts/run.sh names in
+    LUMI_SCAFFOLD_HEARTBEAT, at most once a second (it is a file on the shared file system).
+    Projects from lumi-scaffold before 0.3 have no watchdog: then it writes nothing."""
+
+    def __init__(self) -> None:
+        self.path, self.last = os.environ.get("LUMI_SCAFFOLD_HEARTBEAT"), 0.0
+        if hasattr(signal, "SIGUSR2"):
+            faulthandler.register(signal.SIGUSR2, all_threads=True)
+
+    def beat(self, step: int) -> None:
+        now = time.monotonic()
+        if self.path and now - self.last >= 1.0:
+            with open(self.path, "w") as handle:
+                handle.write(f"{step}\n")
+            self.last = now
+
+
 def default_workers() -> int:
     """The CPUs the job gives this rank (scripts/run.sh exports them), minus one for the rank itself."""
     cpus = os.environ.get("LUMI_SCAFFOLD_CPUS_PER_RANK")
@@ -93,7 +116,15 @@ def setup() -> tuple[int, int]:
     accelerator = get_accelerator()
     if accelerator.device_name() != "cpu":  # ROCm GPUs are DeepSpeed's cuda accelerator
         accelerator.set_device(int(os.environ["LOCAL_RANK"]) % accelerator.device_count())
-    deepspeed.init_distributed(dist_backend=accelerator.communication_backend_name())
+    # The job's collective timeout, below its progress watchdog (scripts/job-env.sh): a
+    # collective that does not return within it ends the rank with an error (DeepSpeed
+    # documentation of deepspeed.init_distributed, timeout; PyTorch documentation of
+    # init_process_group, timeout). With TORCH_NCCL_ASYNC_ERROR_HANDLING=1 the rank aborts
+    # its communicator and ends on such an error (PyTorch documentation, "PyTorch
+    # ProcessGroupNCCL Environment Variables").
+    os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+    timeout = timedelta(seconds=int(os.environ.get("LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT", "600")))
+    deepspeed.init_distributed(dist_backend=accelerator.communication_backend_name(), timeout=timeout)
     rank = int(os.environ["RANK"])
     affinity = sorted(os.sched_getaffinity(0))
     print(f"rank {rank}/{world} local_rank {os.environ['LOCAL_RANK']} accelerator {accelerator.device_name()} "
@@ -126,6 +157,7 @@ def main() -> None:
     loss_fn = nn.CrossEntropyLoss()
     profiler = start_profiler()
     epoch = step // max(len(loader), 1)  # a resumed run goes on with the next epoch's order
+    heartbeat = Heartbeat()
     while step < args.steps:
         sampler.set_epoch(epoch)
         for x, y in loader:
@@ -134,6 +166,7 @@ def main() -> None:
             engine.backward(loss)
             engine.step()
             step += 1
+            heartbeat.beat(step)
             if profiler is not None:
                 profiler.step()
             if args.seconds_per_step:

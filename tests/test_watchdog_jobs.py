@@ -51,8 +51,9 @@ for step in range(start + 1, args.steps + 1):
     if faulty and step == 5 and os.environ.get("FAKE_FAULT") == "die":
         print(f"rank {rank}: dying at step 5", flush=True)
         sys.exit(7)
-    with open(os.environ["LUMI_SCAFFOLD_HEARTBEAT"], "w") as beat:
-        beat.write(f"{step}\\n")
+    if os.environ.get("LUMI_SCAFFOLD_HEARTBEAT"):  # (not with PROGRESS_TIMEOUT=0)
+        with open(os.environ["LUMI_SCAFFOLD_HEARTBEAT"], "w") as beat:
+            beat.write(f"{step}\\n")
     open(os.path.join(barrier, f"{step}-{rank}"), "w").close()
     while sum(name.startswith(f"{step}-") for name in os.listdir(barrier)) < world:
         time.sleep(0.2)

@@ -29,7 +29,7 @@ def expected_files(a: dict) -> set[str]:
         "logs/.gitkeep", "jobs/train.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh",
         "scripts/job-env.sh", "scripts/run.sh", "scripts/setup-venv.sh", "scripts/image_packages.py", "scripts/attach.sh",
         "scripts/watchdog.py", "scripts/rccl_net.py",
-        f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py",
+        f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"src/{pkg}/heartbeat.py",
     }
     if a.get("profiler", "none") != "none":
         files |= {"jobs/profile.sbatch", "scripts/run-profile.sh"}

@@ -12,11 +12,20 @@ import time
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[1] / "project-templates/project/scripts/watchdog.py"
-spec = importlib.util.spec_from_file_location("watchdog", SCRIPT)
-assert spec and spec.loader
-watchdog = importlib.util.module_from_spec(spec)
-sys.modules["watchdog"] = watchdog
-spec.loader.exec_module(watchdog)
+
+
+def load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# watchdog.py imports scripts/rccl_net.py (beside it when it runs as a script); no sys.path
+# change here: scripts/watchdog.py would shadow the PyPI package of that name.
+sys.modules.setdefault("rccl_net", load("rccl_net", SCRIPT.parent / "rccl_net.py"))
+watchdog = load("project_watchdog", SCRIPT)
 Beat = watchdog.Beat
 
 

@@ -17,17 +17,17 @@ kept. The script exits 0 once it has trained --steps steps.
 from __future__ import annotations
 
 import argparse
-import faulthandler
 import glob
 import inspect
 import os
-import signal
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from heartbeat import Heartbeat  # src/<package>/heartbeat.py, beside this script: for the job's watchdog
 
 
 def parse_args() -> argparse.Namespace:
@@ -41,24 +41,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seconds-per-step", type=float, default=0.0, help="throttle (to test time limits)")
     return parser.parse_args()
 
-
-class Heartbeat:
-    """For the job's progress watchdog (scripts/watchdog.py): this rank prints its stacks on
-    SIGUSR2 (faulthandler; the watchdog sends it before it stops a stalled job), and
-    ``beat(step)`` writes the step into the file scripts/run.sh names in
-    LUMI_SCAFFOLD_HEARTBEAT, at most once a second (it is a file on the shared file system)."""
-
-    def __init__(self) -> None:
-        self.path, self.last = os.environ.get("LUMI_SCAFFOLD_HEARTBEAT"), 0.0
-        if hasattr(signal, "SIGUSR2"):
-            faulthandler.register(signal.SIGUSR2, all_threads=True)
-
-    def beat(self, step: int) -> None:
-        now = time.monotonic()
-        if self.path and now - self.last >= 1.0:
-            with open(self.path, "w") as handle:
-                handle.write(f"{step}\n")
-            self.last = now
 
 
 def initialize() -> None:

@@ -15,11 +15,9 @@ Data: --data DIR reads *.npz shards with arrays ``x`` (float32, N x features) an
 from __future__ import annotations
 
 import argparse
-import faulthandler
 import gc
 import glob
 import os
-import signal
 import time
 from datetime import timedelta
 
@@ -29,6 +27,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+from heartbeat import Heartbeat  # src/<package>/heartbeat.py, beside this script: for the job's watchdog
 
 
 def parse_args() -> argparse.Namespace:
@@ -44,24 +44,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seconds-per-step", type=float, default=0.0, help="throttle (to test time limits)")
     return parser.parse_args()
 
-
-class Heartbeat:
-    """For the job's progress watchdog (scripts/watchdog.py): this rank prints its stacks on
-    SIGUSR2 (faulthandler; the watchdog sends it before it stops a stalled job), and
-    ``beat(step)`` writes the step into the file scripts/run.sh names in
-    LUMI_SCAFFOLD_HEARTBEAT, at most once a second (it is a file on the shared file system)."""
-
-    def __init__(self) -> None:
-        self.path, self.last = os.environ.get("LUMI_SCAFFOLD_HEARTBEAT"), 0.0
-        if hasattr(signal, "SIGUSR2"):
-            faulthandler.register(signal.SIGUSR2, all_threads=True)
-
-    def beat(self, step: int) -> None:
-        now = time.monotonic()
-        if self.path and now - self.last >= 1.0:
-            with open(self.path, "w") as handle:
-                handle.write(f"{step}\n")
-            self.last = now
 
 
 def default_workers() -> int:

@@ -30,6 +30,8 @@ import sys
 import time
 from typing import NamedTuple
 
+from rccl_net import alive  # scripts/rccl_net.py, beside this file
+
 BEAT = re.compile(r"rank(\d+)@(.+)")
 DUMP_SIGNAL = signal.SIGUSR2
 
@@ -123,16 +125,6 @@ def watch(args: argparse.Namespace) -> int:
             return 3
         time.sleep(args.interval)
     return 0
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def ranks_here(directory: str) -> list[tuple[int, str]]:

@@ -22,11 +22,9 @@ kept. The script exits 0 once it has trained --steps steps.
 from __future__ import annotations
 
 import argparse
-import faulthandler
 import glob
 import os
 import shutil
-import signal
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -35,6 +33,11 @@ import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+try:  # src/<package>/heartbeat.py, beside this script: projects with the job's progress watchdog
+    from heartbeat import Heartbeat
+except ImportError:  # a project from lumi-scaffold before 0.3: no watchdog to tell
+    Heartbeat = None
 
 try:
     import deepspeed
@@ -66,25 +69,6 @@ def parse_args() -> argparse.Namespace:
     args.deepspeed_config = args.deepspeed_config or str(PROJECT_DIR / "config" / "ds_config.json")
     return args
 
-
-class Heartbeat:
-    """For the job's progress watchdog (scripts/watchdog.py): this rank prints its stacks on
-    SIGUSR2 (faulthandler; the watchdog sends it before it stops a stalled job), and
-    ``beat(step)`` writes the step into the file scripts/run.sh names in
-    LUMI_SCAFFOLD_HEARTBEAT, at most once a second (it is a file on the shared file system).
-    Projects from lumi-scaffold before 0.3 have no watchdog: then it writes nothing."""
-
-    def __init__(self) -> None:
-        self.path, self.last = os.environ.get("LUMI_SCAFFOLD_HEARTBEAT"), 0.0
-        if hasattr(signal, "SIGUSR2"):
-            faulthandler.register(signal.SIGUSR2, all_threads=True)
-
-    def beat(self, step: int) -> None:
-        now = time.monotonic()
-        if self.path and now - self.last >= 1.0:
-            with open(self.path, "w") as handle:
-                handle.write(f"{step}\n")
-            self.last = now
 
 
 def default_workers() -> int:
@@ -157,7 +141,7 @@ def main() -> None:
     loss_fn = nn.CrossEntropyLoss()
     profiler = start_profiler()
     epoch = step // max(len(loader), 1)  # a resumed run goes on with the next epoch's order
-    heartbeat = Heartbeat()
+    heartbeat = Heartbeat() if Heartbeat else None
     while step < args.steps:
         sampler.set_epoch(epoch)
         for x, y in loader:
@@ -166,7 +150,8 @@ def main() -> None:
             engine.backward(loss)
             engine.step()
             step += 1
-            heartbeat.beat(step)
+            if heartbeat:
+                heartbeat.beat(step)
             if profiler is not None:
                 profiler.step()
             if args.seconds_per_step:

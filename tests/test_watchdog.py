@@ -83,9 +83,12 @@ def test_watch_ends_with_the_batch_shell(tmp_path):
     assert result.returncode == 0 and not result.stderr and not (tmp_path / "stalled").exists()
 
 
-# TEST STAND-IN for a rank: registers faulthandler on SIGUSR2 as the examples do, then hangs.
-RANK = """import faulthandler, signal, sys, time
+# TEST STAND-IN for a rank: registers faulthandler on SIGUSR2 as the examples do, starts a
+# worker process (as a data loader does: same environment, no handler), then hangs.
+RANK = """import faulthandler, signal, subprocess, sys, time
 faulthandler.register(signal.SIGUSR2, all_threads=True)
+worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
 def stuck_in_a_collective():
     print("ready", flush=True)
     while True:

@@ -128,3 +128,23 @@ def test_a_chain_goes_on_without_the_node_that_stalled_once(slurm_cluster_2nodes
     assert "rank 0 on nid005001: resumed at step 4" in log2 and "done: 12 steps on nid005001" in log2, log2
     assert slurm_cluster_2nodes.job_info(int(retry.group(1)))["ExcNodeList"] == "nid005000"
     assert slurm_cluster_2nodes.wait(int(queued.group(1)), timeout=30).state == "CANCELLED"
+
+
+def test_the_pytorch_example_with_a_hung_rank_stops_before_the_time_limit(slurm_cluster, template, tmp_path, site_root):
+    """The example itself (DDP over gloo, 2 ranks on small-g, 1 h limit), rank 1 sleeping
+    forever at step 5: rank 0's all-reduce ends at the collective timeout the job set below
+    PROGRESS_TIMEOUT (two thirds of 9 s: 6 s), and the job fails within a minute."""
+    project = render(template, tmp_path / "p", partition="small-g", gpus_per_node=2, walltime="01:00:00")
+    train = project / "src/demo/train.py"
+    train.write_text(train.read_text().replace(
+        "            step += 1\n",
+        "            step += 1\n            if rank == 1 and step == 5:\n                time.sleep(10**6)\n", 1))
+    env = job_env(slurm_cluster, tmp_path, site_root, PROGRESS_TIMEOUT="9", STARTUP_TIMEOUT="120")
+    started = time.monotonic()
+    job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--steps", "50", "--num-workers", "0",
+                             timeout=180)
+    log = log_of(project, job_id)
+    assert result.state == "FAILED" and time.monotonic() - started < 90, log
+    assert "done:" not in log
+    # the framework's own timeout, set below the watchdog, ends it first with its error
+    assert "Timed out waiting 6000ms" in log and "watchdog: no progress" not in log, log

@@ -143,7 +143,28 @@ def ranks_here(directory: str) -> list[tuple[int, str]]:
         for variable in variables:
             if variable.startswith(prefix):
                 found.append((int(entry), os.path.basename(variable[len(prefix):].decode(errors="replace"))))
-    return sorted(found)
+    return topmost_python(sorted(found))
+
+
+def topmost_python(found: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The rank processes themselves: the Python processes among ``found`` whose parent is
+    not one of them (not their data-loader workers; not a profiler wrapping a rank)."""
+    def parent(pid: int) -> int:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+                return int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return 0
+
+    def is_python(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/comm", encoding="utf-8") as handle:
+                return handle.read().startswith("python")
+        except OSError:
+            return False
+
+    pythons = {pid for pid, _ in found if is_python(pid)}
+    return [(pid, name) for pid, name in found if pid in pythons and parent(pid) not in pythons]
 
 
 def dump(args: argparse.Namespace) -> int:

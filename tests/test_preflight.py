@@ -112,13 +112,13 @@ def test_image_all_reduce_perf_is_preferred_and_tcp_fails_the_job(slurm_cluster_
     assert result.state == state, log
     bench = re.search(r"^preflight: all_reduce_perf \(rccl-tests\) in the image: (\S+)$", log, re.M)
     assert bench and bench.group(1) == str(tmp_path / "image-bin" / "all_reduce_perf"), log
-    assert "# fake all_reduce_perf -b 2M -e 2048M -f 2 -d half -g 1 -n 5 NCCL_DEBUG_SUBSYS=INIT,NET" in log
     assert "allreduce_bench.py" not in log.replace("src/demo/allreduce_bench.py instead", "")
     for rank in range(16):
         assert (project / "logs" / f"rccl-{job_id}-rank{rank}.txt").read_text().strip() == line
     reference = ("the reference 85 GB/s (2 nodes x 8 GCDs, half, measured with the system ROCm and aws-ofi-rccl "
                  "outside a container) [RF-RCCL]")
-    if line == OFI:
+    if line == OFI:  # (on TCP, rank 0's watcher may stop the benchmark before it prints)
+        assert "# fake all_reduce_perf -b 2M -e 2048M -f 2 -d half -g 1 -n 5 NCCL_DEBUG_SUBSYS=INIT,NET" in log
         assert "preflight: 2 nodes, 16 ranks (16 in the benchmark's table)" in log
         assert "preflight: bus bandwidth 1024 MiB: 19.75 GB/s (largest message), average 19.2500 GB/s" in log
         assert "preflight: RCCL uses Slingshot (aws-ofi-rccl plugin, cxi provider) between nodes" in log

@@ -9,6 +9,7 @@ for the job's partition, and the partition's billing rule. Facts the site does n
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,26 @@ class JobReport:
     binding: str
     whole_node: bool
     table: list[Rank] = field(default_factory=list)
+    hang: dict[str, Any] | None = None
+
+
+# The progress watchdog's limits as the job file sets them (its defaults, edited or not).
+LIMIT_LINE = re.compile(r'^(PROGRESS_TIMEOUT|STARTUP_TIMEOUT)="\$\{\1:-(\d+)\}"$', re.M)
+# After the watchdog fires: up to 120 s to collect the stacks, 60 s for the step to stop.
+STOP_SECONDS = 180
+
+
+def _hang(job_file: Path, per_hour: float | None, at_limit: float | None, unit: str) -> dict[str, Any] | None:
+    """What a hang (a collective that never returns) costs at worst, with the job file's
+    watchdog limits and without the watchdog (the whole time limit)."""
+    limits = {name: int(value) for name, value in LIMIT_LINE.findall(job_file.read_text())}
+    if set(limits) != {"PROGRESS_TIMEOUT", "STARTUP_TIMEOUT"}:
+        return {"watchdog": False, "without": at_limit, "with": None, "unit": unit}
+    progress, startup = limits["PROGRESS_TIMEOUT"], limits["STARTUP_TIMEOUT"]
+    seconds = max(progress, startup) + STOP_SECONDS
+    with_watchdog = round(per_hour * seconds / 3600, 4) if per_hour is not None and progress else None
+    return {"watchdog": progress > 0, "progress_timeout": progress, "startup_timeout": startup,
+            "seconds": seconds if progress else None, "without": at_limit, "with": with_watchdog, "unit": unit}
 
 
 def _options(opts: list[str]) -> dict[str, str]:
@@ -155,7 +176,9 @@ def explain_project(project: Path | str) -> dict[str, Any]:
             billed_at_limit=cost.at_limit if cost else None, unit=cost.unit if cost else "",
             rule=cost.rule if cost else "no billing rule known for this partition", source=cost.source if cost else "",
             binding=_binding(data, kind, launch), whole_node=kind != "smoke" and gpus == data.site.gpus_per_node,
-            table=_table(data, kind, nodes, gpus, launch)))
+            table=_table(data, kind, nodes, gpus, launch),
+            hang=_hang(project / JOB_FILES[kind], cost.per_hour if cost else None, cost.at_limit if cost else None,
+                       cost.unit if cost else "") if kind in ("train", "profile") else None))
     train = data.job.cost.get("train")
     return {
         "project": str(project),
@@ -188,6 +211,18 @@ def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
+def _hang_line(hang: dict[str, Any]) -> str:
+    unit = hang["unit"] or "(no billing rule)"
+    without = f"up to {_number(hang['without'])} {unit} (the whole time limit) without the watchdog"
+    if not hang["watchdog"]:
+        why = "PROGRESS_TIMEOUT is 0 in the job file" if "progress_timeout" in hang else \
+            "this job file has no progress watchdog (made before lumi-scaffold 0.3: lumi-scaffold update)"
+        return f"a hang costs {without}; {why}"
+    return (f"a hang costs {without}; with it at most {_number(hang['with'])} {unit} ({hang['seconds']} s: "
+            f"STARTUP_TIMEOUT {hang['startup_timeout']} s before the first step or PROGRESS_TIMEOUT "
+            f"{hang['progress_timeout']} s after, plus up to {STOP_SECONDS} s to collect stacks and stop)")
+
+
 def format_report(report: dict[str, Any]) -> str:
     """The text `lumi-scaffold explain` prints."""
     lines = [f"{report['project']}: {report['site']}, partition {report['partition']}", ""]
@@ -201,6 +236,8 @@ def format_report(report: dict[str, Any]) -> str:
             source = f" [{job['source']}]" if job["source"] else ""
             lines.append(f"  billed: {_number(job['billed_at_limit'])} {job['unit']} at the time limit, "
                          f"{_number(job['billed_per_hour'])} per hour; rule: {job['rule']}{source}")
+        if job["hang"]:
+            lines.append("  " + _hang_line(job["hang"]))
         lines.append(f"  binding: {job['binding']}")
         numa = any(r["numa"] is not None for r in job["table"])
         nic = any(r["nic"] is not None for r in job["table"])

@@ -606,12 +606,35 @@ class RcclCheck(Model):
 class AllreduceReference(Model):
     """A published all-reduce bus bandwidth the network preflight compares with."""
 
-    busbw_gbs: float = Field(gt=0, description="Bus bandwidth in GB/s (rccl-tests' busbw) of the largest message.")
+    busbw_gbs: float = Field(gt=0, description="Bus bandwidth in GB/s (rccl-tests' busbw) expected at size_bytes.")
     shape: str = Field(description="One line: what was measured (nodes, GPUs, message size, image).")
     source: str = Field(min_length=1, description="Where the figure is published (a source key); required.")
+    size_bytes: int | None = Field(
+        default=None, gt=0, description="The message size of the figure; absent: the largest message measured."
+    )
+    tolerance: float = Field(
+        default=0.0, ge=0, lt=1, description="How far below busbw_gbs still passes, as a fraction (0.05: 5 %)."
+    )
+    nodes: int | None = Field(
+        default=None, ge=2, description="The node count it was measured on: the preflight gives its verdict only there."
+    )
+    benchmark_args: list[str] = Field(
+        default_factory=list,
+        description="all_reduce_perf's size and type options the figure was measured with (e.g. -b 2M -e 2048M "
+        "-f 2 -d half); the preflight measures the same way. Empty: -b 1M -e 1G -f 2.",
+    )
 
     _text = field_validator("shape", "source")(_one_line)
     _plain = field_validator("shape", "source")(_echoable)
+
+    @field_validator("benchmark_args")
+    @classmethod
+    def _plain_words(cls, value: list[str]) -> list[str]:
+        for word in value:
+            if not re.fullmatch(r"-{1,2}[A-Za-z_]+|[A-Za-z0-9.]+", word):
+                raise ValueError(f"{word!r}: an option (-b) or a plain value (2048M, half) only (it is written into a "
+                                 "shell script)")
+        return value
 
 
 class AccountRule(Model):

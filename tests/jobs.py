@@ -88,5 +88,15 @@ def run_job(cluster, project: Path, env: dict, script: str = "jobs/train.sbatch"
     return job_id, cluster.wait(job_id, timeout=timeout)
 
 
+def heartbeats(project: Path, job_id: int) -> dict[int, tuple[str, int]]:
+    """rank -> (node, step) from the progress watchdog's heartbeat files of a job (the
+    examples write their step there, scripts/run.sh names the file)."""
+    found = {}
+    for path in (project / "logs" / f"heartbeat-{job_id}").glob("rank*@*"):
+        rank, node = path.name.removeprefix("rank").split("@")
+        found[int(rank)] = (node, int(path.read_text()))
+    return found
+
+
 def log_of(project: Path, job_id: int) -> str:
     return "\n".join(p.read_text() for p in sorted((project / "logs").glob(f"*-{job_id}.out")))

@@ -96,6 +96,29 @@ def test_the_profile_job_has_its_own_short_time_limit(tmp_path):
     assert job(short, "profile")["time_limit"] == "00:15:00"
 
 
+def test_a_hang_costs_the_whole_limit_without_the_watchdog_and_minutes_with_it(tmp_path):
+    """4 standard-g nodes for 48 h: 768 GPU-hours when a hang holds them to the limit; with the
+    job file's limits (1800 s startup, 1200 s progress, 180 s to stop) 16 x 1980 / 3600."""
+    project = render(REPO, tmp_path / "p", nodes=4, walltime="2-00:00:00", profiler="rocprofv3")
+    report = explain_project(project)
+    for kind in ("train", "profile"):
+        assert job(report, kind)["hang"] == {"watchdog": True, "progress_timeout": 1200, "startup_timeout": 1800,
+                                             "seconds": 1980, "without": 768.0, "with": 8.8, "unit": "GPU-hours"}
+    assert job(report, "smoke")["hang"] is None and job(report, "preflight")["hang"] is None
+    assert ("a hang costs up to 768 GPU-hours (the whole time limit) without the watchdog; with it at most 8.8 "
+            "GPU-hours (1980 s: STARTUP_TIMEOUT 1800 s before the first step or PROGRESS_TIMEOUT 1200 s after, plus "
+            "up to 180 s to collect stacks and stop)") in format_report(report)
+    train = project / "jobs/train.sbatch"
+    train.write_text(train.read_text().replace('PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-1200}"',
+                                               'PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-0}"'))
+    assert job(explain_project(project), "train")["hang"]["with"] is None
+    assert "the whole time limit) without the watchdog; PROGRESS_TIMEOUT is 0 in the job file" in format_report(
+        explain_project(project))
+    train.write_text("\n".join(line for line in train.read_text().splitlines() if "_TIMEOUT=" not in line))
+    assert "this job file has no progress watchdog (made before lumi-scaffold 0.3" in format_report(
+        explain_project(project))
+
+
 def test_torchrun_workers_bound_to_numa_nodes_are_shown_so(tmp_path):
     project = render(REPO, tmp_path / "p", launcher="torchrun")
     train = job(explain_project(project), "train")

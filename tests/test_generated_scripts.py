@@ -200,6 +200,33 @@ def test_run_sh_works_outside_slurm(template, tmp_path):
     assert result.returncode != 0 and "this image should define WITH_CONDA" in result.stderr
 
 
+# TEST STAND-IN for a conda activation script: like conda's, it reads variables that may be
+# unset (set -u would end the script that sources it).
+ACTIVATE = """if [ -n "${CONDA_SHLVL_OF_THIS_TEST}" ]; then echo nested; fi
+export PATH="/stand-in/conda/bin:${PATH}" STAND_IN_ACTIVATED="${PS1_OF_THIS_TEST}yes"
+"""
+
+
+def test_run_sh_activates_the_image_env_under_set_u(template, tmp_path):
+    """$WITH_CONDA runs with nounset off (run.sh is `set -u`), inside the stand-in container,
+    and `set -u` is back on for the rest of run.sh."""
+    project = render(template, tmp_path / "p", container="lust-pytorch-2.7.1")
+    activate = tmp_path / "activate.sh"
+    activate.write_text(ACTIVATE)
+    env = env_for(tmp_path, USER="tester", **image_env(tmp_path, WITH_CONDA=f"source {activate}"))
+    result = subprocess.run(["singularity", "exec", env["SIF"], "scripts/run.sh", "bash", "-c",
+                             'echo "$STAND_IN_ACTIVATED ${PATH%%:*}"'],
+                            cwd=project, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["yes /stand-in/conda/bin"]
+    nounset = "\n".join(line if not line.startswith("exec ") else "echo \"${UNSET_AFTER_ACTIVATION}\"" for line in
+                         (project / "scripts/run.sh").read_text().splitlines())
+    (project / "scripts/run.sh").write_text(nounset)
+    result = subprocess.run(["singularity", "exec", env["SIF"], "scripts/run.sh"], cwd=project, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode != 0 and "UNSET_AFTER_ACTIVATION: unbound variable" in result.stderr
+
+
 @pytest.mark.parametrize("shape, limit", [
     ({"gpus_per_node": 4, "partition": "small-g"}, "small-g gives jobs on a shared node about 64 GB of /tmp"),
     ({"gpus_per_node": 8, "partition": "small-g"}, "the job may use 368640 MiB of its memory for it"),

@@ -28,7 +28,8 @@ def expected_files(a: dict) -> set[str]:
         ".copier-answers.yml", ".gitignore", ".shellcheckrc", "README.md", "constraints.txt", "requirements.txt",
         "logs/.gitkeep", "jobs/train.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh",
         "scripts/job-env.sh", "scripts/run.sh", "scripts/setup-venv.sh", "scripts/image_packages.py", "scripts/attach.sh",
-        f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py",
+        "scripts/watchdog.py", "scripts/rccl_net.py",
+        f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"src/{pkg}/heartbeat.py",
     }
     if a.get("profiler", "none") != "none":
         files |= {"jobs/profile.sbatch", "scripts/run-profile.sh"}
@@ -227,7 +228,7 @@ def test_one_gpu_jax_project_has_everything(template, tmp_path):
     assert "jax 0.4.28, numpy 2.2.2, pandas 2.2.3, scipy 1.15.1" in (p / "constraints.txt").read_text()
     assert not [line for line in (p / "constraints.txt").read_text().splitlines() if line and not line.startswith("#")]
     run = (p / "scripts/run.sh").read_text()
-    assert 'eval "${WITH_CONDA:?' in run
+    assert 'activate="${WITH_CONDA:?' in run and 'set +u\neval "${activate}"\nset -u' in run
     assert "MASTER_ADDR" not in (p / "scripts/job-env.sh").read_text()
     assert "jax.distributed.initialize()" in (p / "src/demo/train.py").read_text()
     assert "/var/spool/slurmd" not in (p / "scripts/job-env.sh").read_text()  # single node: no CPE binds

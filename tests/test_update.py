@@ -98,7 +98,7 @@ def test_showcase_legacy_image_moves_to_laif_and_edits_survive(template_repo, tm
     era("jan2025")
     p = copy_project(template_repo, tmp_path / "p", nodes=2)
     run = p / "scripts/run.sh"
-    assert 'eval "${WITH_CONDA:?' in run.read_text() and "/opt/cray" in (p / "scripts/job-env.sh").read_text()
+    assert 'activate="${WITH_CONDA:?' in run.read_text() and "/opt/cray" in (p / "scripts/job-env.sh").read_text()
     # The group's own edits.
     replace_in(run, 'exec "$@"', 'export OUR_LAB_SETTING=1   # ours\nexec "$@"')
     replace_in(p / "jobs/train.sbatch", "#SBATCH --time=01:00:00", "#SBATCH --time=12:00:00")

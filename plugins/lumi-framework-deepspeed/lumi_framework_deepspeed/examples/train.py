@@ -26,12 +26,18 @@ import glob
 import os
 import shutil
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+try:  # src/<package>/heartbeat.py, beside this script: projects with the job's progress watchdog
+    from heartbeat import Heartbeat
+except ImportError:  # a project from lumi-scaffold before 0.3: no watchdog to tell
+    Heartbeat = None
 
 try:
     import deepspeed
@@ -64,6 +70,7 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+
 def default_workers() -> int:
     """The CPUs the job gives this rank (scripts/run.sh exports them), minus one for the rank itself."""
     cpus = os.environ.get("LUMI_SCAFFOLD_CPUS_PER_RANK")
@@ -93,7 +100,15 @@ def setup() -> tuple[int, int]:
     accelerator = get_accelerator()
     if accelerator.device_name() != "cpu":  # ROCm GPUs are DeepSpeed's cuda accelerator
         accelerator.set_device(int(os.environ["LOCAL_RANK"]) % accelerator.device_count())
-    deepspeed.init_distributed(dist_backend=accelerator.communication_backend_name())
+    # The job's collective timeout, below its progress watchdog (scripts/job-env.sh): a
+    # collective that does not return within it ends the rank with an error (DeepSpeed
+    # documentation of deepspeed.init_distributed, timeout; PyTorch documentation of
+    # init_process_group, timeout). With TORCH_NCCL_ASYNC_ERROR_HANDLING=1 the rank aborts
+    # its communicator and ends on such an error (PyTorch documentation, "PyTorch
+    # ProcessGroupNCCL Environment Variables").
+    os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+    timeout = timedelta(seconds=int(os.environ.get("LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT", "600")))
+    deepspeed.init_distributed(dist_backend=accelerator.communication_backend_name(), timeout=timeout)
     rank = int(os.environ["RANK"])
     affinity = sorted(os.sched_getaffinity(0))
     print(f"rank {rank}/{world} local_rank {os.environ['LOCAL_RANK']} accelerator {accelerator.device_name()} "
@@ -126,6 +141,7 @@ def main() -> None:
     loss_fn = nn.CrossEntropyLoss()
     profiler = start_profiler()
     epoch = step // max(len(loader), 1)  # a resumed run goes on with the next epoch's order
+    heartbeat = Heartbeat() if Heartbeat else None
     while step < args.steps:
         sampler.set_epoch(epoch)
         for x, y in loader:
@@ -134,6 +150,8 @@ def main() -> None:
             engine.backward(loss)
             engine.step()
             step += 1
+            if heartbeat:
+                heartbeat.beat(step)
             if profiler is not None:
                 profiler.step()
             if args.seconds_per_step:

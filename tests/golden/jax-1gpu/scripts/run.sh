@@ -10,7 +10,12 @@ PROJECT_DIR="${PROJECT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 : "${USER:=$(id -un)}" "${SLURM_JOB_ID:=0}" "${SLURM_NODEID:=0}"
 
 # Former LUST images keep Python in a conda env that must be activated first. [EBC-PT]
-eval "${WITH_CONDA:?this image should define WITH_CONDA}"
+activate="${WITH_CONDA:?this image should define WITH_CONDA}"
+# Activation scripts are not written for `set -u` (conda's read unset variables): nounset
+# is off while it runs.
+set +u
+eval "${activate}"
+set -u
 
 # Our venv on top of the container's Python (scripts/setup-venv.sh): it sees the
 # container's packages and pins the framework, so pip never replaces it.
@@ -57,13 +62,19 @@ mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits 
 export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"
 
 # One line per rank: where it runs, its GPU and its CPUs, as the workshop's run.sh prints. [WS-ref]
-if [ -n "${SLURM_STEP_ID:-}" ]; then
+# (Not in the jobs' helper steps: LUMI_SCAFFOLD_HELPER=1.)
+if [ -n "${SLURM_STEP_ID:-}" ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     gpu="none"
     if [ -n "${ROCR_VISIBLE_DEVICES:-}" ]; then   # the rank uses the LOCAL_RANK-th visible GPU
         IFS=, read -r -a gpus <<<"${ROCR_VISIBLE_DEVICES}"
         gpu="${gpus[$(( ${LOCAL_RANK:-0} % ${#gpus[@]} ))]}"
     fi
     echo "rank ${RANK:-0}/${WORLD_SIZE:-1} node ${SLURMD_NODENAME:-$(hostname)} local_rank ${LOCAL_RANK:-0} gpu ${gpu} cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
+    # The progress watchdog's heartbeat (scripts/watchdog.py): the examples write their step
+    # into this file every step.
+    if [ -n "${LUMI_SCAFFOLD_HEARTBEAT_DIR:-}" ]; then
+        export LUMI_SCAFFOLD_HEARTBEAT="${LUMI_SCAFFOLD_HEARTBEAT_DIR}/rank${RANK:-0}@${SLURMD_NODENAME:-$(hostname)}"
+    fi
 fi
 
 # RCCL debug output, one file per rank: submit with RCCL_DEBUG_FILES=1 sbatch ... [WS-09]

@@ -138,3 +138,70 @@ run_step() {
     fi
     return "${status}"
 }
+
+# The progress watchdog (scripts/watchdog.py), beside a training or profiling step: when no
+# rank made progress (a heartbeat every step, or output) for PROGRESS_TIMEOUT seconds, or
+# for STARTUP_TIMEOUT seconds before the first heartbeat, it prints the last rank and node
+# that made progress, dumps every rank's stacks, and stops the step; the job then fails
+# (the RCCL logs in logs/ stay). The jobs set both limits; 0 turns the watchdog off.
+#   watch_progress; run_step launch ...; stop_watching
+watch_progress() {
+    # shellcheck disable=SC2034  # STALLED is read by the jobs that source this file
+    STALLED=0 WATCHDOG_PID=""
+    local limit
+    for limit in PROGRESS_TIMEOUT STARTUP_TIMEOUT; do
+        if ! [[ "${!limit}" =~ ^[0-9]{1,7}$ ]]; then
+            echo "${limit}='${!limit}' is not a number of seconds: e.g. ${limit}=1800 sbatch ... (0: no watchdog)" >&2
+            return 2
+        fi
+    done
+    # The frameworks' own collective timeouts stay below the watchdog (src/demo/train.py reads
+    # this): 600 s, or two thirds of a shorter PROGRESS_TIMEOUT.
+    LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT=600
+    if [ "${PROGRESS_TIMEOUT}" -gt 0 ] && [ "${PROGRESS_TIMEOUT}" -le 900 ]; then
+        LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT="$(( PROGRESS_TIMEOUT * 2 / 3 > 0 ? PROGRESS_TIMEOUT * 2 / 3 : 1 ))"
+    fi
+    export LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT
+    if [ "${PROGRESS_TIMEOUT}" = 0 ]; then
+        echo "watchdog: off (PROGRESS_TIMEOUT=0)"
+        return 0
+    fi
+    # scripts/run.sh gives every rank its heartbeat file in here.
+    LUMI_SCAFFOLD_HEARTBEAT_DIR="${PROJECT_DIR}/logs/heartbeat-${SLURM_JOB_ID}"
+    rm -rf "${LUMI_SCAFFOLD_HEARTBEAT_DIR}"
+    mkdir -p "${LUMI_SCAFFOLD_HEARTBEAT_DIR}"
+    export LUMI_SCAFFOLD_HEARTBEAT_DIR
+    local output
+    output="$(scontrol show job "${SLURM_JOB_ID}" 2>/dev/null | sed -n 's/^ *StdOut=//p' | head -n 1)"
+    trap on_stall USR2
+    LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" python "${PROJECT_DIR}/scripts/watchdog.py" \
+        watch --dir "${LUMI_SCAFFOLD_HEARTBEAT_DIR}" --timeout "${PROGRESS_TIMEOUT}" --startup "${STARTUP_TIMEOUT}" \
+        --notify "$$" --interval "$(( PROGRESS_TIMEOUT < 10 ? 1 : 5 ))" --output ${output:+"${output}"} &
+    WATCHDOG_PID=$!
+    echo "watchdog: on (PROGRESS_TIMEOUT=${PROGRESS_TIMEOUT} s, STARTUP_TIMEOUT=${STARTUP_TIMEOUT} s before the first heartbeat)"
+}
+
+# On the watchdog's signal: every rank's stacks (one helper task per node), then the step stops.
+# shellcheck disable=SC2329  # invoked by the trap in watch_progress
+on_stall() {
+    # shellcheck disable=SC2034  # read by the jobs that source this file
+    STALLED=1
+    echo "watchdog: the stacks of every rank follow; RCCL's logs stay in logs/rccl-${SLURM_JOB_ID}-rank*.txt" >&2
+    LUMI_SCAFFOLD_HELPER=1 timeout 120 srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" \
+        --ntasks-per-node=1 "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" \
+        python "${PROJECT_DIR}/scripts/watchdog.py" dump --dir "${LUMI_SCAFFOLD_HEARTBEAT_DIR}" \
+        || echo "watchdog: could not collect the stacks (above)" >&2
+    if [ -n "${STEP_PID:-}" ]; then
+        kill -TERM "${STEP_PID}" 2>/dev/null || true
+        ( sleep 60; kill -KILL "${STEP_PID}" 2>/dev/null ) &   # a rank that ignores SIGTERM
+    fi
+}
+
+# Ends the watchdog after the step.
+stop_watching() {
+    trap - USR2
+    if [ -n "${WATCHDOG_PID}" ]; then
+        kill -TERM "${WATCHDOG_PID}" 2>/dev/null || true
+        wait "${WATCHDOG_PID}" 2>/dev/null || true
+    fi
+}

@@ -10,7 +10,12 @@ PROJECT_DIR="${PROJECT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 : "${USER:=$(id -un)}" "${SLURM_JOB_ID:=0}" "${SLURM_NODEID:=0}"
 
 # Former LUST images keep Python in a conda env that must be activated first. [EBC-PT]
-eval "${WITH_CONDA:?this image should define WITH_CONDA}"
+activate="${WITH_CONDA:?this image should define WITH_CONDA}"
+# Activation scripts are not written for `set -u` (conda's read unset variables): nounset
+# is off while it runs.
+set +u
+eval "${activate}"
+set -u
 
 # Our venv on top of the container's Python (scripts/setup-venv.sh): it sees the
 # container's packages and pins the framework, so pip never replaces it.
@@ -62,13 +67,19 @@ export TORCH_HOME="/scratch/project_465000000/${USER}/cache/torch_home"
 export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"
 
 # One line per rank: where it runs, its GPU and its CPUs, as the workshop's run.sh prints. [WS-ref]
-if [ -n "${SLURM_STEP_ID:-}" ]; then
+# (Not in the jobs' helper steps: LUMI_SCAFFOLD_HELPER=1.)
+if [ -n "${SLURM_STEP_ID:-}" ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     gpu="none"
     if [ -n "${ROCR_VISIBLE_DEVICES:-}" ]; then   # the rank uses the LOCAL_RANK-th visible GPU
         IFS=, read -r -a gpus <<<"${ROCR_VISIBLE_DEVICES}"
         gpu="${gpus[$(( ${LOCAL_RANK:-0} % ${#gpus[@]} ))]}"
     fi
     echo "rank ${RANK:-0}/${WORLD_SIZE:-1} node ${SLURMD_NODENAME:-$(hostname)} local_rank ${LOCAL_RANK:-0} gpu ${gpu} cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
+    # The progress watchdog's heartbeat (scripts/watchdog.py): the examples write their step
+    # into this file every step.
+    if [ -n "${LUMI_SCAFFOLD_HEARTBEAT_DIR:-}" ]; then
+        export LUMI_SCAFFOLD_HEARTBEAT="${LUMI_SCAFFOLD_HEARTBEAT_DIR}/rank${RANK:-0}@${SLURMD_NODENAME:-$(hostname)}"
+    fi
 fi
 
 # RCCL debug output, one file per rank: submit with RCCL_DEBUG_FILES=1 sbatch ... [WS-09]
@@ -79,25 +90,18 @@ if [ "${RCCL_DEBUG_FILES:-${LUMI_RCCL_DEBUG:-0}}" = 1 ]; then
 fi
 
 # Between nodes, RCCL must use Slingshot (aws-ofi-rccl plugin, cxi provider); when it cannot, it falls back
-# to TCP sockets, several times slower, with no error. Rank 0 logs RCCL's network setup
-# and a watcher stops the job when the log says TCP. [WS-09]
+# to TCP sockets, several times slower, with no error. [WS-09] In a multi-node step (not on
+# the login node, nor in a 1-GPU step), rank 0 logs RCCL's network setup, and a watcher
+# (scripts/rccl_net.py: the last network line decides) stops the job when it says TCP and
+# warns when no network line came within RCCL_NET_CHECK_WAIT seconds (900 unless set).
 # Skip the check with RCCL_NET_CHECK=0 sbatch ...
-if [ "${RANK:-}" = 0 ] && [ "${RCCL_NET_CHECK:-1}" = 1 ]; then
+if [ "${RANK:-}" = 0 ] && [ "${SLURM_STEP_NUM_NODES:-1}" -gt 1 ] && [ "${RCCL_NET_CHECK:-1}" = 1 ] \
+    && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET}"
     export NCCL_DEBUG_FILE="${NCCL_DEBUG_FILE:-${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank0.txt}"
-    (
-        while kill -0 "$$" 2>/dev/null; do   # $$: the training process, after the exec below
-            if grep -qE 'NET/OFI' "${NCCL_DEBUG_FILE}" 2>/dev/null; then
-                echo "rank 0: RCCL uses Slingshot (aws-ofi-rccl plugin, cxi provider) between nodes (${NCCL_DEBUG_FILE})"
-                exit 0
-            elif grep -qE 'NET/Socket' "${NCCL_DEBUG_FILE}" 2>/dev/null; then
-                echo "ERROR: RCCL talks between nodes over TCP sockets, not Slingshot (aws-ofi-rccl plugin, cxi provider) (${NCCL_DEBUG_FILE}). Stopping the job. Fix: the image must ship aws-ofi-rccl and see the CXI libraries (binds and modules in scripts/job-env.sh); RCCL_NET_CHECK=0 runs anyway." >&2
-                kill -TERM "$$"
-                exit 1
-            fi
-            sleep 2
-        done
-    ) &
+    python "${PROJECT_DIR}/scripts/rccl_net.py" watch --pid "$$" --wait "${RCCL_NET_CHECK_WAIT:-900}" \
+        --fast 'NET/OFI' --tcp 'NET/Socket' --name 'Slingshot (aws-ofi-rccl plugin, cxi provider)' \
+        --fix 'the image must ship aws-ofi-rccl and see the CXI libraries (binds and modules in scripts/job-env.sh)' "${NCCL_DEBUG_FILE}" &   # $$: the training process, after the exec below
 fi
 
 exec "$@"

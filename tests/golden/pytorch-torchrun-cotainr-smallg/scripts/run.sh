@@ -56,13 +56,19 @@ export TORCH_HOME="/scratch/project_465000000/${USER}/cache/torch_home"
 export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"
 
 # One line per rank: where it runs, its GPU and its CPUs, as the workshop's run.sh prints. [WS-ref]
-if [ -n "${TORCHELASTIC_RUN_ID:-}" ]; then   # a worker torchrun started (not the torchrun task itself)
+# (Not in the jobs' helper steps: LUMI_SCAFFOLD_HELPER=1.)
+if [ -n "${TORCHELASTIC_RUN_ID:-}" ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then   # a worker torchrun started (not the torchrun task itself)
     gpu="none"
     if [ -n "${ROCR_VISIBLE_DEVICES:-}" ]; then   # the rank uses the LOCAL_RANK-th visible GPU
         IFS=, read -r -a gpus <<<"${ROCR_VISIBLE_DEVICES}"
         gpu="${gpus[$(( ${LOCAL_RANK:-0} % ${#gpus[@]} ))]}"
     fi
     echo "rank ${RANK:-0}/${WORLD_SIZE:-1} node ${SLURMD_NODENAME:-$(hostname)} local_rank ${LOCAL_RANK:-0} gpu ${gpu} cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
+    # The progress watchdog's heartbeat (scripts/watchdog.py): the examples write their step
+    # into this file every step.
+    if [ -n "${LUMI_SCAFFOLD_HEARTBEAT_DIR:-}" ]; then
+        export LUMI_SCAFFOLD_HEARTBEAT="${LUMI_SCAFFOLD_HEARTBEAT_DIR}/rank${RANK:-0}@${SLURMD_NODENAME:-$(hostname)}"
+    fi
 fi
 
 # RCCL debug output, one file per rank: submit with RCCL_DEBUG_FILES=1 sbatch ... [WS-09]

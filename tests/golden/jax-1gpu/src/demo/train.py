@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import inspect
 import os
 import time
 
@@ -25,6 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from heartbeat import Heartbeat  # src/<package>/heartbeat.py, beside this script: for the job's watchdog
 
 
 def parse_args() -> argparse.Namespace:
@@ -39,6 +42,7 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+
 def initialize() -> None:
     if int(os.environ.get("SLURM_NTASKS", os.environ.get("WORLD_SIZE", "1"))) <= 1:
         return
@@ -46,7 +50,14 @@ def initialize() -> None:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
     except (AttributeError, ValueError, KeyError):
         pass
-    jax.distributed.initialize()
+    # The job's timeout for this (all processes must join within it), below the startup
+    # allowance of its progress watchdog (scripts/job-env.sh); JAX's default is 300 s
+    # (JAX documentation of jax.distributed.initialize, initialization_timeout).
+    timeout = int(os.environ.get("LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT", "300"))
+    if "initialization_timeout" in inspect.signature(jax.distributed.initialize).parameters:
+        jax.distributed.initialize(initialization_timeout=timeout)
+    else:  # (older JAX)
+        jax.distributed.initialize()
 
 
 def load_dataset(data_dir: str | None, rank: int, world: int) -> tuple[np.ndarray, np.ndarray]:
@@ -127,11 +138,13 @@ def main() -> None:
     profile_dir = os.environ.get("LUMI_SCAFFOLD_PROFILE_DIR")
     rng = np.random.default_rng([rank, start])  # a resumed run draws new batches
     batch = args.batch_size - args.batch_size % len(jax.local_devices()) or len(jax.local_devices())
+    heartbeat = Heartbeat()
     for step in range(start + 1, args.steps + 1):
         if profile_dir and step == start + 3:
             jax.profiler.start_trace(profile_dir)
         index = rng.integers(0, len(x), batch)
         params, loss = step_fn(params, global_batch(rows, x[index]), global_batch(rows, y[index]))
+        heartbeat.beat(step)
         if profile_dir and step == min(start + 7, args.steps) and step >= start + 3:  # also for short runs
             jax.profiler.stop_trace()
         if args.seconds_per_step:

@@ -7,7 +7,8 @@ For each message size it prints the slowest process's mean time per all-reduce a
   algbw = size / time,   busbw = algbw * 2 (n - 1) / n   (n processes)
 rccl-tests' bus bandwidth for all-reduce: the rate each process's link carries, comparable
 across process counts. Options as all_reduce_perf's: -b/-e first and last message size
-(1M, 1G), -f factor between sizes (2), -n timed and -w warm-up iterations per size (20, 5).
+(1M, 1G), -f factor between sizes (2), -n timed and -w warm-up iterations per size (20, 5), -d the
+element type (float: 32 bits, half: 16).
 """
 
 from __future__ import annotations
@@ -35,13 +36,17 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("-f", "--stepfactor", type=int, default=2)
     parser.add_argument("-n", "--iters", type=int, default=20)
     parser.add_argument("-w", "--warmup_iters", type=int, default=5)
+    parser.add_argument("-d", "--datatype", choices=sorted(ELEMENT_BYTES), default="float")
     return parser.parse_args()
 
 
+ELEMENT_BYTES = {"float": 4, "half": 2}  # rccl-tests' names
+
+
 def sizes(args: argparse.Namespace) -> list[int]:
-    out, nbytes = [], args.minbytes
+    out, nbytes, element = [], args.minbytes, ELEMENT_BYTES[args.datatype]
     while nbytes <= args.maxbytes:
-        out.append(nbytes - nbytes % 4)  # whole float32 elements
+        out.append(nbytes - nbytes % element)  # whole elements
         nbytes *= max(args.stepfactor, 2)
     return out
 
@@ -51,10 +56,10 @@ HEADER = ("#\n#       size         count      type   redop    root     time   al
           "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)")
 
 
-def row(nbytes: int, seconds: float, n: int, wrong: int) -> tuple[str, float]:
+def row(nbytes: int, seconds: float, n: int, wrong: int, datatype: str) -> tuple[str, float]:
     algbw = nbytes / seconds / 1e9
     busbw = algbw * 2 * (n - 1) / n
-    return (f"{nbytes:12d}  {nbytes // 4:12d}     float     sum      -1  {seconds * 1e6:7.1f}  "
+    return (f"{nbytes:12d}  {nbytes // ELEMENT_BYTES[datatype]:12d}  {datatype:>8s}     sum      -1  {seconds * 1e6:7.1f}  "
             f"{algbw:6.2f}  {busbw:6.2f}  {wrong:5d}", busbw)
 
 
@@ -84,9 +89,10 @@ def main() -> None:
 
     total = []
     for nbytes in sizes(args):
-        count = nbytes // 4
+        count = nbytes // ELEMENT_BYTES[args.datatype]
+        dtype = torch.float16 if args.datatype == "half" else torch.float32
         # Rank r holds r + 1 everywhere: after the sum every element is n (n + 1) / 2.
-        x = torch.full((count,), float(rank + 1), dtype=torch.float32, device=device)
+        x = torch.full((count,), float(rank + 1), dtype=dtype, device=device)
         dist.all_reduce(x)
         wrong = torch.tensor([int((x != n * (n + 1) / 2).sum())], dtype=torch.float64, device=device)
         for _ in range(args.warmup_iters):
@@ -100,7 +106,7 @@ def main() -> None:
         seconds = torch.tensor([(time.perf_counter() - start) / args.iters], dtype=torch.float64, device=device)
         dist.all_reduce(seconds, op=dist.ReduceOp.MAX)  # the slowest rank's
         dist.all_reduce(wrong)
-        line, busbw = row(nbytes, float(seconds.item()), n, int(wrong.item()))
+        line, busbw = row(nbytes, float(seconds.item()), n, int(wrong.item()), args.datatype)
         total.append(busbw)
         if rank == 0:
             print(line, flush=True)

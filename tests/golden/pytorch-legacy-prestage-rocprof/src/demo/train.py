@@ -19,6 +19,7 @@ import gc
 import glob
 import os
 import time
+from datetime import timedelta
 
 import numpy as np
 import torch
@@ -26,6 +27,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+from heartbeat import Heartbeat  # src/<package>/heartbeat.py, beside this script: for the job's watchdog
 
 
 def parse_args() -> argparse.Namespace:
@@ -40,6 +43,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--keep-checkpoints", type=int, default=3, help="how many of the newest checkpoints to keep")
     parser.add_argument("--seconds-per-step", type=float, default=0.0, help="throttle (to test time limits)")
     return parser.parse_args()
+
 
 
 def default_workers() -> int:
@@ -76,7 +80,16 @@ def setup() -> tuple[int, int, int, torch.device]:
         device = torch.device("cpu")
         backend = "gloo"
     if world > 1:
-        dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world)
+        # The job's collective timeout, below its progress watchdog (scripts/job-env.sh): a
+        # collective that does not return within it ends the rank with an error; PyTorch's
+        # default is 10 minutes for NCCL and 30 for other backends (PyTorch documentation of
+        # init_process_group, timeout). With TORCH_NCCL_ASYNC_ERROR_HANDLING=1 the rank aborts
+        # its communicator and ends on such an error (PyTorch documentation, "PyTorch
+        # ProcessGroupNCCL Environment Variables"; its default is 3: the rank ends, the
+        # communicator is not aborted).
+        os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+        timeout = timedelta(seconds=int(os.environ.get("LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT", "600")))
+        dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world, timeout=timeout)
     affinity = sorted(os.sched_getaffinity(0))
     print(f"rank {rank}/{world} local_rank {local_rank} device {device} backend {backend} cpus {affinity}", flush=True)
     return rank, world, local_rank, device
@@ -132,6 +145,7 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
     if rank == 0:
         print(f"{max(args.num_workers, 0)} DataLoader worker(s) per rank", flush=True)
     start = step
+    heartbeat = Heartbeat()
     while step < args.steps:
         sampler.set_epoch(epoch)
         for x, y in loader:
@@ -141,6 +155,7 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
             loss.backward()
             optimizer.step()
             step += 1
+            heartbeat.beat(step)
             if profiler is not None:
                 profiler.step()
             if args.seconds_per_step:

@@ -73,8 +73,11 @@ def _hang(job_file: Path, per_hour: float | None, at_limit: float | None, unit: 
     progress, startup = limits["PROGRESS_TIMEOUT"], limits["STARTUP_TIMEOUT"]
     seconds = max(progress, startup) + STOP_SECONDS
     with_watchdog = round(per_hour * seconds / 3600, 4) if per_hour is not None and progress else None
+    # A time limit shorter than the watchdog's allowance ends a hang first (the profile job's).
+    limit_first = with_watchdog is not None and at_limit is not None and with_watchdog >= at_limit
     return {"watchdog": progress > 0, "progress_timeout": progress, "startup_timeout": startup,
-            "seconds": seconds if progress else None, "without": at_limit, "with": with_watchdog, "unit": unit}
+            "seconds": seconds if progress else None, "without": at_limit,
+            "with": at_limit if limit_first else with_watchdog, "limit_first": limit_first, "unit": unit}
 
 
 def _options(opts: list[str]) -> dict[str, str]:
@@ -218,6 +221,10 @@ def _hang_line(hang: dict[str, Any]) -> str:
         why = "PROGRESS_TIMEOUT is 0 in the job file" if "progress_timeout" in hang else \
             "this job file has no progress watchdog (made before lumi-scaffold 0.3: lumi-scaffold update)"
         return f"a hang costs {without}; {why}"
+    if hang.get("limit_first"):
+        return (f"a hang costs {without}; the watchdog ({hang['seconds']} s: STARTUP_TIMEOUT {hang['startup_timeout']} s "
+                f"or PROGRESS_TIMEOUT {hang['progress_timeout']} s, plus up to {STOP_SECONDS} s to stop) would stop it "
+                "no sooner than the time limit")
     return (f"a hang costs {without}; with it at most {_number(hang['with'])} {unit} ({hang['seconds']} s: "
             f"STARTUP_TIMEOUT {hang['startup_timeout']} s before the first step or PROGRESS_TIMEOUT "
             f"{hang['progress_timeout']} s after, plus up to {STOP_SECONDS} s to collect stacks and stop)")

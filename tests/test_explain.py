@@ -101,9 +101,14 @@ def test_a_hang_costs_the_whole_limit_without_the_watchdog_and_minutes_with_it(t
     job file's limits (1800 s startup, 1200 s progress, 180 s to stop) 16 x 1980 / 3600."""
     project = render(REPO, tmp_path / "p", nodes=4, walltime="2-00:00:00", profiler="rocprofv3")
     report = explain_project(project)
-    for kind in ("train", "profile"):
-        assert job(report, kind)["hang"] == {"watchdog": True, "progress_timeout": 1200, "startup_timeout": 1800,
-                                             "seconds": 1980, "without": 768.0, "with": 8.8, "unit": "GPU-hours"}
+    assert job(report, "train")["hang"] == {"watchdog": True, "progress_timeout": 1200, "startup_timeout": 1800,
+                                            "seconds": 1980, "without": 768.0, "with": 8.8, "limit_first": False,
+                                            "unit": "GPU-hours"}
+    # the profile job's own 00:20:00 limit ends a hang before the watchdog's 1980 s could
+    assert job(report, "profile")["hang"] == {"watchdog": True, "progress_timeout": 1200, "startup_timeout": 1800,
+                                              "seconds": 1980, "without": 5.3333, "with": 5.3333, "limit_first": True,
+                                              "unit": "GPU-hours"}
+    assert "would stop it no sooner than the time limit" in format_report(report)
     assert job(report, "smoke")["hang"] is None and job(report, "preflight")["hang"] is None
     assert ("a hang costs up to 768 GPU-hours (the whole time limit) without the watchdog; with it at most 8.8 "
             "GPU-hours (1980 s: STARTUP_TIMEOUT 1800 s before the first step or PROGRESS_TIMEOUT 1200 s after, plus "

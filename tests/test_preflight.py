@@ -129,9 +129,9 @@ def test_image_all_reduce_perf_is_preferred_and_tcp_fails_the_job(slurm_cluster_
     elif line == OFI:
         assert f"ERROR: preflight: FAIL: 80.5 GB/s at 128 MiB is below 80.75 GB/s (5 % below {reference})" in log
     else:
-        assert re.search(r"^ERROR: RCCL talks between nodes over TCP sockets, not Slingshot .*: 16 rank\(s\), "
+        assert re.search(r"^ERROR: RCCL talks between nodes over TCP sockets, not Slingshot .*: (16|1) rank\(s\), "
                          r"e\.g\. \S+/logs/rccl-\d+-rank\d+\.txt\. Fix: the image must ship aws-ofi-rccl", log, re.M), log
-        assert "RCCL uses Slingshot" not in log
+        assert "RCCL uses Slingshot" not in log  # (1 rank: rank 0's watcher stopped the benchmark first)
 
 
 def test_all_reduce_perf_started_without_mpi_is_refused(slurm_cluster_2nodes, template, tmp_path, site_root):

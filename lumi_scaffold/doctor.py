@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SbatchCheck", "SlurmUnreachable", "sbatch_test_only"]
+__all__ = ["SbatchCheck", "SlurmUnreachable", "sbatch_test_only", "venv_files"]
 
 
 @dataclass
@@ -74,3 +74,14 @@ def sbatch_test_only(project: Path, sbatch: str | None = None, timeout: float = 
         text = " ".join((result.stderr + result.stdout).split()) or f"exit status {result.returncode}"
         checks.append(SbatchCheck(rel, result.returncode == 0, text))
     return checks
+
+
+def venv_files(project: Path) -> int | None:
+    """How many files the project's venv (scripts/setup-venv.sh) holds; None without one.
+    Each is a file for the parallel file system's metadata servers to find at every job
+    start, and counts against the file quota."""
+    venv = project / "venv"
+    if not venv.is_dir():
+        return None
+    return sum(len(files) for _, _, files in os.walk(venv))
+

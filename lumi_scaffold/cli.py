@@ -430,7 +430,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices
 
-    from .doctor import SlurmUnreachable, home_notice, image_check, sbatch_test_only
+    from .doctor import SlurmUnreachable, home_notice, image_check, sbatch_test_only, venv_files
 
     project = _project(args.project)
     answers = _answers(project)
@@ -465,6 +465,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for check in checks or []:
         print(f"{'ok' if check.ok else 'problem'}: {check.job}: sbatch --test-only: {check.message}")
     failed = [c for c in checks or [] if not c.ok]
+    files = venv_files(project)
+    if files is not None:
+        print(f"note: venv/ holds {files} files: every job start looks them up on the file system, and each "
+              "counts against its file quota (README.md, \"Create the venv\")")
     if not notices and not problems and not failed:
         print("No problems found.")
     return 1 if problems or failed else 0

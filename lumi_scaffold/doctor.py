@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "image_check", "sbatch_test_only"]
+__all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "image_check", "sbatch_test_only", "venv_files"]
 
 
 def home_notice(project: Path, plugin_data: dict[str, Any]) -> str | None:
@@ -109,3 +109,14 @@ def image_check(path: str, environ: dict[str, str] | None = None) -> str | None:
     if not os.path.isfile(real):
         return f"no image at {path} ({name}={value}, so {real}): put the image there, or set {name} or SIF=/path/to/image.sif"
     return None
+
+
+def venv_files(project: Path) -> int | None:
+    """How many files the project's venv (scripts/setup-venv.sh) holds; None without one.
+    Each is a file for the parallel file system's metadata servers to find at every job
+    start, and counts against the file quota."""
+    venv = project / "venv"
+    if not venv.is_dir():
+        return None
+    return sum(len(files) for _, _, files in os.walk(venv))
+

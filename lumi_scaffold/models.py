@@ -1007,8 +1007,8 @@ class Framework(Model):
     cache_vars: list[EnvName] = Field(default_factory=list, description="Cache variables moved off $HOME.")
     triton_cache: bool = Field(
         default=False,
-        description="The framework compiles GPU kernels with Triton (PyTorch: torch.compile): TRITON_CACHE_DIR goes to "
-        "node-local tmp, and jobs carry that cache between jobs like MIOpen's.",
+        description="The framework compiles GPU kernels with torch.compile (TorchInductor, Triton): TRITON_CACHE_DIR and "
+        "TORCHINDUCTOR_CACHE_DIR go to node-local tmp, and jobs carry those caches between jobs like MIOpen's.",
     )
     env: list[EnvSetting] = Field(default_factory=list, description="Framework settings for run.sh.")
     profilers: list[Slug] = Field(default_factory=lambda: ["none"], description="Profilers this framework supports.")

@@ -594,14 +594,16 @@ def _cited_for(setting: EnvSetting, site: str) -> EnvSetting:
 
 def _kernel_caches(site: Site, fw: Framework, store: str) -> dict[str, Any]:
     """Compiler caches kept in node-local tmp during a job (MIOpen's where the site sets its
-    directory, Triton's where the framework compiles with it) and their archives' directory
-    in the project's cache area, which carries them from job to job."""
+    directory, Triton's and TorchInductor's where the framework compiles with torch.compile)
+    and their archives' directory in the project's cache area, which carries them from job
+    to job."""
     caches = []
     if site.miopen_cache:
         caches.append(dict(name="miopen", title="MIOpen's kernel cache", path=site.miopen_cache))
     if fw.triton_cache:
-        caches.append(dict(name="triton", title="Triton's kernel cache",
-                           path=f"{site.node_local_tmp.rstrip('/')}/${{USER}}-triton-cache-${{SLURM_JOB_ID}}-${{SLURM_NODEID}}"))
+        for name, title in (("triton", "Triton's kernel cache"), ("inductor", "TorchInductor's cache")):
+            caches.append(dict(name=name, title=title,
+                               path=f"{site.node_local_tmp.rstrip('/')}/${{USER}}-{name}-cache-${{SLURM_JOB_ID}}-${{SLURM_NODEID}}"))
     return {"kernel_caches": caches, "kernel_cache_store": store if caches else ""}
 
 

@@ -68,3 +68,23 @@ def test_no_controller_is_a_note_not_a_problem(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "note: sbatch is here but no Slurm controller answers (Slurmctld(primary) at localhost is DOWN)" in out
     assert "No problems found." in out
+
+
+def test_doctor_counts_the_venvs_files(tmp_path, monkeypatch, capsys):
+    """A venv is many small files on a parallel file system (file quota, metadata load
+    [UG-stor]): doctor says how many, and says nothing without a venv."""
+    project = render(REPO, tmp_path / "p")
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: None)
+    cli.main(["doctor", str(project)])
+    assert "venv/" not in capsys.readouterr().out
+    for i in range(3):
+        package = project / "venv" / "lib" / f"pkg{i}"
+        package.mkdir(parents=True)
+        for name in ("__init__.py", "core.py"):
+            (package / name).write_text("")
+    (project / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    cli.main(["doctor", str(project)])
+    out = capsys.readouterr().out
+    assert "note: venv/ holds 7 files: every job start looks them up" in out
+    assert '(README.md, "Create the venv")' in out and "lumi-scaffold doctor` reports how many files" in (project / "README.md").read_text()
+

@@ -276,3 +276,39 @@ def test_lint_command_finds_a_broken_header(template, tmp_path):
     problems = lint_project(project, get_catalogue())
     assert any("time 4-00:00:00 exceeds small-g's 3-00:00:00" in p for p in problems)
     assert any("SC2086" in p for p in problems)
+
+
+# TEST STAND-INS for container/build.sh: srun records its options and runs the command after
+# them; cotainr records its arguments and the bind variables it was started with.
+FAKE_SRUN = """#!/bin/bash
+printf '%s\\n' "$*" >"${BUILD_LOG}.srun"
+while [ "${1#-}" != "$1" ]; do shift; done
+exec "$@"
+"""
+FAKE_COTAINR = """#!/bin/bash
+{ printf '%s\\n' "$*"; env | grep -E '^(SINGULARITY|APPTAINER)_BIND' || true; } >"${BUILD_LOG}.cotainr"
+"""
+
+
+def test_cotainr_build_starts_clean_of_modules_and_bind_paths(template, tmp_path):
+    """A bindings module loaded by hand sets SINGULARITY_BIND, and the build stops on its
+    missing targets [TM-Cont]: build.sh purges the modules and unsets every bind variable
+    before cotainr starts, and asks for the workshop reference build's 100 GB [WS-06]."""
+    project = render(template, tmp_path / "p", container="cotainr")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("srun", FAKE_SRUN), ("cotainr", FAKE_COTAINR)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / "build"
+    env = env_for(tmp_path, BUILD_LOG=str(log), FAKE_MODULE_LOG=str(tmp_path / "module.log"),
+                  SINGULARITY_BIND="/var/spool/slurmd,/opt/cray", SINGULARITY_BINDPATH="/pfs",
+                  APPTAINER_BIND="/appl")
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    result = subprocess.run(["bash", "container/build.sh"], cwd=project, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "module.log").read_text().splitlines() == ["module purge", "module load LUMI cotainr"]
+    cotainr = Path(f"{log}.cotainr").read_text().splitlines()
+    assert cotainr == ["build container/demo.sif --system=lumi-g --conda-env=container/environment.yml "
+                       "--accept-licenses"]  # and no bind variable
+    assert " --mem=100G " in Path(f"{log}.srun").read_text()

@@ -1,13 +1,14 @@
 """Compiler caches that survive jobs (scripts/caches.sh): MIOpen's and, for PyTorch,
-Triton's kernel caches live in node-local tmp during a job; the jobs restore them from the
-project's cache area on every node when they start and save them from the first node when
-training ends and at Slurm's time-limit warning, so the next job finds the first one's
+Triton's and TorchInductor's caches live in node-local tmp during a job; the jobs restore
+them from the project's cache area on every node when they start and save them from the
+first node when training ends and at Slurm's time-limit warning, so the next job finds the first one's
 kernels. On the local Slurm with 2 emulated nodes; a stand-in training script plays the
 compiler (it lists the cache directories when it starts and writes a "kernel" into them).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import tarfile
 import time
@@ -21,12 +22,16 @@ from .helpers import render
 from .jobs import job_env, log_of, run_job
 
 LOCAL = {"site": "local", "account": "local", "partition": "batch", "gpus_per_node": 2}
-CACHE_VARS = ("MIOPEN_CUSTOM_CACHE_DIR", "TRITON_CACHE_DIR")
+CACHE_VARS = ("MIOPEN_CUSTOM_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+# Caches whose defaults are under $HOME (the AI Guide's list [AIG-I112] and the framework's).
+OFF_HOME = CACHE_VARS + ("TORCH_EXTENSIONS_DIR", "TORCH_HOME", "HF_HOME")
 
 # TEST STAND-IN for a framework that compiles kernels: local rank 0 of each node prints what
 # its node's caches hold when it starts, then "compiles" one kernel into each.
 FAKE_COMPILER = """import os, time
 rank, job, node = os.environ["RANK"], os.environ["SLURM_JOB_ID"], os.environ["SLURM_NODEID"]
+for var in {off_home!r}:
+    print(f"rank {{rank}} env {{var}}={{os.environ.get(var, '')}}", flush=True)
 for var in {vars!r}:
     d = os.environ[var]
     if os.environ["LOCAL_RANK"] == "0":
@@ -36,7 +41,7 @@ for var in {vars!r}:
             f.write("compiled")
 time.sleep(float(os.environ.get("FAKE_TRAIN_SECONDS", "0")))
 print(f"rank {{rank}} trained", flush=True)
-""".format(vars=CACHE_VARS)
+""".format(vars=CACHE_VARS, off_home=OFF_HOME)
 
 
 def at_start(log: str) -> dict[tuple[str, str], str]:
@@ -62,7 +67,7 @@ def test_second_job_finds_the_first_jobs_kernel_caches(slurm_cluster_local2n, te
     for script in ("scripts/run.sh", "scripts/caches.sh"):
         path = project / script
         text = path.read_text()
-        assert text.count('"/tmp/${USER}-') == 2, script  # the MIOpen and the Triton directory
+        assert text.count('"/tmp/${USER}-') == 3, script  # the MIOpen, Triton and TorchInductor directories
         path.write_text(text.replace('"/tmp/${USER}-', f'"{node_tmp}/${{USER}}-'))
     env = job_env(cluster, tmp_path, site_root)
     store = Path(env["KERNEL_CACHE_STORE"])
@@ -74,6 +79,13 @@ def test_second_job_finds_the_first_jobs_kernel_caches(slurm_cluster_local2n, te
     starts = at_start(log)
     assert sorted(starts) == [(r, v) for r in "02" for v in sorted(CACHE_VARS)], log  # node 0, node 1
     assert set(starts.values()) == {"[]"}, log
+    # Every rank's caches are set, none under $HOME: node-local tmp or the project's cache area.
+    home = os.path.realpath(os.path.expanduser("~"))
+    seen = dict(((r, v), value) for r, v, value in re.findall(r"^rank (\d) env (\w+)=(.*)$", log, re.M))
+    assert sorted(seen) == sorted((r, v) for r in "0123" for v in OFF_HOME), log
+    for (r, var), value in seen.items():
+        assert value.startswith("/") and not os.path.realpath(value).startswith(home + "/"), (r, var, value)
+        assert value.startswith(str(node_tmp)) == (var in CACHE_VARS), (r, var, value)
     assert "caches: node 0 (nid005000): no miopen cache saved yet" in log
     assert "caches: node 1 (nid005001): no triton cache saved yet" in log
     assert f"caches: miopen saved to {store}/miopen.tar" in log and f"caches: triton saved to {store}/triton.tar" in log
@@ -99,7 +111,7 @@ def test_second_job_finds_the_first_jobs_kernel_caches(slurm_cluster_local2n, te
     assert "caches: node 1 (nid005001): miopen restored from" in log
     assert re.search(r"^time limit in \d+ s", log, re.M) and log.count("caches: triton saved to") == 2, log
     assert archived(store, "triton") == [f"kernel-{first}", f"kernel-{second}"]
-    assert sorted(p.name for p in store.iterdir()) == ["miopen.tar", "triton.tar"]  # no temporary files left
+    assert sorted(p.name for p in store.iterdir()) == ["inductor.tar", "miopen.tar", "triton.tar"]  # no temporary files left
 
     # KEEP_KERNEL_CACHES=0: nothing restored, nothing saved.
     third, result = run_job(cluster, project, {**env, "KEEP_KERNEL_CACHES": "0"}, "jobs/train.sbatch", timeout=300)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -43,6 +44,18 @@ def test_builtins_load_and_register():
     assert cat.recommended_image("lumi", "pytorch").generation == "laif"
     assert cat.recommended_image("lumi", "jax").id == "lust-jax-0.4.35"
     assert cat.provenance[("site", "lumi")] == "lumi"
+
+
+def test_lumi_legacy_images_have_stable_names():
+    """/appl/local/containers/sif-images entries are symlinks to the latest build that "can
+    change without notice" [EBC-PT]: a venv made for one could not see a swap. Every former
+    LUST image is the EasyBuild copy, whose name carries the image's -dockerhash-."""
+    cat = load()
+    legacy = [c for c in cat.containers.values() if c.site == "lumi" and c.generation == "legacy-sif"]
+    assert {c.framework for c in legacy} == {"pytorch", "jax"}
+    for c in legacy:
+        assert c.path.startswith("/appl/local/containers/easybuild-sif-images/"), (c.id, c.path)
+        assert re.search(r"-dockerhash-[0-9a-f]{12}\.sif$", c.path), (c.id, c.path)
 
 
 def test_third_party_plugin_is_loaded_with_version(fake_site_packages):

@@ -68,6 +68,23 @@ def test_project_has_config_launch_and_pins(project):
     assert "MASTER_ADDR=" in (project / "scripts" / "job-env.sh").read_text()
 
 
+def test_jit_builds_and_compiler_caches_are_off_home(project, tmp_path):
+    """DeepSpeed builds its ops just in time into TORCH_EXTENSIONS_DIR (default ~/.cache);
+    run.sh points it and the compiler caches of the AI Guide's list [AIG-I112] off $HOME."""
+    names = ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+    home = tmp_path / "home"
+    # RCCL_NET_CHECK=0: no RCCL watcher (2 nodes), which would hold the output open.
+    env = {**os.environ, "HOME": str(home), "USER": "tester", "RCCL_NET_CHECK": "0"}
+    env = {k: v for k, v in env.items() if not k.startswith(("SLURM_", "TORCH", "TRITON"))}
+    result = subprocess.run(["bash", "scripts/run.sh", "bash", "-c", " ".join(f'echo "${n}";' for n in names)],
+                            cwd=project, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    values = result.stdout.split()
+    assert len(values) == len(names) and all(v.startswith("/") and not v.startswith(str(home)) for v in values), values
+    assert values[0] == "/scratch/project_465000000/tester/cache/torch_extensions_dir"
+    assert values[1:] == [f"/tmp/tester-{c}-cache-0-0" for c in ("triton", "inductor")]
+
+
 def test_profile_job_passes_the_same_arguments(catalogue, tmp_path_factory):
     template = template_source(tmp_path_factory.mktemp("template"))
     answers = {"site": "lumi", "framework": "deepspeed", "account": "project_465000000", "profiler": "rocprofv3"}

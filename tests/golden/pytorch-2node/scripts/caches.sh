@@ -1,5 +1,5 @@
 #!/bin/bash
-# Compiler caches that survive jobs: MIOpen's kernel cache and Triton's kernel cache.
+# Compiler caches that survive jobs: MIOpen's kernel cache, Triton's kernel cache and TorchInductor's cache.
 # During a job they live in node-local /tmp (RAM, counted in the job's memory),
 # where scripts/run.sh points the framework, and node-local files end with the job: without
 # this script every job would compile its kernels anew. It carries each cache from job to
@@ -18,6 +18,7 @@ KERNEL_CACHE_STORE="${KERNEL_CACHE_STORE:-/scratch/project_465000000/${USER}/cac
 caches=(
     miopen "/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
     triton "/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
+    inductor "/tmp/${USER}-inductor-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
 )
 
 action="${1:-}"

@@ -49,15 +49,20 @@ export MIOPEN_USER_DB_PATH="/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NO
 export MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_USER_DB_PATH}"
 mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits for another
 
-# Triton's kernel cache (torch.compile compiles its GPU kernels with Triton): one directory
-# per node in node-local /tmp, like MIOpen's.
+# Triton's kernel cache (torch.compile compiles its GPU kernels with Triton) and
+# TorchInductor's (torch.compile's compiled graphs), both among the caches to keep off
+# $HOME [AIG-I112]: one directory each per node in node-local /tmp, like MIOpen's.
 export TRITON_CACHE_DIR="/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
+export TORCHINDUCTOR_CACHE_DIR="/tmp/${USER}-inductor-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
 # The jobs restore these caches from the project's cache area when they start and
 # save them when training ends (scripts/caches.sh; KEEP_KERNEL_CACHES=0: off).
 
 # Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
+# TORCH_EXTENSIONS_DIR: extensions torch builds just in time (DeepSpeed's ops too), kept
+# from job to job there; their default is ~/.cache. [AIG-I112]
 export TORCH_HOME="/scratch/project_465000000/${USER}/cache/torch_home"
 export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"
+export TORCH_EXTENSIONS_DIR="/scratch/project_465000000/${USER}/cache/torch_extensions_dir"
 
 # One line per rank: where it runs, its GPU and its CPUs, as the workshop's run.sh prints. [WS-ref]
 # (Not in the jobs' helper steps: LUMI_SCAFFOLD_HELPER=1.)

@@ -23,8 +23,8 @@ while read -r name; do
 done < <(compgen -e | grep -E '^(SINGULARITY|APPTAINER)ENV_' || true)
 module purge
 
-# Former LUST image, ROCm 6.2.4, Python 3.12, PyTorch 2.7.1 [WS, TM-Cont]
-SIF="${SIF:-/appl/local/containers/sif-images/lumi-pytorch-rocm-6.2.4-python-3.12-pytorch-v2.7.1.sif}"
+# Former LUST image, ROCm 6.2.4, Python 3.12, PyTorch 2.7.1 [WS, TM-Cont, EBC]
+SIF="${SIF:-/appl/local/containers/easybuild-sif-images/lumi-pytorch-rocm-6.2.4-python-3.12-pytorch-v2.7.1-dockerhash-0d479e852886.sif}"
 export SIF
 
 # Binds: real roots of symlinked file systems (Singularity does not follow symlinks in

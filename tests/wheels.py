@@ -20,9 +20,12 @@ def commit(repo: Path, message: str) -> None:
 
 
 def source_clone(dest: Path) -> Path:
-    """Clone REPO to ``dest`` and commit the working tree's changes there ("work in progress"),
-    so builds in the clone see exactly the files being tested."""
-    subprocess.run(["git", "clone", "--quiet", "--no-local", str(REPO), str(dest)], check=True, capture_output=True)
+    """Clone REPO (without its tags) to ``dest`` and commit the working tree's changes there
+    ("work in progress"), so builds in the clone see exactly the files being tested."""
+    # --no-tags: as the repository travels (CI's clone and a submission carry no tags; scripts/release
+    # restores the tags of earlier "Release X" commits), whatever tags this checkout has made.
+    subprocess.run(["git", "clone", "--quiet", "--no-local", "--no-tags", str(REPO), str(dest)], check=True,
+                   capture_output=True)
     status = git(REPO, "status", "--porcelain", "-z", "--untracked-files=all").split("\0")
     for entry in filter(None, status):
         rel = entry[3:]

@@ -16,15 +16,11 @@ from typing import Any
 
 from .errors import UserMessageError
 from .known_issues import project_issues
-from .lint import gpus_per_node
+from .jobs import JOB_KINDS, Shape
 from .plugin_data import PluginData, validate_plugin_data
 from .plugins import get_catalogue
 
 __all__ = ["JobReport", "explain_project", "format_report"]
-
-JOB_FILES = {"smoke": "jobs/smoke-test.sbatch", "train": "jobs/train.sbatch", "profile": "jobs/profile.sbatch",
-             "preflight": "jobs/preflight.sbatch"}
-
 
 @dataclass
 class Rank:
@@ -80,10 +76,6 @@ def _hang(job_file: Path, per_hour: float | None, at_limit: float | None, unit: 
             "with": at_limit if limit_first else with_watchdog, "limit_first": limit_first, "unit": unit}
 
 
-def _options(opts: list[str]) -> dict[str, str]:
-    return {o.split("=", 1)[0][2:]: o.split("=", 1)[1] if "=" in o else "" for o in opts}
-
-
 def _cores(mask: str) -> str:
     """A hex CPU mask as core ranges: 0x00fe -> '1-7'."""
     bits = int(mask, 16)
@@ -97,35 +89,39 @@ def _cores(mask: str) -> str:
     return ",".join(ranges)
 
 
-def _binding(data: PluginData, kind: str, launcher: str) -> str:
-    job, site = data.job, data.site
-    if kind == "smoke":
-        return f"one task on one GPU with {site.cpus_per_gpu} cores, placed by Slurm"
-    if launcher == "torchrun":
-        if job.torchrun_binding:
-            return (f"torchrun binds each worker to cores of its own on its GPU's NUMA node, shared with no other worker "
-                    f"(--numa-binding={job.torchrun_binding})")
-        return "torchrun's workers are not bound to cores"
-    if job.cpu_bind:
-        return "srun binds each rank to its GPU's cores (--cpu-bind=mask_cpu, the site's masks)"
-    return "one task per GPU, placed by Slurm (no masks on part of a node)"
+# What each binding (lumi_scaffold.jobs.binding) means for a job's ranks.
+BINDINGS = {
+    "masks": "srun binds each rank to its GPU's cores (--cpu-bind=mask_cpu, the site's masks)",
+    "slurm": "one task per GPU, placed by Slurm (no masks on part of a node)",
+    "torchrun-numa": "torchrun binds each worker to cores of its own on its GPU's NUMA node, shared with no other worker "
+                     "(--numa-binding={})",
+    "torchrun-shared-node": "torchrun's workers are not bound to cores",
+    "torchrun-own-image": "torchrun's workers are not bound to cores",
+    "torchrun-image": "torchrun's workers are not bound to cores",
+}
 
 
-def _table(data: PluginData, kind: str, nodes: int, gpus: int, launcher: str) -> list[Rank]:
-    site, job = data.site, data.job
-    masks = site.cpu_masks if job.cpu_bind and kind != "smoke" and launcher == "srun" else []
+def _binding(data: PluginData, shape: Shape) -> str:
+    if shape.binding == "slurm" and shape.ranks == 1:
+        return f"one task on one GPU with {shape.cpus_per_task} cores, placed by Slurm"
+    return BINDINGS[shape.binding].format(data.job.torchrun_binding)
+
+
+def _table(data: PluginData, shape: Shape) -> list[Rank]:
+    site = data.site
+    masks = site.cpu_masks if shape.binding == "masks" else []
+    gpus = shape.gpus_per_node
     rows = []
-    for rank in range(nodes * gpus):
+    for rank in range(shape.nodes * gpus):
         local = rank % gpus
         if masks:
             cpus = _cores(masks[local])
-        elif kind != "smoke" and launcher == "torchrun" and job.torchrun_binding and site.gpu_numa:
+        elif shape.binding == "torchrun-numa" and site.gpu_numa:
             cpus = f"its own share of NUMA {site.gpu_numa[local]}"
         else:
-            per = site.cpus_per_gpu if kind == "smoke" else job.cpus_per_task // max(job.ranks_per_task, 1)
-            cpus = f"{per} placed by Slurm"
+            cpus = f"{shape.cpus_per_task // shape.ranks_per_task} placed by Slurm"
         # Which physical GPU a job gets is known on whole nodes only (local rank i -> GPU i).
-        whole = kind != "smoke" and gpus == site.gpus_per_node
+        whole = shape.whole_node
         rows.append(Rank(rank=rank, node=rank // gpus, local_rank=local, gpu=local, cpus=cpus,
                          numa=site.gpu_numa[local] if site.gpu_numa and whole else None,
                          nic=site.gpu_nic[local] if site.gpu_nic and whole else None))
@@ -158,37 +154,28 @@ def explain_project(project: Path | str) -> dict[str, Any]:
     interactive allocation, as plain data (the --json output)."""
     project = Path(project)
     answers, data = read_project(project)
-    launcher = str(answers.get("launcher") or "srun")
     jobs = []
-    for kind, opts in data.job.slurm.items():
-        if not (project / JOB_FILES[kind]).is_file() and kind in ("profile", "preflight"):
-            continue  # removed by hand, or made by a template version without it
-        o = _options(opts)
-        launch = "srun" if kind == "preflight" else launcher  # the preflight starts one task per GPU
-        nodes = int(o.get("nodes", "1"))
-        gpus = gpus_per_node(o)
-        tasks = int(o.get("ntasks-per-node", "1"))
-        ranks_per_task = data.job.ranks_per_task if kind in ("train", "profile") else 1  # preflight: srun, one per GPU
-        cost = data.job.cost.get(kind)
-        memory = next((opt for opt in opts if opt.startswith(("--mem=", "--mem-per-gpu="))), "")
+    for name, kind in JOB_KINDS.items():
+        shape = data.job.shapes.get(name)
+        if shape is None or (kind.optional and not (project / kind.file).is_file()):
+            continue  # a kind run with another's shape, or removed by hand, or made by a version without it
+        cost = data.job.cost.get(name)
         jobs.append(JobReport(
-            kind=kind, file=JOB_FILES[kind], nodes=nodes, tasks_per_node=tasks, ranks=nodes * tasks * ranks_per_task,
-            cpus_per_task=int(o.get("cpus-per-task", "1")),
-            memory=memory or ("follows the GPUs" if data.site.memory_follows_gpus else "the partition's default"),
-            time_limit=o.get("time", ""), billed_per_hour=cost.per_hour if cost else None,
+            kind=name, file=kind.file, nodes=shape.nodes, tasks_per_node=shape.tasks_per_node, ranks=shape.ranks,
+            cpus_per_task=shape.cpus_per_task, memory=shape.memory.text, time_limit=shape.time,
+            billed_per_hour=cost.per_hour if cost else None,
             billed_at_limit=cost.at_limit if cost else None, unit=cost.unit if cost else "",
             rule=cost.rule if cost else "no billing rule known for this partition", source=cost.source if cost else "",
-            binding=_binding(data, kind, launch), whole_node=kind != "smoke" and gpus == data.site.gpus_per_node,
-            table=_table(data, kind, nodes, gpus, launch),
-            hang=_hang(project / JOB_FILES[kind], cost.per_hour if cost else None, cost.at_limit if cost else None,
-                       cost.unit if cost else "") if kind in ("train", "profile") else None))
+            binding=_binding(data, shape), whole_node=shape.whole_node, table=_table(data, shape),
+            hang=_hang(project / kind.file, cost.per_hour if cost else None, cost.at_limit if cost else None,
+                       cost.unit if cost else "") if kind.watchdog else None))
     train = data.job.cost.get("train")
     return {
         "project": str(project),
         "site": data.site.display_name or data.site.name,
         "partition": data.partition.name,
         "jobs": [asdict(job) for job in jobs],
-        "interactive": {"file": "jobs/interactive.sh", "shape": "as jobs/train.sbatch",
+        "interactive": {"file": JOB_KINDS["interactive"].file, "shape": f"as {JOB_KINDS['train'].file}",
                         "billed_per_hour": train.per_hour if train else None, "unit": train.unit if train else "",
                         "rule": train.rule if train else "no billing rule known for this partition"},
         "prestage": _prestage(answers, data),
@@ -204,7 +191,10 @@ def _prestage(answers: dict[str, Any], data: PluginData) -> dict[str, Any] | Non
     if data.job.shared_node_tmp_gb:
         return {"where": where, "budget_gb": data.job.shared_node_tmp_gb,
                 "why": "the partition's limit for a job on a shared node"}
-    mem = data.site.mem_per_node_gb if data.job.whole_node else (data.site.mem_per_gpu_gb or 0) * int(answers.get("gpus_per_node", 1))
+    train, site = data.job.shapes["train"], data.site
+    mem = train.memory.per_node_gb(train.gpus_per_node)
+    if train.memory.form == "follows-gpus":  # the GPUs' share, by the site's figures
+        mem = site.mem_per_node_gb if train.whole_node else (site.mem_per_gpu_gb or 0) * train.gpus_per_node
     note = f" ({data.site.node_local_tmp_note})" if data.site.node_local_tmp_note else ""
     return {"where": where, "budget_gb": mem or None,
             "why": f"the job's memory on each node{note}, less what training itself uses"}

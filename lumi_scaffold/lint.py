@@ -15,9 +15,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ._types import slurm_time_seconds
+from .jobs import Memory, gpus_of, kind_of_file, parse_options
 from .plugins import Catalogue
 
-__all__ = ["bash_syntax", "check_headers", "gpus_per_node", "lint_project", "shell_files", "shellcheck", "shellcheck_executable"]
+__all__ = ["bash_syntax", "check_headers", "lint_project", "shell_files", "shellcheck", "shellcheck_executable"]
 
 SHELL_SUFFIXES = (".sh", ".sbatch")
 
@@ -70,16 +71,12 @@ def shellcheck(files: list[Path], *, cwd: Path | None = None) -> list[str]:
     return lines
 
 
-_HEADER = re.compile(r"^#SBATCH\s+--([a-z-]+)(?:=(\S+))?")
+_HEADER = re.compile(r"^#SBATCH\s+(--\S+)")
 
 
 def read_header(path: Path) -> dict[str, str]:
-    options = {}
-    for line in path.read_text().splitlines():
-        match = _HEADER.match(line)
-        if match:
-            options[match.group(1)] = match.group(2) or ""
-    return options
+    """A job file's #SBATCH options as {name: value} (its own header: the user may have edited it)."""
+    return parse_options(m.group(1) for line in path.read_text().splitlines() if (m := _HEADER.match(line)))
 
 
 def check_headers(project: Path, site_name: str, cat: Catalogue) -> list[str]:
@@ -102,7 +99,7 @@ def check_headers(project: Path, site_name: str, cat: Catalogue) -> list[str]:
         if not site.account.matches(opts.get("account", "")):
             bad(f"account {opts.get('account')!r} does not match {site.account.pattern}")
         node = site.node_of(part.name)
-        nodes, gpus = int(opts.get("nodes", "1")), gpus_per_node(opts)
+        nodes, gpus = int(opts.get("nodes", "1")), gpus_of(opts)
         limit = part.walltime_limit(nodes)
         if slurm_time_seconds(opts.get("time", "0:00:00")) > slurm_time_seconds(limit):
             bad(f"time {opts['time']} exceeds {part.name}'s {limit} for {nodes} node(s), its limit in the catalogue "
@@ -115,19 +112,15 @@ def check_headers(project: Path, site_name: str, cat: Catalogue) -> list[str]:
         tasks, cpus = int(opts.get("ntasks-per-node", "1")), int(opts.get("cpus-per-task", "1"))
         if tasks * cpus > node.usable_cores:
             bad(f"{tasks} tasks x {cpus} CPUs exceed the {node.usable_cores} usable cores")
-        if part.allocation == "whole-node" and gpus != node.gpus and site.has_partial_nodes and path.stem != "smoke-test":
+        kind = kind_of_file(f"jobs/{path.name}")
+        if part.allocation == "whole-node" and gpus != node.gpus and site.has_partial_nodes and not (kind and kind.partial_node):
             bad(f"{part.name} is whole-node but the job asks for {gpus} GPUs")
+        memory = Memory.parse(opts, site.memory_follows_gpus).per_node_gb(gpus)
+        if memory and node.mem_per_node_gb and memory > node.mem_per_node_gb:
+            bad(f"{memory} GB of memory per node exceed the {node.mem_per_node_gb} GB a {part.name} node has")
         if "output" not in opts:
             bad("no --output (logs would land in the submit directory)")
     return problems
-
-
-def gpus_per_node(opts: dict[str, str]) -> int:
-    """GPUs per node a header asks for: --gpus-per-node=N or --gres=gpu[:type]:N (0: none)."""
-    if "gpus-per-node" in opts:
-        return int(opts["gpus-per-node"]) if opts["gpus-per-node"].isdigit() else 0
-    match = re.fullmatch(r"gpu(?::[A-Za-z0-9_-]+)?:(\d+)", opts.get("gres", ""))
-    return int(match.group(1)) if match else 0
 
 
 def lint_project(project: Path, cat: Catalogue, site_name: str | None = None) -> list[str]:

@@ -22,18 +22,21 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, check_abs_path, check_shell_word
 from .errors import UserMessageError
+from .jobs import JOB_KINDS, Binding, Cost, Shape, shape_from_options
 from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
                      SiteNote, TrainArg, _one_line, check_pull_address)
 from .models import _PACKAGE, _VERSION
 
-__all__ = ["SCHEMA", "PluginData", "PluginDataError", "validate_plugin_data"]
+__all__ = ["SCHEMA", "Cost", "PluginData", "PluginDataError", "validate_plugin_data"]
 
-SCHEMA = 2
-"""Shape of plugin_data written now. 1: lumi-scaffold 0.1 and 0.2 (no computed job fields)."""
+SCHEMA = 3
+"""Shape of plugin_data written now. 1: lumi-scaffold 0.1 and 0.2 (no computed job fields);
+2: 0.3.0 (job options as text); 3: 0.3.1 (job shapes as structured values, the binding and
+the memory prose as fields)."""
 
 Text = Annotated[str, AfterValidator(_one_line)]
 # A requirement as the questionnaire takes it (extra_requirements) and requirements.txt gets it.
@@ -152,22 +155,18 @@ class PartitionFacts(_Part):
     source: Text = ""
 
 
-class Cost(_Part):
-    """What one job of a kind is billed, by the partition's rule, at its time limit."""
-
-    unit: Text
-    per_hour: float = Field(ge=0)
-    hours: float = Field(gt=0, description="The job's time limit in hours.")
-    at_limit: float = Field(ge=0, description="Billed when the job runs to its time limit.")
-    rule: Text
-    source: Text = ""
+def _recorded_kind(value: str) -> str:
+    if value not in JOB_KINDS or JOB_KINDS[value].shape is None:
+        raise ValueError(f"{value!r} is not a job kind with its own shape ({', '.join(k for k, v in JOB_KINDS.items() if v.shape)})")
+    return value
 
 
-JobKind = Literal["smoke", "train", "profile", "preflight"]
+JobKind = Annotated[str, AfterValidator(_recorded_kind)]
 
 
 class JobFields(_Part):
-    """The job shape and the fields computed from it (schema 2), which the templates print."""
+    """The job shape and the fields computed from it (schema 2; shapes, binding and the
+    memory prose: schema 3), which the templates print. Computed by lumi_scaffold.jobs."""
 
     smoke_partition: PlainOrEmpty
     smoke_qos: PlainOrEmpty = ""
@@ -178,6 +177,8 @@ class JobFields(_Part):
     ranks_per_task: int = Field(1, ge=1)
     cpus_per_task: int = Field(1, ge=1)
     torchrun_binding: Literal["", "exclusive"] = ""
+    binding: Binding = Field("slurm", description="How the training ranks get their CPUs (lumi_scaffold.jobs.binding; "
+                             "schema 3).")
     shared_node_tmp_gb: int | None = Field(None, ge=1)
     run_name: Slug = "run"
     profile_steps: int = Field(40, ge=1, description="Steps of the README's profile command; the profile job's time "
@@ -191,6 +192,12 @@ class JobFields(_Part):
     allreduce_bench: Literal["", "torch", "jax"] = Field(
         "", description="The project's all-reduce benchmark the preflight runs where the image has no all_reduce_perf.")
     memory: SlurmOption | Literal[""] = Field("", description="The training job's memory option, or '' for none.")
+    memory_note: Text = Field("", description="The training job file's comment on its share of the node (schema 3).")
+    whole_node_memory: SlurmOption | Literal[""] = Field(
+        "", description="The memory option of a job with whole nodes here (prestage.sh's advice; schema 3).")
+    shapes: dict[JobKind, Shape] = Field(
+        default_factory=dict, description="Each job kind's request as structured values, which `slurm` renders "
+        "(schema 3; derived from `slurm` for schema 2).")
     cpu_bind: Annotated[str, AfterValidator(check_shell_word)] = Field(
         "", description="srun's --cpu-bind value for the training ranks ('' where Slurm places them)."
     )
@@ -330,9 +337,49 @@ class PluginData(_Part):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _shapes_of_schema_2(cls, data: Any) -> Any:
+        """Schema 2 (0.3.0) recorded the job options as text only: read the shapes, the
+        binding and the memory prose from them, so that explain and doctor read one model."""
+        if not isinstance(data, dict) or data.get("schema") != 2:
+            return data
+        job, site = data.get("job"), data.get("site")
+        if not isinstance(job, dict) or not isinstance(site, dict) or "shapes" in job or not isinstance(job.get("slurm"), dict):
+            return data
+        try:
+            return {**data, "job": upgraded_job(job, site, data.get("container") or {})}
+        except (TypeError, ValueError):
+            return data  # the fields' own validation says what is wrong
+
     def dump(self) -> dict[str, Any]:
         """The JSON-able dict recorded in the answers file."""
         return self.model_dump(mode="json", by_alias=True)
+
+
+def upgraded_job(job: dict[str, Any], site: dict[str, Any], container: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 job fields with the schema 3 ones read from them."""
+    follows, gpus_on_node = bool(site.get("memory_follows_gpus")), int(site.get("gpus_per_node", 0))
+    shapes = {}
+    whole = bool(job.get("whole_node"))
+    if int(job.get("ranks_per_task", 1)) > 1:
+        own = container.get("status") in ("custom", "cotainr")
+        binding = ("torchrun-numa" if job.get("torchrun_binding") else "torchrun-shared-node" if not whole
+                   else "torchrun-own-image" if own else "torchrun-image")
+    else:
+        binding = "masks" if job.get("cpu_bind") else "slurm"
+    for kind, options in job["slurm"].items():
+        ranks = int(job.get("ranks_per_task", 1)) if kind in ("train", "profile") else 1
+        shape = shape_from_options(list(options), ranks_per_task=ranks, gpus_on_node=gpus_on_node,
+                                   follows_gpus=follows).model_dump()
+        if kind == "smoke":  # one GPU placed by Slurm
+            shape.update(whole_node=False, binding="slurm")
+        else:
+            shape["binding"] = binding if kind in ("train", "profile") else "masks" if job.get("cpu_bind") else "slurm"
+        shapes[kind] = shape
+    train = shapes.get("train")
+    note = Shape.model_validate(train).memory.note(whole) if train else ""
+    return {**job, "shapes": shapes, "binding": binding, "memory_note": note}
 
 
 class PluginDataError(UserMessageError, ValueError):

@@ -22,9 +22,9 @@ from pydantic import ValidationError
 from ._types import check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
 from .models import ContainerImage, EnvSetting, Framework, NodeLayout, Partition, Site, StorageArea
-from .plugin_data import REQUIREMENT, SCHEMA, ContainerFacts, Cost, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
+from .plugin_data import REQUIREMENT, SCHEMA, ContainerFacts, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
-from . import sources
+from . import jobs, sources
 from .known_issues import project_issues, split_env
 
 __all__ = ["CONTAINER_SPECIAL", "TEST_SITES_ENV", "check", "choices", "default", "offered_sites", "placeholders",
@@ -673,77 +673,17 @@ def _own_image(a: Answers, site: Site) -> dict[str, Any]:
 
 
 def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFacts, fw: Framework) -> JobFields:
+    """The job model (lumi_scaffold.jobs) for these answers."""
     node = site.node_of(part.name)
-    nodes, gpus = a.int("nodes", 1), a.int("gpus_per_node", node.gpus)
-    whole_node = gpus == node.gpus
-    launcher = str(a.get("launcher") or "srun")
     smoke = site.partition(site.partial_node_partition)
     assert smoke is not None  # the site model checks its partition names
-    job: dict[str, Any] = dict(
-        smoke_partition=smoke.slurm_name,
-        smoke_qos=smoke.qos or "",
-        whole_node=whole_node,
-        exclusive=whole_node and part.allocation == "by-resource",
-        tasks=nodes * gpus,
-        **_launch(launcher, gpus, node.cpus_per_gpu),
-        # torchrun binds workers itself where the image's PyTorch can, on whole nodes only:
-        # on a shared node the job's cores may lie outside its GPUs' NUMA nodes.
-        torchrun_binding="exclusive" if launcher == "torchrun" and whole_node and container.numa_binding else "",
-        # Node-local tmp a job may fill on a shared node (None: its memory is the limit).
-        shared_node_tmp_gb=None if whole_node else part.shared_node_tmp_gb,
-        run_name=str(a.get("project_name")),
-        profile_steps=PROFILE_STEPS,
-        signal_lead=_signal_lead(_walltime_of(a)),
-        memory=_memory(site, node, whole_node),
-        # srun masks only make sense when the job has whole nodes. [UG-lumig], [TM-Bind]
-        cpu_bind="verbose,mask_cpu:" + ",".join(node.cpu_masks) if whole_node else "",
-        binds=list(dict.fromkeys(site.bind_roots + container.binds)),
-        srun_options=site.srun_options + part.srun_options,
-    )
-    job["slurm"] = {
-        "smoke": _smoke_options(a, site, smoke),
-        **{kind: _job_options(kind, a, site, part, job) for kind in ("train", "profile")},
-    }
-    if nodes > 1:  # the network preflight (jobs/preflight.sbatch)
-        job["slurm"]["preflight"] = _job_options("preflight", a, site, part, {**job, **_launch("srun", gpus, node.cpus_per_gpu)})
-        job["allreduce_bench"] = _allreduce_bench(fw)
-    job["cost"] = _costs(a, site, part, smoke, job)
-    return JobFields(**job)
-
-
-def _costs(a: Answers, site: Site, part: Partition, smoke: Partition, job: dict[str, Any]) -> dict[str, Cost]:
-    """What each job is billed at its time limit, by its partition's rule (none without one)."""
-    node, smoke_node = site.node_of(part.name), site.node_of(smoke.name)
-    gpus = a.int("gpus_per_node", node.gpus)
-    # An --exclusive job holds the node's every core.
-    cores = node.cores if job["exclusive"] else job["cpus_per_task"] * job["tasks_per_node"]
-    hours = slurm_time_seconds(_walltime_of(a)) / 3600
-    shapes = {
-        "smoke": (smoke.billing_rule, 1, 1, smoke_node.cpus_per_gpu, _memory_gb(site, smoke_node, 1), 10 / 60),
-        **{kind: (part.billing_rule, a.int("nodes", 1), gpus, cores, _memory_gb(site, node, gpus), hours)
-           for kind in ("train", "profile")},
-    }
-    for kind in ("profile", "preflight"):  # the training job's shape, for their own (shorter) time
-        if kind in job["slurm"]:
-            limit = next(o for o in job["slurm"][kind] if o.startswith("--time="))
-            shapes[kind] = (*shapes["train"][:5], slurm_time_seconds(limit.split("=", 1)[1]) / 3600)
-    out = {}
-    for kind, (rule, nodes, g, c, mem, h) in shapes.items():
-        if rule is None:
-            continue
-        per_hour = rule.units_per_hour(nodes, g, c, mem)
-        out[kind] = Cost(unit=rule.unit, per_hour=per_hour, hours=round(h, 4), at_limit=round(per_hour * h, 4),
-                         rule=rule.describe(), source=rule.source)
-    return out
-
-
-def _memory_gb(site: Site, node: NodeLayout, gpus: int) -> int | None:
-    """GB of memory a job holds on each node (None where it asks for none), as _memory asks."""
-    if site.memory_follows_gpus:
-        return None
-    if gpus == node.gpus:
-        return node.mem_per_node_gb
-    return node.mem_per_gpu_gb * gpus if node.mem_per_gpu_gb else None
+    request = jobs.Request(
+        project=str(a.get("project_name")), account=str(a.get("account")), nodes=a.int("nodes", 1),
+        gpus=a.int("gpus_per_node", node.gpus), launcher=str(a.get("launcher") or "srun"),
+        # The training job's time limit (copier.yml's default before it is answered).
+        walltime=str(a.get("walltime") or "01:00:00"), site=site, part=part, smoke=smoke,
+        numa_binding=container.numa_binding, own_image=container.status in ("custom", "cotainr"))
+    return JobFields(**jobs.fields(request, container_binds=container.binds, allreduce_bench=_allreduce_bench(fw)))
 
 
 def _allreduce_bench(fw: Framework) -> str:
@@ -753,99 +693,6 @@ def _allreduce_bench(fw: Framework) -> str:
     if fw.name == "jax":
         return "jax"
     return "torch" if fw.needs_master_addr else ""
-
-
-def _memory(site: Site, node: NodeLayout, whole_node: bool) -> str:
-    """Whole nodes ask for the node's memory, part of a node for memory per GPU; nothing
-    where the site gives no figure (Slurm's default applies) or memory follows the GPUs."""
-    if site.memory_follows_gpus:
-        return ""
-    if whole_node:
-        return f"--mem={node.mem_per_node_gb}G" if node.mem_per_node_gb else ""
-    return f"--mem-per-gpu={node.mem_per_gpu_gb}G" if node.mem_per_gpu_gb else ""
-
-
-def _gpus_option(site: Site, node: NodeLayout, gpus: int) -> str:
-    if site.gpu_request == "gres":
-        return f"--gres=gpu:{node.gpu_type}:{gpus}" if node.gpu_type else f"--gres=gpu:{gpus}"
-    return f"--gpus-per-node={gpus}"
-
-
-def _smoke_options(a: Answers, site: Site, smoke: Partition) -> list[str]:
-    """One GPU on the partial-node partition for ten minutes."""
-    node = site.node_of(smoke.name)
-    opts = [f"--job-name={a.get('project_name')}-smoke", f"--account={a.get('account')}",
-            f"--partition={smoke.slurm_name}", "--time=00:10:00", "--nodes=1", "--ntasks-per-node=1",
-            _gpus_option(site, node, 1), f"--cpus-per-task={node.cpus_per_gpu}"]
-    memory = _memory(site, node, whole_node=node.gpus == 1)
-    opts += [memory] if memory else []
-    opts += [f"--qos={smoke.qos}"] if smoke.qos else []
-    return opts + site.sbatch_options + smoke.sbatch_options
-
-
-def _job_options(kind: str, a: Answers, site: Site, part: Partition, job: dict[str, Any]) -> list[str]:
-    """The training job's shape ("train"), which the profile job shares ("profile"), and the
-    network preflight's ("preflight": the same nodes and GPUs, one task per GPU, 15 minutes
-    at most). Each answer was checked against the site before (see the checks above)."""
-    node = site.node_of(part.name)
-    time = _walltime_of(a)
-    if kind == "preflight":
-        time = min(time, PREFLIGHT_TIME, key=_seconds)
-    if kind == "profile":
-        time = min(time, profile_time(PROFILE_STEPS), key=_seconds)
-    opts = [f"--job-name={a.get('project_name')}-{kind}", f"--account={a.get('account')}",
-            f"--partition={part.slurm_name}", f"--time={time}", f"--nodes={a.int('nodes', 1)}",
-            f"--ntasks-per-node={job['tasks_per_node']}", _gpus_option(site, node, a.int("gpus_per_node", node.gpus)),
-            f"--cpus-per-task={job['cpus_per_task']}"]
-    opts += [job["memory"]] if job["memory"] else []
-    opts += ["--exclusive"] if job["exclusive"] else []
-    opts += [f"--qos={part.qos}"] if part.qos else []
-    return opts + site.sbatch_options + part.sbatch_options
-
-
-PREFLIGHT_TIME = "00:15:00"
-# The profile job's time limit follows the README's step count, not the training walltime:
-# a budget for the start (image, venv, data staging, kernel compilation) plus one per
-# profiled step. Both are assumptions of this template, not site facts; a longer profile
-# asks for more with sbatch --time.
-PROFILE_STEPS = 40
-PROFILE_START_S = 600
-PROFILE_STEP_S = 15
-
-
-def profile_time(steps: int) -> str:
-    """The profile job's time limit for ``steps`` steps, in whole minutes (HH:MM:SS)."""
-    minutes = -(-(PROFILE_START_S + steps * PROFILE_STEP_S) // 60)
-    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
-
-
-def _walltime_of(a: Answers) -> str:
-    """The training job's time limit (copier.yml's default before it is answered)."""
-    return str(a.get("walltime") or "01:00:00")
-
-
-def _seconds(walltime: str) -> int:
-    try:
-        return slurm_time_seconds(walltime)
-    except ValueError:
-        return 0
-
-
-def _launch(launcher: str, gpus: int, cpus_per_gpu: int) -> dict[str, int]:
-    """Tasks of the training (and profiling) job on each node, ranks per task, CPUs per task:
-    srun starts one task per GPU; torchrun one task per node that spawns a worker per GPU."""
-    per_task = gpus if launcher == "torchrun" else 1
-    return {"tasks_per_node": gpus // per_task, "ranks_per_task": per_task, "cpus_per_task": cpus_per_gpu * per_task}
-
-
-def _signal_lead(walltime: str) -> int:
-    """Seconds before the time limit at which Slurm warns the training job (USR1): after it,
-    a job that ends unfinished ran out of time, and its chain goes on."""
-    try:
-        seconds = slurm_time_seconds(walltime)
-    except ValueError:
-        return 300
-    return 300 if seconds >= 3600 else max(30, seconds // 4)
 
 
 def _legacy_only(plugin_data: Mapping[str, Any], cat: Catalogue) -> str:
@@ -883,7 +730,8 @@ def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
     legacy_only = _legacy_only(plugin_data, cat)
     out += [legacy_only] if legacy_only else []
     job = plugin_data.get("job") or {}
-    if job.get("whole_node") and job.get("ranks_per_task", 1) > 1 and not job.get("torchrun_binding"):
+    if job.get("binding") in ("torchrun-image", "torchrun-own-image") or (
+            "binding" not in job and job.get("whole_node") and job.get("ranks_per_task", 1) > 1 and not job.get("torchrun_binding")):
         out.append(f"torchrun's workers get no CPU binding with {container.get('id')}: the image is not known to have "
                    "torch.distributed.run --numa-binding (PyTorch 2.9 and later). The srun launcher binds each rank to "
                    "its GPU's cores: lumi-scaffold update -d launcher=srun")

@@ -128,14 +128,16 @@ def profiler_choices(cat: Catalogue, site: str, framework: str, container: str) 
     return list(choices("profiler", {"site": site, "framework": framework, "container": container}, cat).values())
 
 
-def render_project(template: Path | str, dest: Path, answers: dict[str, Any]) -> Path:
-    """Render one project in-process with ``answers`` and defaults for the rest."""
+def render_project(template: Path | str, dest: Path, answers: dict[str, Any], vcs_ref: str | None = None) -> Path:
+    """Render one project in-process with ``answers`` and defaults for the rest; ``vcs_ref``:
+    the git ref of a template in git (Copier's default: its newest tag; "HEAD" for the
+    checkout as it is, uncommitted changes included)."""
     import copier
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         copier.run_copy(str(template), str(dest), data=answers, defaults=True, unsafe=True, quiet=True,
-                        settings=copier.Settings())
+                        settings=copier.Settings(), vcs_ref=vcs_ref)
     return Path(dest)
 
 

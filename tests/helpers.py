@@ -24,8 +24,11 @@ def template_copy(dest: Path) -> Path:
 
 
 def render(template: Path | str, dest: Path, **answers: Any) -> Path:
-    """Render a project with ``answers`` (plus DEFAULTS) and defaults for the rest."""
-    return render_project(template, dest, {**DEFAULTS, **answers})
+    """Render a project with ``answers`` (plus DEFAULTS) and defaults for the rest. The
+    repository renders as checked out (HEAD and uncommitted changes), never its newest tag,
+    which a checkout with the release tags would give (a CI clone has none)."""
+    return render_project(template, dest, {**DEFAULTS, **answers},
+                          vcs_ref="HEAD" if Path(template).resolve() == REPO else None)
 
 
 def read_tree(root: Path) -> dict[str, bytes]:

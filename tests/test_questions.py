@@ -104,12 +104,19 @@ def test_resolve_whole_node_multi_node_legacy_image():
     assert c["binds"][-3:] == ["/var/spool/slurmd", "/opt/cray", "/usr/lib64/libcxi.so.1"]
     assert data["pins"] == {"torch": "2.7.1"}
     job = data["job"]
-    computed = {k: job.pop(k) for k in ("slurm", "memory", "cpu_bind", "binds", "srun_options", "cost", "allreduce_bench")}
+    computed = {k: job.pop(k) for k in ("slurm", "memory", "cpu_bind", "binds", "srun_options", "cost", "allreduce_bench",
+                                        "shapes", "memory_note", "whole_node_memory")}
     assert job == {"smoke_partition": "small-g", "smoke_qos": "", "whole_node": True, "exclusive": False, "tasks": 16,
                    "tasks_per_node": 8, "ranks_per_task": 1, "cpus_per_task": 7, "torchrun_binding": "",
-                   "shared_node_tmp_gb": None, "run_name": "demo", "profile_steps": 40, "signal_lead": 300}
+                   "binding": "masks", "shared_node_tmp_gb": None, "run_name": "demo", "profile_steps": 40, "signal_lead": 300}
     # The computed job fields the templates print.
     assert computed["memory"] == "--mem=480G" and data["package"] == "demo"
+    assert computed["memory_note"] == "Whole nodes: 480G per node." and computed["whole_node_memory"] == "--mem=480G"
+    # The shapes the options are rendered from: structured values.
+    train = computed["shapes"]["train"]
+    assert (train["time"], train["nodes"], train["gpus_per_node"], train["memory"], train["binding"]) == (
+        "01:00:00", 2, 8, {"form": "per-node", "gb": 480}, "masks")
+    assert computed["shapes"]["smoke"]["memory"] == {"form": "per-gpu", "gb": 60}
     assert computed["cpu_bind"].startswith("verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000,")
     assert computed["binds"][0] == "/pfs" and computed["binds"][-1] == "/usr/lib64/libcxi.so.1"
     assert computed["slurm"]["train"] == [

@@ -1,0 +1,112 @@
+"""The job model (lumi_scaffold.jobs): each decision is made once, and everything that
+shows a job (the sbatch files, the README, explain, lint, the costs) follows it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lumi_scaffold import jobs
+from lumi_scaffold.explain import explain_project, format_report
+from lumi_scaffold.jobs import JOB_KINDS, Memory, Shape, parse_options
+from lumi_scaffold.lint import check_headers, lint_project
+from lumi_scaffold.plugin_data import validate_plugin_data
+from lumi_scaffold.plugins import get_catalogue
+
+from .helpers import REPO, render
+from .test_render import CANONICAL
+
+FIXTURES = Path(__file__).parent / "fixtures" / "answers-0.3.0"
+
+
+def header(project: Path, name: str) -> list[str]:
+    return [line.split(None, 1)[1] for line in (project / "jobs" / name).read_text().splitlines()
+            if line.startswith("#SBATCH ")]
+
+
+def test_the_memory_rule_is_decided_once_and_everything_follows(tmp_path, monkeypatch):
+    """Change the rule in the job model alone (a job on part of a node asks for the whole
+    node's memory): the job files, the README, explain's memory and cost, and lint follow."""
+    answers = dict(gpus_per_node=1, partition="small-g", walltime="01:00:00", prestage=True, data_location="flash",
+                   dataset_archive="/flash/project_465000000/data/d.tar", profiler="rocprofv3")
+    before = render(REPO, tmp_path / "before", **answers)
+    assert "--mem-per-gpu=60G" in header(before, "train.sbatch")
+
+    def whole_node_memory(site, node, gpus):
+        return Memory(form="per-node", gb=node.mem_per_node_gb)
+
+    monkeypatch.setattr(jobs, "memory_rule", whole_node_memory)
+    after = render(REPO, tmp_path / "after", **answers)
+    for name in ("train.sbatch", "profile.sbatch", "smoke-test.sbatch"):
+        opts = header(after, name)
+        assert "--mem=480G" in opts and not any(o.startswith("--mem-per-gpu") for o in opts), (name, opts)
+    assert "# Part of a node: 480G per node." in (after / "jobs/train.sbatch").read_text()
+    readme = (after / "README.md").read_text()
+    assert "**Part of a node**: `--mem=480G`" in readme
+    # LUMI's small-g bills memory in 64 GB slices [UG-bill]: 480 GB hold 8 slices, 4 GPU-hours per hour.
+    report = explain_project(after)
+    train = next(j for j in report["jobs"] if j["kind"] == "train")
+    assert (train["memory"], train["billed_per_hour"]) == ("--mem=480G", 4.0)
+    assert "| Cost | 4 GPU-hours per training job" in readme
+    assert "memory --mem=480G" in format_report(report)
+    # Before the change the same job is half a GPU-hour.
+    old = next(j for j in explain_project(before)["jobs"] if j["kind"] == "train")
+    assert (old["memory"], old["billed_per_hour"]) == ("--mem-per-gpu=60G", 0.5)
+    # lint reads the headers with the model's own Memory: what the rule writes passes, more than a node has does not.
+    cat = get_catalogue()
+    assert lint_project(after, cat) == []
+    train_file = after / "jobs/train.sbatch"
+    train_file.write_text(train_file.read_text().replace("--mem=480G", "--mem=999G"))
+    assert check_headers(after, "lumi", cat) == ["train.sbatch: 999 GB of memory per node exceed the 480 GB a small-g node has"]
+
+
+def test_every_kind_with_a_shape_renders_its_options_in_one_function(tmp_path):
+    project = render(REPO, tmp_path / "p", nodes=2, profiler="rocprofv3")
+    data = validate_plugin_data(yaml.safe_load((project / ".copier-answers.yml").read_text())["plugin_data"])
+    assert set(data.job.shapes) == {"smoke", "train", "profile", "preflight"}
+    for kind, shape in data.job.shapes.items():
+        assert data.job.slurm[kind] == shape.options()
+        assert header(project, Path(JOB_KINDS[kind].file).name)[:len(shape.options())] == shape.options()
+    # The interactive allocation runs with train's shape.
+    interactive = (project / JOB_KINDS["interactive"].file).read_text()
+    assert all(f"    {opt}\n" in interactive for opt in data.job.slurm["train"])
+    train = data.job.shapes["train"]
+    assert (train.seconds, train.ranks, train.memory.per_node_gb(8), train.whole_node) == (3600, 16, 480, True)
+
+
+def test_a_parsed_header_gives_back_its_shape():
+    shape = Shape(name="demo-train", account="project_465000000", partition="standard-g", time="2-00:00:00", nodes=4,
+                  tasks_per_node=1, ranks_per_task=8, gpus_per_node=8, gpu_request="gres", gpu_type="mi250",
+                  cpus_per_task=56, memory=Memory(form="per-node", gb=480), exclusive=True, whole_node=True,
+                  extra=["--hint=nomultithread"])
+    back = jobs.shape_from_options(shape.options(), ranks_per_task=8, gpus_on_node=8, follows_gpus=False)
+    assert back == shape.model_copy(update={"binding": back.binding})
+    assert parse_options(["--exclusive", "not an option", "--time=1:00:00"]) == {"exclusive": "", "time": "1:00:00"}
+
+
+@pytest.mark.parametrize("name", sorted(CANONICAL))
+def test_a_0_3_0_project_is_explained_as_it_was_made(tmp_path, name):
+    """plugin_data schema 2 (0.3.0) recorded the options as text only: the shapes read from
+    them are the ones the job model computes, so explain says the same for both."""
+    project = render(REPO, tmp_path / name, **CANONICAL[name])
+    now = explain_project(project)
+    new_answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
+    shutil.copy(FIXTURES / f"{name}.yml", project / ".copier-answers.yml")
+    old_answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
+    assert old_answers["plugin_data"]["schema"] == 2 and "shapes" not in old_answers["plugin_data"]["job"]
+    old = validate_plugin_data(old_answers["plugin_data"])
+    new = validate_plugin_data(new_answers["plugin_data"])
+    assert old.job.shapes == new.job.shapes
+    assert (old.job.binding, old.job.memory_note) == (new.job.binding, new.job.memory_note)
+    assert explain_project(project) == now
+
+
+def test_a_job_kind_is_one_registry_entry_and_one_template():
+    templates = {p.name.split(".jinja")[0] for p in (REPO / "project-templates/project/jobs").iterdir()}
+    for kind in JOB_KINDS.values():
+        name = Path(kind.file).name
+        assert any(name in t for t in templates), (kind.name, templates)
+    assert {k.name for k in JOB_KINDS.values() if k.shape is None} == {"interactive"}

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .models import NodeLayout, Partition, Site
 
 __all__ = ["JOB_KINDS", "JobKind", "Memory", "Shape", "binding", "cost", "kind_of_file", "launch", "memory_rule",
-           "parse_options", "profile_time"]
+           "parse_options", "profile_time", "whole_nodes"]
 
 MemoryForm = Literal["per-node", "per-gpu", "follows-gpus", "none"]
 Binding = Literal["masks", "slurm", "torchrun-numa", "torchrun-shared-node", "torchrun-own-image", "torchrun-image"]
@@ -93,13 +93,18 @@ class Memory(_Record):
         return cls(form="follows-gpus" if follows_gpus else "none")
 
 
+def whole_nodes(node: NodeLayout, gpus: int) -> bool:
+    """THE whole-node rule: a job with every GPU of its nodes has whole nodes."""
+    return gpus == node.gpus
+
+
 def memory_rule(site: Site, node: NodeLayout, gpus: int) -> Memory:
     """THE memory rule: whole nodes ask for the node's memory, part of a node for memory per
     GPU; nothing where the site gives no figure (Slurm's default applies) or memory follows
     the GPUs."""
     if site.memory_follows_gpus:
         return Memory(form="follows-gpus")
-    if gpus == node.gpus:
+    if whole_nodes(node, gpus):
         return Memory(form="per-node", gb=node.mem_per_node_gb) if node.mem_per_node_gb else Memory(form="none")
     return Memory(form="per-gpu", gb=node.mem_per_gpu_gb) if node.mem_per_gpu_gb else Memory(form="none")
 
@@ -299,7 +304,7 @@ def _shape(r: Request, kind: str, part: Partition, *, nodes: int, gpus: int, lau
     """A job of ``kind`` on ``part``; ``placed``: one GPU wherever Slurm puts it (never a
     whole node's job, even on a one-GPU node)."""
     node = r.site.node_of(part.name)
-    whole = gpus == node.gpus and not placed
+    whole = whole_nodes(node, gpus) and not placed
     return Shape(
         name=f"{r.project}-{kind}", account=r.account, partition=part.slurm_name, qos=part.qos or "", time=time,
         nodes=nodes, **launch(launcher, gpus, node.cpus_per_gpu), gpus_per_node=gpus, gpu_request=r.site.gpu_request,
@@ -398,7 +403,7 @@ def fields(r: Request, *, container_binds: list[str], allreduce_bench: str) -> d
     computed = shapes(r)
     train = computed["train"]
     bound = train.binding
-    whole_node_memory = memory_rule(r.site, node, node.gpus)
+    whole_node_memory = memory_rule(r.site, node, node.gpus)  # what a job with all of node.gpus asks for
     return dict(
         smoke_partition=r.smoke.slurm_name,
         smoke_qos=r.smoke.qos or "",

@@ -118,7 +118,9 @@ def _torchrun_unbound(a: Answers) -> bool:
     part = site.partition(str(a.get("partition"))) or site.partition(default("partition", a.raw, a.cat))
     node = site.node_of(part.name) if part else site.node
     image = _image(a)
-    return a.int("gpus_per_node", node.gpus) == node.gpus and node.gpus > 1 and not (image and image.numa_binding)
+    bound = jobs.binding("torchrun", jobs.whole_nodes(node, a.int("gpus_per_node", node.gpus)),
+                         bool(image and image.numa_binding), own_image=image is None)
+    return node.gpus > 1 and bound in ("torchrun-image", "torchrun-own-image")
 
 
 def _framework_status(cat: Catalogue, site: str, framework: str) -> str:
@@ -209,7 +211,7 @@ def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
     if name == "partition":
         if not site:
             return ""
-        whole = a.int("gpus_per_node") == site.node.gpus
+        whole = jobs.whole_nodes(site.node, a.int("gpus_per_node"))
         return site.whole_node_partition if whole else site.partial_node_partition
     if name == "data_location":
         if not site:

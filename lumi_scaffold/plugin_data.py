@@ -24,85 +24,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer
 
-from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, check_abs_path, check_shell_word
+from ._types import (AbsPath, AbsPathOrEmpty, CpuMask, EnvName, Ident, OneLine, Package, PlainNameOrEmpty, PythonName,
+                     Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_abs_path)
 from .errors import UserMessageError
 from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
-                     SiteNote, TrainArg, _one_line, check_pull_address)
-from .models import _PACKAGE, _VERSION
+                     SiteNote, TrainArg, check_pull_address)
 
 __all__ = ["SCHEMA", "PluginData", "PluginDataError", "validate_plugin_data"]
 
 SCHEMA = 2
 """Shape of plugin_data written now. 1: lumi-scaffold 0.1 and 0.2 (no computed job fields)."""
 
-Text = Annotated[str, AfterValidator(_one_line)]
-# A requirement as the questionnaire takes it (extra_requirements) and requirements.txt gets it.
-REQUIREMENT = re.compile(
-    r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9,._-]+\])?"
-    r"(?:(?:[=<>!~]=?|===)[A-Za-z0-9.*+!-]+(?:,(?:[=<>!~]=?)[A-Za-z0-9.*+!-]+)*)?$"
-)
-_SLURM_OPTION = re.compile(r"^--[a-z][a-z-]*(?:=[A-Za-z0-9_.,:@%+-]+)?$")
-
-
-def _word_or_empty(value: str) -> str:
-    """A plain word written unquoted (partition, QOS), or empty for none."""
-    if value and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", value):
-        raise ValueError(f"{value!r} must be a plain name: letters, digits, _ . -, starting with a letter or digit")
-    return value
-
-
-def _abs_or_empty(value: str) -> str:
-    return check_abs_path(value) if value else value
-
-
-def _hex_mask(value: str) -> str:
-    if not re.fullmatch(r"0x[0-9a-fA-F]+", value):
-        raise ValueError(f"{value!r} must be a hex CPU mask like 0x00fe000000000000")
-    return value
-
-
-def _requirement(value: str) -> str:
-    if not REQUIREMENT.match(value):
-        raise ValueError(f"{value!r} is not a pip requirement like name or name==1.2")
-    return value
-
-
-def _package(value: str) -> str:
-    if not _PACKAGE.match(value):
-        raise ValueError(f"{value!r} is not a package name")
-    return value
-
-
-def _slurm_option(value: str) -> str:
-    if not _SLURM_OPTION.match(value):
-        raise ValueError(f"{value!r} is not a Slurm option like --partition=small-g (letters, digits, _ . , : @ % + -)")
-    return value
-
-
-def _version(value: str) -> str:
-    if not _VERSION.match(value):
-        raise ValueError(f"{value!r} is not a version (letters, digits, _ . + * ! -)")
-    return value
-
 
 def _pull_from(value: str) -> str:
     return check_pull_address(value) if value else value
-
-
-def _python_name(value: str) -> str:
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", value):
-        raise ValueError(f"{value!r} is not a Python package name (lowercase letters, digits, _)")
-    return value
-
-
-PlainOrEmpty = Annotated[str, AfterValidator(_word_or_empty)]
-AbsOrEmpty = Annotated[str, AfterValidator(_abs_or_empty)]
-CpuMask = Annotated[str, AfterValidator(_hex_mask)]
-Requirement = Annotated[str, AfterValidator(_requirement)]
-Package = Annotated[str, AfterValidator(_package)]
-Version = Annotated[str, AfterValidator(_version)]
-SlurmOption = Annotated[str, AfterValidator(_slurm_option)]
-PythonName = Annotated[str, AfterValidator(_python_name)]
 
 
 class _Part(BaseModel):
@@ -113,28 +48,28 @@ class _Part(BaseModel):
 
 class SiteFacts(_Part):
     name: Slug
-    title: Text
-    display_name: Text = Field("", description="How prose names the site (schema 1: absent, the name is used).")
+    title: OneLine
+    display_name: OneLine = Field("", description="How prose names the site (schema 1: absent, the name is used).")
     runtime: Literal["singularity", "apptainer"]
     module_reset: Literal["", "purge", "reset"] = ""
     rccl_check: RcclCheck | None = Field(None, description="Set for multi-node jobs where the site gives it.")
     allreduce_reference: AllreduceReference | None = Field(
         None, description="Multi-node jobs: the site's sourced all-reduce bandwidth the preflight compares with.")
     gpus_per_node: int = Field(ge=1)
-    gpu_type: PlainOrEmpty = ""
+    gpu_type: PlainNameOrEmpty = ""
     cpus_per_gpu: int = Field(ge=1)
     cpu_masks: list[CpuMask]
     mem_per_gpu_gb: int | None = Field(None, ge=1)
     mem_per_node_gb: int | None = Field(None, ge=1)
     node_local_tmp: AbsPath
-    node_local_tmp_note: Text = ""
+    node_local_tmp_note: OneLine = ""
     bind_roots: list[AbsPath] = []
-    miopen_cache: AbsOrEmpty = ""
+    miopen_cache: AbsPathOrEmpty = ""
     memory_follows_gpus: bool = Field(False, description="Jobs cannot ask for memory; it follows their GPUs.")
     gpu_numa: list[int] = Field(default_factory=list, description="NUMA node of each GPU, in local-rank order.")
-    gpu_nic: list[PlainOrEmpty] = Field(default_factory=list, description="Network interface nearest each GPU.")
+    gpu_nic: list[PlainNameOrEmpty] = Field(default_factory=list, description="Network interface nearest each GPU.")
     # 0.3: prose from data (schema 2 answers files without them still validate).
-    interconnect: Text = ""
+    interconnect: OneLine = ""
     reserved_cores: list[int] = Field([], description="Cores no job may use (the CPU masks avoid them).")
     reserved_cores_note: SiteNote | None = None
     gpu_power: SiteNote | None = Field(None, description="rocm-smi's power for busy GPUs, for attach.sh --help.")
@@ -142,25 +77,25 @@ class SiteFacts(_Part):
 
 class PartitionFacts(_Part):
     name: Slug
-    slurm_partition: PlainOrEmpty = ""
-    qos: PlainOrEmpty = ""
+    slurm_partition: PlainNameOrEmpty = ""
+    qos: PlainNameOrEmpty = ""
     allocation: Literal["whole-node", "by-resource"]
     max_walltime: SlurmTime
-    purpose: Text = ""
+    purpose: OneLine = ""
     chains: bool = Field(True, description="Training jobs may be chained (--chain); false on debugging partitions.")
-    billing: Text = ""
-    source: Text = ""
+    billing: OneLine = ""
+    source: OneLine = ""
 
 
 class Cost(_Part):
     """What one job of a kind is billed, by the partition's rule, at its time limit."""
 
-    unit: Text
+    unit: OneLine
     per_hour: float = Field(ge=0)
     hours: float = Field(gt=0, description="The job's time limit in hours.")
     at_limit: float = Field(ge=0, description="Billed when the job runs to its time limit.")
-    rule: Text
-    source: Text = ""
+    rule: OneLine
+    source: OneLine = ""
 
 
 JobKind = Literal["smoke", "train", "profile", "preflight"]
@@ -169,8 +104,8 @@ JobKind = Literal["smoke", "train", "profile", "preflight"]
 class JobFields(_Part):
     """The job shape and the fields computed from it (schema 2), which the templates print."""
 
-    smoke_partition: PlainOrEmpty
-    smoke_qos: PlainOrEmpty = ""
+    smoke_partition: PlainNameOrEmpty
+    smoke_qos: PlainNameOrEmpty = ""
     whole_node: bool
     exclusive: bool
     tasks: int = Field(ge=1)
@@ -191,7 +126,7 @@ class JobFields(_Part):
     allreduce_bench: Literal["", "torch", "jax"] = Field(
         "", description="The project's all-reduce benchmark the preflight runs where the image has no all_reduce_perf.")
     memory: SlurmOption | Literal[""] = Field("", description="The training job's memory option, or '' for none.")
-    cpu_bind: Annotated[str, AfterValidator(check_shell_word)] = Field(
+    cpu_bind: ShellWord = Field(
         "", description="srun's --cpu-bind value for the training ranks ('' where Slurm places them)."
     )
     binds: list[AbsPath] = Field(default_factory=list, description="Every path the container gets bound.")
@@ -204,19 +139,19 @@ class JobFields(_Part):
 
 class ContainerFacts(_Part):
     id: Ident
-    title: Text
+    title: OneLine
     path: str
     status: Literal["recommended", "available", "legacy", "removed", "custom", "cotainr"]
     replaced_by: Ident | Literal[""] = ""
-    source: Text = ""
+    source: OneLine = ""
     cotainr: CotainrSupport | None = None
     numa_binding: bool = False
     versions_unconfirmed: list[Package] = []
     generation: Slug
     run_verb: Literal["exec", "run"]
     activate_var: EnvName | Literal[""] = ""
-    module_use: AbsOrEmpty = ""
-    module: PlainOrEmpty = ""
+    module_use: AbsPathOrEmpty = ""
+    module: PlainNameOrEmpty = ""
     modules: list[EnvModule] = []
     binds: list[AbsPath] = []
     mpi_srun_options: list[SlurmOption] = []
@@ -248,23 +183,23 @@ class EnvLeftOut(_Part):
     """A site or framework setting not exported in this project, and why (a known issue)."""
 
     name: EnvName
-    why: Text
-    source: Text = ""
+    why: OneLine
+    source: OneLine = ""
 
 
 class Section(_Part):
     """A README section from a plugin (plain Markdown)."""
 
-    title: Text
+    title: OneLine
     body: str
-    source: Text = ""
+    source: OneLine = ""
 
 
 class FrameworkFacts(_Part):
     name: Slug
-    title: Text
+    title: OneLine
     needs_master_addr: bool = True
-    distributed_init: Text = ""
+    distributed_init: OneLine = ""
     pinned_packages: list[Package] = []
     train_args: list[TrainArg] = []
 
@@ -279,23 +214,23 @@ class KernelCache(_Part):
     job through an archive in the project's cache area (scripts/caches.sh)."""
 
     name: Slug = Field(description="The archive's name: <kernel_cache_store>/<name>.tar.")
-    title: Text
+    title: OneLine
     path: ShellWord = Field(description="The node-local directory (${USER}, ${SLURM_JOB_ID}, ${SLURM_NODEID} expand in the job).")
 
 
 class Storage(_Part):
     name: Slug
     path: AbsPath
-    note: Text = ""
+    note: OneLine = ""
 
 
 class ProfilerFacts(_Part):
     name: Slug
-    title: Text
+    title: OneLine
     kind: Literal["none", "command", "framework"]
     command: list[ProfilerWord] = []
     env: list[ProfilerEnvSetting] = []
-    view: Text = ""
+    view: OneLine = ""
 
 
 class PluginData(_Part):
@@ -303,7 +238,7 @@ class PluginData(_Part):
 
     schema_: int = Field(SCHEMA, alias="schema", ge=1, le=SCHEMA, description="Shape version (1: lumi-scaffold 0.1/0.2).")
     package: PythonName | Literal[""] = Field("", description="The project's Python package, src/<package> (schema 2).")
-    plugins: dict[Package, Text] = Field(description="Plugin name -> version ('builtin' for built-in ones).")
+    plugins: dict[Package, OneLine] = Field(description="Plugin name -> version ('builtin' for built-in ones).")
     site: SiteFacts
     partition: PartitionFacts
     job: JobFields
@@ -316,7 +251,7 @@ class PluginData(_Part):
     caches: list[Cache] = []
     kernel_caches: list[KernelCache] = Field(
         default_factory=list, description="Node-local compiler caches the jobs restore at start and save at the end.")
-    kernel_cache_store: AbsOrEmpty = Field("", description="Where their archives are kept ('' for none).")
+    kernel_cache_store: AbsPathOrEmpty = Field("", description="Where their archives are kept ('' for none).")
     data_dir: AbsPath
     dataset_dir: AbsPath
     output_root: AbsPath

@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._types import check_abs_path, slurm_time_seconds
+from ._types import REQUIREMENT, check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
 from .models import ContainerImage, EnvSetting, Framework, NodeLayout, Partition, Site, StorageArea
-from .plugin_data import REQUIREMENT, SCHEMA, ContainerFacts, Cost, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
+from .plugin_data import SCHEMA, ContainerFacts, Cost, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
 from . import sources
 from .known_issues import project_issues, split_env

@@ -115,7 +115,7 @@ def path_variable(value: str) -> str:
     return (match.group(1) or match.group(2)) if match else ""
 
 
-def one_line(value: str) -> str:
+def check_one_line(value: str) -> str:
     if not _ONE_LINE.match(value):
         raise ValueError("must be a single line of text (it is written into shell comments)")
     return value
@@ -144,7 +144,7 @@ ShellWord = Annotated[str, AfterValidator(check_shell_word)]
 AbsPath = Annotated[str, AfterValidator(check_abs_path)]
 EnvName = Annotated[str, AfterValidator(_check_env_name)]
 AbsPathOrEmpty = Annotated[str, AfterValidator(_abs_path_or_empty)]
-OneLine = Annotated[str, AfterValidator(one_line)]
+OneLine = Annotated[str, AfterValidator(check_one_line)]
 Package = Annotated[str, AfterValidator(check_package)]
 Version = Annotated[str, AfterValidator(check_version)]
 Requirement = Annotated[str, AfterValidator(check_requirement)]

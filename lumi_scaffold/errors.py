@@ -22,6 +22,7 @@ __all__ = [
     "UsageError",
     "UserMessageError",
     "copier_message",
+    "one_line",
 ]
 
 
@@ -100,3 +101,8 @@ def copier_message(exc: BaseException) -> str:
     if match:
         return f"{match.group(1)}: {match.group(2)}"
     return text or type(exc).__name__
+
+
+def one_line(text: str) -> str:
+    """``text`` with its lines joined: Copier's and pydantic's messages span several."""
+    return "; ".join(line.strip() for line in str(text).strip().splitlines() if line.strip()) or "unknown error"

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_serializer, model_validator
 
 from ._types import (PACKAGE, VERSION, AbsPath, CpuMask, EnvName, Ident, Requirement, ShellWord, Slug, SlurmOption, SlurmTime,
-                     brace_variable, check_abs_path, check_requirement, check_shell_word, one_line, slurm_time_seconds)
+                     brace_variable, check_abs_path, check_requirement, check_shell_word, check_one_line, slurm_time_seconds)
 
 __all__ = [
     "AccountRule",
@@ -69,7 +69,7 @@ class KnownIssue(Model):
         "left out of those projects); empty: every image.")
     instead: str = Field(description="One line: what to do instead.")
 
-    _text = field_validator("title", "source", "instead")(one_line)
+    _text = field_validator("title", "source", "instead")(check_one_line)
 
     @property
     def key(self) -> str:
@@ -105,7 +105,7 @@ class EnvSetting(Model):
         default_factory=list, description="Known problems of the setting: it is not exported in projects an issue "
         "affects (its generations and shapes), and run.sh says why in a comment.")
 
-    _why = field_validator("why", "source")(one_line)
+    _why = field_validator("why", "source")(check_one_line)
 
     @model_serializer(mode="wrap")
     def _without_no_issues(self, handler: Any) -> dict[str, Any]:
@@ -164,7 +164,7 @@ class BillingRule(Model):
     slice_gpus: PositiveInt = Field(default=1, description="GPUs in one slice.")
     source: str = ""
 
-    _text = field_validator("unit", "source")(one_line)
+    _text = field_validator("unit", "source")(check_one_line)
 
     @model_validator(mode="after")
     def _one_form(self) -> BillingRule:
@@ -207,7 +207,7 @@ class SiteNote(Model):
     text: str = Field(description="One line, written into comments, help text and the README.")
     source: str = Field(default="", description="Source key of the fact (see lumi-facts.md).")
 
-    _text = field_validator("text", "source")(one_line)
+    _text = field_validator("text", "source")(check_one_line)
 
 
 class WalltimeBin(Model):
@@ -338,7 +338,7 @@ class Partition(Model):
         "costs with; leave out where the site's rule is not known (then no cost is shown).")
     source: str = Field(default="", description="Source key of the limits.")
 
-    _text = field_validator("purpose", "billing", "source")(one_line)
+    _text = field_validator("purpose", "billing", "source")(check_one_line)
 
     @property
     def max_seconds(self) -> int:
@@ -380,7 +380,7 @@ class StorageArea(Model):
     note: str = Field(default="", description="Quota, retention, billing: one line.")
     source: str = ""
 
-    _text = field_validator("note", "source")(one_line)
+    _text = field_validator("note", "source")(check_one_line)
 
     @field_validator("path")
     @classmethod
@@ -432,7 +432,7 @@ class EnvModule(Model):
     why: str = Field(default="", description="One line saying why it is loaded; written as a comment.")
     source: str = ""
 
-    _text = field_validator("why", "source")(one_line)
+    _text = field_validator("why", "source")(check_one_line)
 
 
 class BindingsModule(Model):
@@ -446,7 +446,7 @@ class BindingsModule(Model):
     name: NameWord = Field(description="Module to load, e.g. lumi-aif-singularity-bindings.")
     source: str = ""
 
-    _text = field_validator("source")(one_line)
+    _text = field_validator("source")(check_one_line)
 
 
 class ContainerGeneration(Model):
@@ -480,7 +480,7 @@ class ContainerGeneration(Model):
     note: str = ""
     source: str = ""
 
-    _text = field_validator("title", "note", "source")(one_line)
+    _text = field_validator("title", "note", "source")(check_one_line)
 
     @model_validator(mode="after")
     def _one_way_to_give_modules(self) -> ContainerGeneration:
@@ -521,7 +521,7 @@ class CotainrSupport(Model):
     packages_source: str = Field(default="", description="Source key of pip_index and framework_packages.")
     source: str = ""
 
-    _text = field_validator("base", "source", "packages_source")(one_line)
+    _text = field_validator("base", "source", "packages_source")(check_one_line)
 
     @field_validator("pip_index")
     @classmethod
@@ -580,7 +580,7 @@ class RcclCheck(Model):
     fix: str = Field(description="One line: what to check when RCCL fell back to TCP.")
     source: str = ""
 
-    _text = field_validator("name", "fix", "source")(one_line)
+    _text = field_validator("name", "fix", "source")(check_one_line)
     _plain = field_validator("name", "fix")(_echoable)
 
 
@@ -605,7 +605,7 @@ class AllreduceReference(Model):
         "-f 2 -d half); the preflight measures the same way. Empty: -b 1M -e 1G -f 2.",
     )
 
-    _text = field_validator("shape", "source")(one_line)
+    _text = field_validator("shape", "source")(check_one_line)
     _plain = field_validator("shape", "source")(_echoable)
 
     @field_validator("benchmark_args")
@@ -679,7 +679,7 @@ class ReadmeSection(Model):
     body: str = Field(description="Markdown text of the section.")
     source: str = ""
 
-    _text = field_validator("title", "source")(one_line)
+    _text = field_validator("title", "source")(check_one_line)
 
 
 class Site(Model):
@@ -764,7 +764,7 @@ class Site(Model):
         default_factory=list, description="Sections the generated README gets for projects at this site."
     )
 
-    _text = field_validator("title", "display_name", "source", "node_local_tmp_note", "interconnect")(one_line)
+    _text = field_validator("title", "display_name", "source", "node_local_tmp_note", "interconnect")(check_one_line)
 
     @field_validator("own_image_frameworks", mode="before")
     @classmethod
@@ -891,7 +891,7 @@ class ContainerImage(Model):
     note: str = ""
     source: str = ""
 
-    _text = field_validator("title", "note", "source")(one_line)
+    _text = field_validator("title", "note", "source")(check_one_line)
 
     @field_validator("known_issues")
     @classmethod
@@ -994,7 +994,7 @@ class Framework(Model):
     smoke_test: str = Field(description="Python source printing the number of GPUs the framework sees.")
     example: str = Field(description="Python source (a Jinja template) of the example training script.")
 
-    _text = field_validator("title", "source", "distributed_init")(one_line)
+    _text = field_validator("title", "source", "distributed_init")(check_one_line)
 
     @field_validator("pinned_packages")
     @classmethod
@@ -1022,7 +1022,7 @@ class Profiler(Model):
     view: str = Field(default="", description="One line: how to look at the result.")
     source: str = ""
 
-    _text = field_validator("title", "view", "source")(one_line)
+    _text = field_validator("title", "view", "source")(check_one_line)
 
     @model_validator(mode="after")
     def _kind_matches(self) -> Profiler:

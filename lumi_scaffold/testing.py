@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plugins as _plugins
+from .answers import read_answers
 from .errors import PluginProblem
 from .lint import bash_syntax, check_headers, shell_files, shellcheck
 from .models import Site
@@ -196,8 +197,7 @@ def lint_projects(projects: Iterable[Path], cat: Catalogue | None = None, worker
     for project in projects:
         for path in shell_files(project):
             unique.setdefault(hashlib.sha256(path.read_bytes()).hexdigest(), path)
-        answers = (project / ".copier-answers.yml").read_text()
-        site = next(line.split(": ", 1)[1] for line in answers.splitlines() if line.startswith("site: "))
+        site = str(read_answers(project).get("site") or "")
         problems += [f"{project}: {p}" for p in check_headers(project, site, cat)]
     files = sorted(unique.values())
     problems += bash_syntax(files)

@@ -232,14 +232,13 @@ def cmd_new(args: argparse.Namespace) -> int:
             _empty(dest)
         else:
             shutil.rmtree(dest, ignore_errors=True)
-        if isinstance(exc, KeyboardInterrupt):  # Copier's CopierAnswersInterrupt is one too
-            question = getattr(getattr(exc, "last_question", None), "var_name", None)
-            at = f" at question {question!r}" if question else ""
-            raise Interrupted(f"stopped{at} (Ctrl-C); nothing was generated") from None
-        error = _user_error(exc)
-        if error is exc:
+        # Copier's CopierAnswersInterrupt is a KeyboardInterrupt too.
+        question = getattr(getattr(exc, "last_question", None), "var_name", None)
+        at = f" at question {question!r}" if question else ""
+        error = _user_error(exc, f"stopped{at} (Ctrl-C); nothing was generated")
+        if error is None:
             raise
-        if isinstance(exc, (CopierError, ValueError)) and not isinstance(exc, LumiScaffoldError) \
+        if isinstance(exc, (CopierError, ValueError)) and not isinstance(exc, (LumiScaffoldError, KeyboardInterrupt)) \
                 and copier_message(exc) == str(exc).strip():
             # Not about one question (those read 'question: message'): about the template.
             ref = f" at {args.vcs_ref}" if args.vcs_ref else ""
@@ -249,13 +248,17 @@ def cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
-def _user_error(exc: BaseException) -> BaseException:
-    """What Copier, plumbum, Jinja, YAML or the file system raised, as one line (a bug of
-    lumi-scaffold itself, anything else, is re-raised with its traceback)."""
+def _user_error(exc: BaseException, interrupted: str) -> LumiScaffoldError | None:
+    """What a Copier run (new, update) raised, as the error the command reports: Ctrl-C as
+    :class:`Interrupted` (``interrupted`` its message), what Copier, plumbum, Jinja, YAML or
+    the file system raised as one line; None for anything else, a bug of lumi-scaffold
+    itself, which is re-raised with its traceback."""
     from copier.errors import CopierError
     from jinja2 import TemplateError
     from plumbum.commands.processes import ProcessExecutionError
 
+    if isinstance(exc, KeyboardInterrupt):
+        return Interrupted(interrupted)
     if isinstance(exc, LumiScaffoldError):  # a refused --data answer too (copier_ext raises it as Copier's words)
         return UsageError(one_line(copier_message(exc)))
     if isinstance(exc, ProcessExecutionError):
@@ -267,7 +270,7 @@ def _user_error(exc: BaseException) -> BaseException:
         return UsageError(f"{where}{exc.strerror or exc}")
     if isinstance(exc, (CopierError, ValueError, TemplateError)):
         return UsageError(one_line(copier_message(exc)))
-    return exc
+    return None
 
 
 def _warn_placeholders(answers: dict[str, Any]) -> None:
@@ -349,22 +352,22 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    from .update import _check_project, update_project
+    from .update import check_project, update_project
 
     data = parse_data(args.data, args.data_file)
     check_data(data, None)
     project = _project(args.project)
     _check_plugins_installed(project, read_answers(project, missing_ok=True))
-    _check_project(project)  # quick refusals (not git, uncommitted changes) come before the progress line
+    check_project(project)  # quick refusals (not git, uncommitted changes) come before the progress line
     progress(args, "rendering the old and new template versions (this takes a few seconds)...")
     try:
         result = update_project(project, data, pretend=args.pretend, vcs_ref=args.vcs_ref, quiet=args.quiet)
-    except KeyboardInterrupt:
-        raise Interrupted("stopped (Ctrl-C); check `git status` in the project for a half-done update") from None
-    except Exception as exc:  # noqa: BLE001 - _user_error re-raises what is not the user's to fix
-        error = _user_error(exc)
-        if error is exc:
+    except BaseException as exc:  # noqa: BLE001 - _user_error re-raises what is not the user's to fix
+        error = _user_error(exc, "stopped (Ctrl-C); check `git status` in the project for a half-done update")
+        if error is None:
             raise
+        if isinstance(error, Interrupted):
+            raise error from None
         message = str(error).removeprefix("copier update failed: ")
         raise UsageError(one_line(copier_message(Exception(message)))) from None
     if args.pretend:
@@ -389,7 +392,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices
 
-    from .doctor import SlurmUnreachable, home_notice, image_check, sbatch_test_only, venv_files
+    from .doctor import home_notice, image_check, sbatch_test_only, venv_files
+    from .errors import SlurmUnreachable
 
     project = _project(args.project)
     answers = read_answers(project, missing_ok=True)
@@ -538,13 +542,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         code: int = args.func(args)
-    except LumiScaffoldError as exc:
-        print(f"lumi-scaffold: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("lumi-scaffold: stopped (Ctrl-C)", file=sys.stderr)
-        return Interrupted.exit_code
+    except (LumiScaffoldError, KeyboardInterrupt) as exc:
+        return report(exc)
     return code
+
+
+def report(exc: LumiScaffoldError | KeyboardInterrupt) -> int:
+    """The one place an error becomes what the command shows: its message on stderr after
+    ``lumi-scaffold: error:``, and the exit code its class carries (1; 130 for Ctrl-C,
+    :class:`Interrupted`). Every error class lives in :mod:`lumi_scaffold.errors`."""
+    error = exc if isinstance(exc, LumiScaffoldError) else Interrupted("stopped (Ctrl-C)")
+    print(f"lumi-scaffold: error: {error}", file=sys.stderr)
+    return error.exit_code
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ._types import (AbsPath, AbsPathOrEmpty, CpuMask, EnvName, Ident, OneLine, Package, PlainNameOrEmpty, PythonName,
                      Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_abs_path)
-from .errors import UserMessageError
+from .errors import PluginDataError
 from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
                      SiteNote, TrainArg, check_pull_address)
 
@@ -270,10 +270,6 @@ class PluginData(_Part):
         return self.model_dump(mode="json", by_alias=True)
 
 
-class PluginDataError(UserMessageError, ValueError):
-    """plugin_data (from --data or an answers file) failed validation."""
-
-
 FIX = ("plugin_data is computed by lumi-scaffold from the installed plugins: do not give it with --data or edit it "
        "in .copier-answers.yml (restore that file from git, then run lumi-scaffold update)")
 
@@ -282,26 +278,39 @@ def validate_plugin_data(data: Any, where: str = "plugin_data") -> PluginData:
     """``data`` as :class:`PluginData`, or :class:`PluginDataError` with one line naming
     the first bad field, its value and the fix (and how many more problems there are)."""
     if not isinstance(data, dict):
-        raise PluginDataError(f"{where or 'plugin_data'}: expected a mapping, got {type(data).__name__}. Fix: {FIX}.")
+        raise PluginDataError(f"{where or 'plugin_data'}: expected a mapping, got {type(data).__name__}. Fix: {FIX}.",
+                              field=where or "plugin_data", value=data)
     try:
         return PluginData.model_validate(data)
     except ValidationError as exc:
-        raise PluginDataError(one_line_message(exc, data, where)) from None
+        field, value = _first_problem(exc, data, where)
+        raise PluginDataError(one_line_message(exc, data, where), field=field,
+                              value=None if value is _MISSING else value) from None
+
+
+def _first_problem(exc: ValidationError, data: Any, where: str) -> tuple[str, Any]:
+    """The dotted name of the first bad field and its value (``_MISSING`` where absent)."""
+    loc = _field_path(_first_error(exc)["loc"])
+    return ".".join(map(str, (where, *loc) if where else loc)), _lookup(data, loc)
+
+
+def _first_error(exc: ValidationError) -> Any:
+    errors = exc.errors(include_url=False)
+    # A field that may also be empty ('' | a word) reports both alternatives: the word's
+    # reason is the one that helps.
+    return next((e for e in errors if not str(e["msg"]).startswith("Input should be ''")), errors[0])
 
 
 def one_line_message(exc: ValidationError, data: Any, where: str, fix: str = FIX) -> str:
     """The first problem of ``exc`` (and how many more), naming the field and its value."""
     errors = exc.errors(include_url=False)
-    # A field that may also be empty ('' | a word) reports both alternatives: the word's
-    # reason is the one that helps.
-    first = next((e for e in errors if not str(e["msg"]).startswith("Input should be ''")), errors[0])
+    first = _first_error(exc)
     loc = _field_path(first["loc"])
-    value = _lookup(data, loc)
+    field, value = _first_problem(exc, data, where)
     reason = str(first["msg"]).removeprefix("Value error, ")
     others = len({_field_path(e["loc"]) for e in errors} - {loc})
     more = f" ({others} more problem{'s' if others > 1 else ''})" if others else ""
     shown = "" if value is _MISSING else f"={value!r}"
-    field = ".".join(map(str, (where, *loc) if where else loc))
     if value is _MISSING and first.get("input") is not None and first["type"] != "missing":
         shown = f"={first['input']!r}"
     text = f"{field}{shown}: {reason}{more}. Fix: {fix}."

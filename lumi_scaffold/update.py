@@ -21,7 +21,7 @@ from typing import Any
 from .answers import ANSWERS_FILE, read_answers
 from .errors import UserMessageError
 
-__all__ = ["ANSWERS_FILE", "UpdateResult", "project_notices", "read_answers", "template_answers", "update_project"]
+__all__ = ["ANSWERS_FILE", "UpdateResult", "check_project", "project_notices", "read_answers", "template_answers", "update_project"]
 MARKER = re.compile(r"^(<<<<<<< |>>>>>>> )", re.M)
 
 
@@ -77,7 +77,7 @@ def _json(value: Any) -> Any:
         return value  # not JSON: reported as not a mapping
 
 
-def _check_project(project: Path) -> None:
+def check_project(project: Path) -> None:
     if not project.is_dir():
         raise UserMessageError(f"{project} is not a directory")
     if _git(project, "rev-parse", "--is-inside-work-tree", check=False).strip() != "true":
@@ -180,7 +180,7 @@ def update_project(
 ) -> UpdateResult:
     """Update ``project`` from its template; with ``pretend`` only compute the diff."""
     project = Path(project).resolve()
-    _check_project(project)
+    check_project(project)
     answers = template_answers(project)
     _check_plugin_data(project, answers, data or {})
     vcs_ref = _update_ref(project, str(answers["_src_path"]), vcs_ref)

@@ -749,6 +749,9 @@ class Site(Model):
         description="Jobs cannot ask for memory: it follows the GPUs they get (Setonix). No --mem or --mem-per-gpu "
         "is written, and node memory figures are only shown.",
     )
+    rccl_debug_alias: EnvName | None = Field(
+        default=None, description="An older name of RCCL_DEBUG_FILES that this site's projects read too: the name it "
+        "had in them before lumi-scaffold 0.3 (LUMI: LUMI_RCCL_DEBUG). Leave out for a new site.")
     gpu_request: Literal["gpus-per-node", "gres"] = Field(
         default="gpus-per-node",
         description="How jobs ask for GPUs: --gpus-per-node=N, or --gres=gpu:N (gpu:<gpu_type>:N where the node "

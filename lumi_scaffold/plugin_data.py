@@ -73,6 +73,17 @@ class SiteFacts(_Part):
     reserved_cores: list[int] = Field([], description="Cores no job may use (the CPU masks avoid them).")
     reserved_cores_note: SiteNote | None = None
     gpu_power: SiteNote | None = Field(None, description="rocm-smi's power for busy GPUs, for attach.sh --help.")
+    rccl_debug_alias: EnvName | Literal[""] = Field(
+        "", description="An older name of RCCL_DEBUG_FILES run.sh reads too ('' for none; left out of the answers file "
+        "then).")
+
+    @model_serializer(mode="wrap")
+    def _without_no_alias(self, handler: Any) -> dict[str, Any]:
+        # Only sites with an alias have the key (the answers files of other projects stay as they were).
+        data = handler(self)
+        if not data.get("rccl_debug_alias"):
+            data.pop("rccl_debug_alias", None)
+        return data
 
 
 class PartitionFacts(_Part):

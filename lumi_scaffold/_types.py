@@ -1,9 +1,11 @@
-"""Small validated types shared by the catalogue models and the questionnaire."""
+"""Small validated types shared by the catalogue models, the recorded ``plugin_data`` and the
+questionnaire: each check is written once, here, so that render accepts what plugin load
+accepted and the other way round."""
 
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Callable
 
 from pydantic import AfterValidator
 
@@ -17,6 +19,19 @@ _IDENT = re.compile(r"^[a-z][a-z0-9]*(?:[-.][a-z0-9]+)*$")
 # that data from a plugin cannot inject shell into generated scripts.
 _SHELL_WORD = re.compile(r"^(?:[A-Za-z0-9_,./:=+@%-]|\$\{[A-Za-z_][A-Za-z0-9_]*\})*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ONE_LINE = re.compile(r"^[^\n\r\x00-\x1f]*$")
+VERSION = re.compile(r"^[A-Za-z0-9_.+*!-]+$")
+PACKAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# A requirement as the questionnaire takes it (extra_requirements), as catalogue images and
+# frameworks give it, and as requirements.txt gets it.
+REQUIREMENT = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9,._-]+\])?"
+    r"(?:(?:[=<>!~]=?|===)[A-Za-z0-9.*+!-]+(?:,(?:[=<>!~]=?)[A-Za-z0-9.*+!-]+)*)?$"
+)
+_SLURM_OPTION = re.compile(r"^--[a-z][a-z-]*(?:=[A-Za-z0-9_.,:@%+-]+)?$")
+_CPU_MASK = re.compile(r"^0x[0-9a-fA-F]+$")
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_PYTHON_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def slurm_time_seconds(value: str) -> int:
@@ -38,25 +53,31 @@ def _check_slurm_time(value: str) -> str:
     return value
 
 
-def _check_slug(value: str) -> str:
-    if not _SLUG.match(value):
-        raise ValueError(f"{value!r} must be lowercase letters, digits and single dashes, starting with a letter")
-    return value
+def matching(pattern: re.Pattern[str], message: str) -> Callable[[str], str]:
+    """A check that returns a value ``pattern`` matches, or raises ValueError with
+    ``message`` (``{!r}`` stands for the value)."""
+    def check(value: str) -> str:
+        if not pattern.match(value):
+            raise ValueError(message.format(value))
+        return value
+    return check
 
 
-def _check_ident(value: str) -> str:
-    if not _IDENT.match(value):
-        raise ValueError(f"{value!r} must be lowercase letters, digits, single dashes or dots, starting with a letter")
-    return value
+_check_slug = matching(_SLUG, "{!r} must be lowercase letters, digits and single dashes, starting with a letter")
+_check_ident = matching(_IDENT, "{!r} must be lowercase letters, digits, single dashes or dots, starting with a letter")
+_check_env_name = matching(_ENV_NAME, "{!r} is not a valid environment variable name")
+check_package = matching(PACKAGE, "{!r} is not a package name")
+check_version = matching(VERSION, "{!r} is not a version (letters, digits, _ . + * ! -)")
+check_requirement = matching(REQUIREMENT, "{!r} is not a pip requirement like name or name==1.2")
+# One long Slurm option, --name or --name=value, safe to write unquoted.
+check_slurm_option = matching(_SLURM_OPTION, "{!r} must be one long option like --network=disable_rdzv_get (letters, "
+                              "digits, _ . , : @ % + - after the =; it is written into job scripts)")
+_check_python_name = matching(_PYTHON_NAME, "{!r} is not a Python package name (lowercase letters, digits, _)")
+_check_plain_name = matching(_PLAIN_NAME, "{!r} must be a plain name: letters, digits, _ . -, starting with a letter or digit")
 
 
-def check_shell_word(value: str) -> str:
-    if not _SHELL_WORD.match(value):
-        raise ValueError(
-            f"{value!r} may only contain letters, digits, _,./:=+@%- and ${{NAME}} references "
-            "(no spaces, quotes, $(...), ; or globs)"
-        )
-    return value
+check_shell_word = matching(_SHELL_WORD, "{!r} may only contain letters, digits, _,./:=+@%- and ${{NAME}} references "
+                            "(no spaces, quotes, $(...), ; or globs)")
 
 
 # A path that starts with an environment variable: $NAME/... or ${NAME}/... (Pawsey keeps
@@ -94,10 +115,26 @@ def path_variable(value: str) -> str:
     return (match.group(1) or match.group(2)) if match else ""
 
 
-def _check_env_name(value: str) -> str:
-    if not _ENV_NAME.match(value):
-        raise ValueError(f"{value!r} is not a valid environment variable name")
+def check_one_line(value: str) -> str:
+    if not _ONE_LINE.match(value):
+        raise ValueError("must be a single line of text (it is written into shell comments)")
     return value
+
+
+def check_cpu_mask(value: str) -> str:
+    """A --cpu-bind=mask_cpu mask: hex, and not empty (0x0 would bind a rank to no core)."""
+    if not _CPU_MASK.match(value) or int(value, 16) == 0:
+        raise ValueError(f"mask {value!r} must be a non-zero hex number like 0x00fe000000000000")
+    return value
+
+
+def check_plain_name_or_empty(value: str) -> str:
+    """A plain word written unquoted (partition, QOS, GRES type), or empty for none."""
+    return _check_plain_name(value) if value else value
+
+
+def _abs_path_or_empty(value: str) -> str:
+    return check_abs_path(value) if value else value
 
 
 SlurmTime = Annotated[str, AfterValidator(_check_slurm_time)]
@@ -106,4 +143,13 @@ Ident = Annotated[str, AfterValidator(_check_ident)]
 ShellWord = Annotated[str, AfterValidator(check_shell_word)]
 AbsPath = Annotated[str, AfterValidator(check_abs_path)]
 EnvName = Annotated[str, AfterValidator(_check_env_name)]
+AbsPathOrEmpty = Annotated[str, AfterValidator(_abs_path_or_empty)]
+OneLine = Annotated[str, AfterValidator(check_one_line)]
+Package = Annotated[str, AfterValidator(check_package)]
+Version = Annotated[str, AfterValidator(check_version)]
+Requirement = Annotated[str, AfterValidator(check_requirement)]
+SlurmOption = Annotated[str, AfterValidator(check_slurm_option)]
+CpuMask = Annotated[str, AfterValidator(check_cpu_mask)]
+PlainNameOrEmpty = Annotated[str, AfterValidator(check_plain_name_or_empty)]
+PythonName = Annotated[str, AfterValidator(_check_python_name)]
 

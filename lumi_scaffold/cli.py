@@ -24,7 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import Interrupted, LumiScaffoldError, UsageError, UserMessageError, copier_message
+from .answers import load_yaml, read_answers
+from .errors import Interrupted, LumiScaffoldError, UsageError, UserMessageError, copier_message, one_line
 
 TEMPLATE_ENV = "LUMI_SCAFFOLD_TEMPLATE"
 
@@ -48,36 +49,7 @@ def progress(args: argparse.Namespace, message: str) -> None:
         print(f"lumi-scaffold: {message}", file=sys.stderr, flush=True)
 
 
-def one_line(text: str) -> str:
-    """``text`` with its lines joined: Copier's and pydantic's messages span several."""
-    return "; ".join(line.strip() for line in str(text).strip().splitlines() if line.strip()) or "unknown error"
-
-
 # ---------------------------------------------------------------- data (answers)
-
-
-_YAML_FIX = "plain `question: answer` lines, each question once, no !tags"
-
-
-def load_yaml(path: Path, what: str, fix: str = _YAML_FIX) -> Any:
-    """A YAML file (safe: no tags), or one line naming the file, the line and the problem."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageError(f"{what} {path}: cannot read it: {reason}") from None
-    try:
-        return YAML(typ="safe", pure=True).load(text)
-    except YAMLError as exc:
-        where, problem = "", str(exc)
-        if isinstance(exc, MarkedYAMLError):
-            mark = exc.problem_mark or exc.context_mark
-            where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-            problem = " ".join(p for p in (exc.context, exc.problem) if p) or problem
-        raise UsageError(f"{what} {path}{where}: not valid YAML: {one_line(problem)}. Fix: {fix}") from None
 
 
 def parse_data(pairs: list[str], data_file: str | None) -> dict[str, Any]:
@@ -260,14 +232,13 @@ def cmd_new(args: argparse.Namespace) -> int:
             _empty(dest)
         else:
             shutil.rmtree(dest, ignore_errors=True)
-        if isinstance(exc, KeyboardInterrupt):  # Copier's CopierAnswersInterrupt is one too
-            question = getattr(getattr(exc, "last_question", None), "var_name", None)
-            at = f" at question {question!r}" if question else ""
-            raise Interrupted(f"stopped{at} (Ctrl-C); nothing was generated") from None
-        error = _user_error(exc)
-        if error is exc:
+        # Copier's CopierAnswersInterrupt is a KeyboardInterrupt too.
+        question = getattr(getattr(exc, "last_question", None), "var_name", None)
+        at = f" at question {question!r}" if question else ""
+        error = _user_error(exc, f"stopped{at} (Ctrl-C); nothing was generated")
+        if error is None:
             raise
-        if isinstance(exc, (CopierError, ValueError)) and not isinstance(exc, LumiScaffoldError) \
+        if isinstance(exc, (CopierError, ValueError)) and not isinstance(exc, (LumiScaffoldError, KeyboardInterrupt)) \
                 and copier_message(exc) == str(exc).strip():
             # Not about one question (those read 'question: message'): about the template.
             ref = f" at {args.vcs_ref}" if args.vcs_ref else ""
@@ -277,13 +248,17 @@ def cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
-def _user_error(exc: BaseException) -> BaseException:
-    """What Copier, plumbum, Jinja, YAML or the file system raised, as one line (a bug of
-    lumi-scaffold itself, anything else, is re-raised with its traceback)."""
+def _user_error(exc: BaseException, interrupted: str) -> LumiScaffoldError | None:
+    """What a Copier run (new, update) raised, as the error the command reports: Ctrl-C as
+    :class:`Interrupted` (``interrupted`` its message), what Copier, plumbum, Jinja, YAML or
+    the file system raised as one line; None for anything else, a bug of lumi-scaffold
+    itself, which is re-raised with its traceback."""
     from copier.errors import CopierError
     from jinja2 import TemplateError
     from plumbum.commands.processes import ProcessExecutionError
 
+    if isinstance(exc, KeyboardInterrupt):
+        return Interrupted(interrupted)
     if isinstance(exc, LumiScaffoldError):  # a refused --data answer too (copier_ext raises it as Copier's words)
         return UsageError(one_line(copier_message(exc)))
     if isinstance(exc, ProcessExecutionError):
@@ -295,7 +270,7 @@ def _user_error(exc: BaseException) -> BaseException:
         return UsageError(f"{where}{exc.strerror or exc}")
     if isinstance(exc, (CopierError, ValueError, TemplateError)):
         return UsageError(one_line(copier_message(exc)))
-    return exc
+    return None
 
 
 def _warn_placeholders(answers: dict[str, Any]) -> None:
@@ -335,19 +310,6 @@ def _project(path: str) -> Path:
     return project
 
 
-def _answers(project: Path) -> dict[str, Any]:
-    """The project's answers file, read once here for one-line YAML errors."""
-    from .update import ANSWERS_FILE
-
-    path = project / ANSWERS_FILE
-    if not path.is_file():
-        return {}
-    answers = load_yaml(path, "answers file", fix=f"undo your edit (git checkout -- {ANSWERS_FILE})")
-    if not isinstance(answers, dict):
-        raise UsageError(f"answers file {path}: expected a mapping of question: answer. Fix: restore it from git")
-    return answers
-
-
 def _check_plugins_installed(project: Path, answers: dict[str, Any]) -> None:
     """The site and framework of the project must still be in the catalogue: name the
     plugin that made them (from plugin_data.plugins) and how to get it back."""
@@ -380,9 +342,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
     project = _project(args.project)
     if not (project / "jobs").is_dir():
         raise UsageError(f"{args.project} does not look like a generated project (no jobs/ directory)")
-    _answers(project)
+    answers = read_answers(project, missing_ok=True)
     print("lumi-scaffold: running bash -n, shellcheck and the #SBATCH checks...", file=sys.stderr, flush=True)
-    problems = lint_project(project, get_catalogue())
+    problems = lint_project(project, get_catalogue(), str(answers.get("site") or ""))
     for line in problems:
         print(line)
     print(f"{len(problems)} problem(s)" if problems else "clean")
@@ -390,22 +352,22 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    from .update import _check_project, update_project
+    from .update import check_project, update_project
 
     data = parse_data(args.data, args.data_file)
     check_data(data, None)
     project = _project(args.project)
-    _check_plugins_installed(project, _answers(project))
-    _check_project(project)  # quick refusals (not git, uncommitted changes) come before the progress line
+    _check_plugins_installed(project, read_answers(project, missing_ok=True))
+    check_project(project)  # quick refusals (not git, uncommitted changes) come before the progress line
     progress(args, "rendering the old and new template versions (this takes a few seconds)...")
     try:
         result = update_project(project, data, pretend=args.pretend, vcs_ref=args.vcs_ref, quiet=args.quiet)
-    except KeyboardInterrupt:
-        raise Interrupted("stopped (Ctrl-C); check `git status` in the project for a half-done update") from None
-    except Exception as exc:  # noqa: BLE001 - _user_error re-raises what is not the user's to fix
-        error = _user_error(exc)
-        if error is exc:
+    except BaseException as exc:  # noqa: BLE001 - _user_error re-raises what is not the user's to fix
+        error = _user_error(exc, "stopped (Ctrl-C); check `git status` in the project for a half-done update")
+        if error is None:
             raise
+        if isinstance(error, Interrupted):
+            raise error from None
         message = str(error).removeprefix("copier update failed: ")
         raise UsageError(one_line(copier_message(Exception(message)))) from None
     if args.pretend:
@@ -430,19 +392,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices
 
-    from .doctor import SlurmUnreachable, home_notice, image_check, sbatch_test_only, venv_files
+    from .doctor import home_notice, image_check, sbatch_test_only, venv_files
+    from .errors import SlurmUnreachable
 
     project = _project(args.project)
-    answers = _answers(project)
+    answers = read_answers(project, missing_ok=True)
     try:
-        notices = project_notices(project)
+        notices = project_notices(project, answers)
     except UserMessageError as exc:  # e.g. no template version recorded: the other checks still run
         notices = [exc.message]
     plugin_data = answers.get("plugin_data")
     home = home_notice(project, plugin_data if isinstance(plugin_data, dict) else {})
     notices += [home] if home else []
     print("lumi-scaffold: running bash -n, shellcheck and the #SBATCH checks...", file=sys.stderr, flush=True)
-    problems = lint_project(project, get_catalogue())
+    problems = lint_project(project, get_catalogue(), str(answers.get("site") or ""))
     site = str(((plugin_data if isinstance(plugin_data, dict) else {}).get("site") or {}).get("name") or "")
     if site in get_catalogue().sites:
         print(f"note: site {site}: {reviewed(get_catalogue(), site)} (lumi-scaffold plugins lists every site's)")
@@ -458,7 +421,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
               "to have Slurm check the jobs (sbatch --test-only)")
     if checks is None:
         print("note: no sbatch on PATH: run doctor on a login node to have Slurm check the jobs (sbatch --test-only)")
-    elif image := _recorded_image(project):  # a login node: the environment jobs are submitted from
+    elif image := _recorded_image(answers):  # a login node: the environment jobs are submitted from
         if (problem := image_check(image)) is not None:
             problems.append(problem)
             print(f"problem: {problem}")
@@ -474,9 +437,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if problems or failed else 0
 
 
-def _recorded_image(project: Path) -> str:
+def _recorded_image(answers: dict[str, Any]) -> str:
     """The image path recorded in the project's answers ('' where there is none)."""
-    data = _answers(project).get("plugin_data")
+    data = answers.get("plugin_data")
     container = data.get("container") if isinstance(data, dict) else None
     path = container.get("path") if isinstance(container, dict) else None
     return path if isinstance(path, str) else ""
@@ -579,13 +542,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         code: int = args.func(args)
-    except LumiScaffoldError as exc:
-        print(f"lumi-scaffold: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("lumi-scaffold: stopped (Ctrl-C)", file=sys.stderr)
-        return Interrupted.exit_code
+    except (LumiScaffoldError, KeyboardInterrupt) as exc:
+        return report(exc)
     return code
+
+
+def report(exc: LumiScaffoldError | KeyboardInterrupt) -> int:
+    """The one place an error becomes what the command shows: its message on stderr after
+    ``lumi-scaffold: error:``, and the exit code its class carries (1; 130 for Ctrl-C,
+    :class:`Interrupted`). Every error class lives in :mod:`lumi_scaffold.errors`."""
+    error = exc if isinstance(exc, LumiScaffoldError) else Interrupted("stopped (Ctrl-C)")
+    print(f"lumi-scaffold: error: {error}", file=sys.stderr)
+    return error.exit_code
 
 
 if __name__ == "__main__":

@@ -21,13 +21,13 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from .errors import DataFileError
 
-__all__ = ["error_messages", "load_data_file", "locate", "validation_lines"]
+__all__ = ["error_messages", "load_data_file", "locate", "plain_yaml", "validation_lines"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -148,6 +148,13 @@ def _fast_load(text: str) -> Any:
 
 
 _DECLINED = object()
+
+
+def plain_yaml(text: str, careful: Callable[[str], Any]) -> Any:
+    """The data in ``text`` read through libyaml where the fast reader takes it, else
+    ``careful(text)`` (a ruamel reader that words the errors)."""
+    fast = _fast_load(text)
+    return careful(text) if fast is _DECLINED else fast
 
 
 def locate(root: Any, loc: tuple[Any, ...], *, at_key: bool = False) -> tuple[int, int]:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import SlurmUnreachable
+
 __all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "image_check", "sbatch_test_only", "venv_files"]
 
 
@@ -41,10 +43,6 @@ class SbatchCheck:
 
 def find_sbatch() -> str | None:
     return shutil.which("sbatch")
-
-
-class SlurmUnreachable(Exception):
-    """sbatch is installed but no Slurm controller answers (not a login node of a cluster)."""
 
 
 def _env() -> dict[str, str]:

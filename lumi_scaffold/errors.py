@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "DataFileError",
     "Interrupted",
     "LumiScaffoldError",
+    "PluginDataError",
     "PluginProblem",
     "PluginTemplateError",
+    "SlurmUnreachable",
     "UsageError",
     "UserMessageError",
     "copier_message",
+    "one_line",
 ]
 
 
@@ -80,6 +84,25 @@ class PluginTemplateError(UserMessageError):
         super().__init__(f"plugin {plugin!r}: {where}: {reason}. Fix: {fix}")
 
 
+class PluginDataError(UserMessageError, ValueError):
+    """plugin_data (from --data or an answers file) failed validation: ``field`` names the
+    first bad field (``plugin_data.site.cpu_masks.3``), ``value`` holds its value (None
+    where it is missing); the message says both, the reason and the fix, on one line."""
+
+    def __init__(self, message: str, field: str = "plugin_data", value: Any = None) -> None:
+        self.field, self.value = field, value
+        super().__init__(message)
+
+
+class SlurmUnreachable(UserMessageError):
+    """sbatch is installed but no Slurm controller answers (not a login node of a cluster);
+    ``reason`` is what ``scontrol ping`` said. ``doctor`` reports it as a note."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
 @dataclass(frozen=True)
 class PluginProblem:
     """One thing one plugin did wrong: an import error, a bad hook, invalid data, a duplicate
@@ -100,3 +123,8 @@ def copier_message(exc: BaseException) -> str:
     if match:
         return f"{match.group(1)}: {match.group(2)}"
     return text or type(exc).__name__
+
+
+def one_line(text: str) -> str:
+    """``text`` with its lines joined: Copier's and pydantic's messages span several."""
+    return "; ".join(line.strip() for line in str(text).strip().splitlines() if line.strip()) or "unknown error"

@@ -129,18 +129,11 @@ def _table(data: PluginData, shape: Shape) -> list[Rank]:
 
 
 def read_project(project: Path) -> tuple[dict[str, Any], PluginData]:
-    import yaml
-
-    from .update import ANSWERS_FILE
+    from .answers import ANSWERS_FILE, read_answers
 
     path = project / ANSWERS_FILE
-    if not path.is_file():
-        raise UserMessageError(f"{project} has no {ANSWERS_FILE}: not a project made by lumi-scaffold (or the file was removed)")
-    try:
-        answers = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise UserMessageError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
-    if not isinstance(answers, dict) or "plugin_data" not in answers:
+    answers = read_answers(project)
+    if "plugin_data" not in answers:
         raise UserMessageError(f"{path} has no plugin_data: not a project made by lumi-scaffold")
     data = validate_plugin_data(answers["plugin_data"], f"{path}: plugin_data")
     if not data.job.slurm:

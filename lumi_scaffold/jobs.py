@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from ._types import SlurmTime, slurm_time_seconds
+from ._types import OneLine, SlurmOption, SlurmTime, matching, slurm_time_seconds
 
 if TYPE_CHECKING:
     from .models import NodeLayout, Partition, Site
@@ -109,23 +109,9 @@ def memory_rule(site: Site, node: NodeLayout, gpus: int) -> Memory:
     return Memory(form="per-gpu", gb=node.mem_per_gpu_gb) if node.mem_per_gpu_gb else Memory(form="none")
 
 
-_SLURM_VALUE = r"[A-Za-z0-9_.,:@%+-]*"
-
-
-def _slurm_value(value: str) -> str:
-    if not re.fullmatch(_SLURM_VALUE, value):
-        raise ValueError(f"{value!r} may only contain letters, digits and _ . , : @ % + -")
-    return value
-
-
-def _slurm_options(values: list[str]) -> list[str]:
-    for value in values:
-        if not re.fullmatch(r"--[a-z][a-z-]*(?:=" + _SLURM_VALUE + ")?", value):
-            raise ValueError(f"{value!r} is not a Slurm option like --partition=small-g (letters, digits, _ . , : @ % + -)")
-    return values
-
-
-SlurmValue = Annotated[str, AfterValidator(_slurm_value)]
+# A value written after --name= in an #SBATCH line (the job name, account, partition, QOS).
+SlurmValue = Annotated[str, AfterValidator(matching(
+    re.compile(r"^[A-Za-z0-9_.,:@%+-]*$"), "{!r} may only contain letters, digits and _ . , : @ % + -"))]
 
 
 class Shape(_Record):
@@ -147,7 +133,7 @@ class Shape(_Record):
     exclusive: bool = False
     whole_node: bool = Field(description="The job has every GPU of its nodes.")
     binding: Binding = Field(default="slurm", description="How its ranks get their CPUs (binding()).")
-    extra: Annotated[list[str], AfterValidator(_slurm_options)] = Field(default_factory=list, description="The site's and partition's own options.")
+    extra: list[SlurmOption] = Field(default_factory=list, description="The site's and partition's own options.")
 
     @property
     def seconds(self) -> int:
@@ -235,12 +221,12 @@ def binding(launcher: str, whole_node: bool, numa_binding: bool, own_image: bool
 class Cost(_Record):
     """What one job of a kind is billed, by the partition's rule, at its time limit."""
 
-    unit: str
+    unit: OneLine
     per_hour: float = Field(ge=0)
     hours: float = Field(gt=0, description="The job's time limit in hours.")
     at_limit: float = Field(ge=0, description="Billed when the job runs to its time limit.")
-    rule: str
-    source: str = ""
+    rule: OneLine
+    source: OneLine = ""
 
 
 def cost(shape: Shape, part: Partition, node: NodeLayout) -> Cost | None:

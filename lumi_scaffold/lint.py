@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ._types import slurm_time_seconds
 from .jobs import Memory, gpus_of, kind_of_file, parse_options
+from .answers import read_answers
 from .plugins import Catalogue
 
 __all__ = ["bash_syntax", "check_headers", "lint_project", "shell_files", "shellcheck", "shellcheck_executable"]
@@ -124,12 +125,12 @@ def check_headers(project: Path, site_name: str, cat: Catalogue) -> list[str]:
 
 
 def lint_project(project: Path, cat: Catalogue, site_name: str | None = None) -> list[str]:
+    """bash -n and shellcheck on the project's shell files, and the #SBATCH checks against
+    ``site_name``'s catalogue entry (None: the site in the answers file; '': no site)."""
     files = shell_files(project)
     problems = bash_syntax(files) + shellcheck(files, cwd=project)
     if site_name is None:
-        answers = (project / ".copier-answers.yml").read_text() if (project / ".copier-answers.yml").exists() else ""
-        match = re.search(r"^site: (\S+)$", answers, re.M)
-        site_name = match.group(1) if match else None
+        site_name = str(read_answers(project, missing_ok=True).get("site") or "")
     if site_name:
         problems += check_headers(project, site_name, cat)
     return problems

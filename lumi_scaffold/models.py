@@ -14,7 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_serializer, model_validator
 
-from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, brace_variable, check_abs_path, check_shell_word, slurm_time_seconds
+from ._types import (PACKAGE, VERSION, AbsPath, CpuMask, EnvName, Ident, Requirement, ShellWord, Slug, SlurmOption, SlurmTime,
+                     brace_variable, check_abs_path, check_requirement, check_shell_word, check_one_line, slurm_time_seconds)
 
 __all__ = [
     "AccountRule",
@@ -39,21 +40,10 @@ __all__ = [
     "TemplateFile",
 ]
 
-_ONE_LINE = re.compile(r"^[^\n\r\x00-\x1f]*$")
-_VERSION = re.compile(r"^[A-Za-z0-9_.+*!-]+$")
-_PACKAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
 class Model(BaseModel):
     """Base for catalogue models: unknown keys are errors, instances are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _one_line(value: str) -> str:
-    if not _ONE_LINE.match(value):
-        raise ValueError("must be a single line of text (it is written into shell comments)")
-    return value
 
 
 JobShape = Literal["multi-node", "process-groups"]
@@ -79,7 +69,7 @@ class KnownIssue(Model):
         "left out of those projects); empty: every image.")
     instead: str = Field(description="One line: what to do instead.")
 
-    _text = field_validator("title", "source", "instead")(_one_line)
+    _text = field_validator("title", "source", "instead")(check_one_line)
 
     @property
     def key(self) -> str:
@@ -115,7 +105,7 @@ class EnvSetting(Model):
         default_factory=list, description="Known problems of the setting: it is not exported in projects an issue "
         "affects (its generations and shapes), and run.sh says why in a comment.")
 
-    _why = field_validator("why", "source")(_one_line)
+    _why = field_validator("why", "source")(check_one_line)
 
     @model_serializer(mode="wrap")
     def _without_no_issues(self, handler: Any) -> dict[str, Any]:
@@ -147,16 +137,14 @@ _OWN_OPTIONS = ("--job-name", "--account", "--partition", "--time", "--nodes", "
                 "--gres", "--cpus-per-task", "--mem", "--mem-per-gpu", "--exclusive", "--qos", "--output", "--signal")
 
 
-def _extra_option(value: str) -> str:
-    if not re.fullmatch(r"--[a-z][a-z-]*(?:=[A-Za-z0-9_.,:@%+-]+)?", value):
-        raise ValueError(f"{value!r} must be one long option like --network=disable_rdzv_get "
-                         "(letters, digits, _ . , : @ % + - after the =; it is written into job scripts)")
+def _not_own_option(value: str) -> str:
     if value.split("=")[0] in _OWN_OPTIONS:
         raise ValueError(f"{value!r}: {value.split('=')[0]} comes from the project's answers; give only other options")
     return value
 
 
-SlurmOption = Annotated[str, AfterValidator(_extra_option)]
+# A site's, partition's or image's own option: a SlurmOption lumi-scaffold does not write itself.
+ExtraOption = Annotated[SlurmOption, AfterValidator(_not_own_option)]
 
 
 class BillingRule(Model):
@@ -176,7 +164,7 @@ class BillingRule(Model):
     slice_gpus: PositiveInt = Field(default=1, description="GPUs in one slice.")
     source: str = ""
 
-    _text = field_validator("unit", "source")(_one_line)
+    _text = field_validator("unit", "source")(check_one_line)
 
     @model_validator(mode="after")
     def _one_form(self) -> BillingRule:
@@ -219,7 +207,7 @@ class SiteNote(Model):
     text: str = Field(description="One line, written into comments, help text and the README.")
     source: str = Field(default="", description="Source key of the fact (see lumi-facts.md).")
 
-    _text = field_validator("text", "source")(_one_line)
+    _text = field_validator("text", "source")(check_one_line)
 
 
 class WalltimeBin(Model):
@@ -242,8 +230,8 @@ class NodeLayout(Model):
         "CCD' [TM-LN]); leave out where the site's documentation does not say.",
     )
     cpus_per_gpu: PositiveInt = Field(description="Cores per GPU task (--cpus-per-task).")
-    cpu_masks: list[str] = Field(
-        description="--cpu-bind=mask_cpu masks in local-rank order (rank i -> GPU i), hex."
+    cpu_masks: list[CpuMask] = Field(
+        description="--cpu-bind=mask_cpu masks in local-rank order (rank i -> GPU i), hex, none of them 0x0."
     )
     gpu_numa: list[int] = Field(
         default_factory=list, description="NUMA node of each GPU, in local-rank order (LUMI: rocm-smi --showtoponuma "
@@ -263,14 +251,6 @@ class NodeLayout(Model):
         "where the site's documentation gives no figures.",
     )
     source: str = ""
-
-    @field_validator("cpu_masks")
-    @classmethod
-    def _masks_are_hex(cls, masks: list[str]) -> list[str]:
-        for mask in masks:
-            if not re.fullmatch(r"0x[0-9a-fA-F]+", mask) or int(mask, 16) == 0:
-                raise ValueError(f"mask {mask!r} must be a non-zero hex number like 0x00fe000000000000")
-        return masks
 
     @property
     def usable_cores(self) -> int:
@@ -342,10 +322,10 @@ class Partition(Model):
         description="The nodes of this partition where they differ from the site's `node` (Setonix gpu-highmem: more "
         "memory); jobs in it take GPUs, cores, masks and memory from here.",
     )
-    sbatch_options: list[SlurmOption] = Field(
+    sbatch_options: list[ExtraOption] = Field(
         default_factory=list, description="Extra #SBATCH options every job in this partition needs (after the site's)."
     )
-    srun_options: list[SlurmOption] = Field(
+    srun_options: list[ExtraOption] = Field(
         default_factory=list, description="Extra options of the training step's srun in this partition (after the site's)."
     )
     purpose: str = Field(default="", description="What the partition is for, one line.")
@@ -358,7 +338,7 @@ class Partition(Model):
         "costs with; leave out where the site's rule is not known (then no cost is shown).")
     source: str = Field(default="", description="Source key of the limits.")
 
-    _text = field_validator("purpose", "billing", "source")(_one_line)
+    _text = field_validator("purpose", "billing", "source")(check_one_line)
 
     @property
     def max_seconds(self) -> int:
@@ -400,7 +380,7 @@ class StorageArea(Model):
     note: str = Field(default="", description="Quota, retention, billing: one line.")
     source: str = ""
 
-    _text = field_validator("note", "source")(_one_line)
+    _text = field_validator("note", "source")(check_one_line)
 
     @field_validator("path")
     @classmethod
@@ -452,7 +432,7 @@ class EnvModule(Model):
     why: str = Field(default="", description="One line saying why it is loaded; written as a comment.")
     source: str = ""
 
-    _text = field_validator("why", "source")(_one_line)
+    _text = field_validator("why", "source")(check_one_line)
 
 
 class BindingsModule(Model):
@@ -466,7 +446,7 @@ class BindingsModule(Model):
     name: NameWord = Field(description="Module to load, e.g. lumi-aif-singularity-bindings.")
     source: str = ""
 
-    _text = field_validator("source")(_one_line)
+    _text = field_validator("source")(check_one_line)
 
 
 class ContainerGeneration(Model):
@@ -492,7 +472,7 @@ class ContainerGeneration(Model):
     legacy: bool = Field(
         default=False, description="Images of this generation are no longer developed (LUMI's former LUST images "
         "[TM-Cont]); where a framework has only such images on the site, doctor says so.")
-    mpi_srun_options: list[SlurmOption] = Field(
+    mpi_srun_options: list[ExtraOption] = Field(
         default_factory=list,
         description="srun options that start the image's MPI programs (rccl-tests' all_reduce_perf in the network "
         "preflight), e.g. --mpi=pmi2 for the LAIF images' MPICH [LAIF-T].",
@@ -500,7 +480,7 @@ class ContainerGeneration(Model):
     note: str = ""
     source: str = ""
 
-    _text = field_validator("title", "note", "source")(_one_line)
+    _text = field_validator("title", "note", "source")(check_one_line)
 
     @model_validator(mode="after")
     def _one_way_to_give_modules(self) -> ContainerGeneration:
@@ -541,7 +521,7 @@ class CotainrSupport(Model):
     packages_source: str = Field(default="", description="Source key of pip_index and framework_packages.")
     source: str = ""
 
-    _text = field_validator("base", "source", "packages_source")(_one_line)
+    _text = field_validator("base", "source", "packages_source")(check_one_line)
 
     @field_validator("pip_index")
     @classmethod
@@ -554,7 +534,8 @@ class CotainrSupport(Model):
     @classmethod
     def _pins(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
         for packages in value.values():
-            _check_requirements(packages)
+            for package in packages:
+                check_requirement(package)
             loose = [p for p in packages if "==" not in p or "*" in p]
             if loose:
                 raise ValueError(f"{loose} must be pinned exactly (name==version+local): an extra index has no "
@@ -599,7 +580,7 @@ class RcclCheck(Model):
     fix: str = Field(description="One line: what to check when RCCL fell back to TCP.")
     source: str = ""
 
-    _text = field_validator("name", "fix", "source")(_one_line)
+    _text = field_validator("name", "fix", "source")(check_one_line)
     _plain = field_validator("name", "fix")(_echoable)
 
 
@@ -624,7 +605,7 @@ class AllreduceReference(Model):
         "-f 2 -d half); the preflight measures the same way. Empty: -b 1M -e 1G -f 2.",
     )
 
-    _text = field_validator("shape", "source")(_one_line)
+    _text = field_validator("shape", "source")(check_one_line)
     _plain = field_validator("shape", "source")(_echoable)
 
     @field_validator("benchmark_args")
@@ -698,7 +679,7 @@ class ReadmeSection(Model):
     body: str = Field(description="Markdown text of the section.")
     source: str = ""
 
-    _text = field_validator("title", "source")(_one_line)
+    _text = field_validator("title", "source")(check_one_line)
 
 
 class Site(Model):
@@ -768,22 +749,25 @@ class Site(Model):
         description="Jobs cannot ask for memory: it follows the GPUs they get (Setonix). No --mem or --mem-per-gpu "
         "is written, and node memory figures are only shown.",
     )
+    rccl_debug_alias: EnvName | None = Field(
+        default=None, description="An older name of RCCL_DEBUG_FILES that this site's projects read too: the name it "
+        "had in them before lumi-scaffold 0.3 (LUMI: LUMI_RCCL_DEBUG). Leave out for a new site.")
     gpu_request: Literal["gpus-per-node", "gres"] = Field(
         default="gpus-per-node",
         description="How jobs ask for GPUs: --gpus-per-node=N, or --gres=gpu:N (gpu:<gpu_type>:N where the node "
         "gives a gpu_type).",
     )
-    sbatch_options: list[SlurmOption] = Field(
+    sbatch_options: list[ExtraOption] = Field(
         default_factory=list, description="Extra #SBATCH options every job at this site needs."
     )
-    srun_options: list[SlurmOption] = Field(
+    srun_options: list[ExtraOption] = Field(
         default_factory=list, description="Extra options of every training step's srun at this site."
     )
     readme: list[ReadmeSection] = Field(
         default_factory=list, description="Sections the generated README gets for projects at this site."
     )
 
-    _text = field_validator("title", "display_name", "source", "node_local_tmp_note", "interconnect")(_one_line)
+    _text = field_validator("title", "display_name", "source", "node_local_tmp_note", "interconnect")(check_one_line)
 
     @field_validator("own_image_frameworks", mode="before")
     @classmethod
@@ -884,7 +868,7 @@ class ContainerImage(Model):
         default_factory=list,
         description="Names in versions whose exact version string is UNCONFIRMED (a wildcard like 2.10.* always is).",
     )
-    requirements: list[str] = Field(
+    requirements: list[Requirement] = Field(
         default_factory=list,
         description="Packages the venv installs with this image, at versions that accept what it ships "
         "(JAX 0.4.35: flax==0.10.4, the newest flax asking for no newer jax).",
@@ -910,7 +894,7 @@ class ContainerImage(Model):
     note: str = ""
     source: str = ""
 
-    _text = field_validator("title", "note", "source")(_one_line)
+    _text = field_validator("title", "note", "source")(check_one_line)
 
     @field_validator("known_issues")
     @classmethod
@@ -933,16 +917,11 @@ class ContainerImage(Model):
                              "its own id, e.g. <site>-<framework>-<version>")
         return value
 
-    @field_validator("requirements")
-    @classmethod
-    def _requirements(cls, values: list[str]) -> list[str]:
-        return _check_requirements(values)
-
     @field_validator("versions")
     @classmethod
     def _versions_are_pins(cls, versions: dict[str, str]) -> dict[str, str]:
         for package, version in versions.items():
-            if not _PACKAGE.match(package) or not _VERSION.match(str(version)):
+            if not PACKAGE.match(package) or not VERSION.match(str(version)):
                 raise ValueError(f"{package}={version!r} is not a package name and version")
         return versions
 
@@ -998,7 +977,7 @@ class Framework(Model):
     pinned_packages: list[str] = Field(
         min_length=1, description="Packages whose container versions go into constraints.txt."
     )
-    requirements: list[str] = Field(default_factory=list, description="Packages the example needs in the venv.")
+    requirements: list[Requirement] = Field(default_factory=list, description="Packages the example needs in the venv.")
     train_args: list[TrainArg] = Field(
         default_factory=list,
         description="Arguments the jobs pass to the training script, before the user's own; {project_dir} stands for "
@@ -1018,21 +997,17 @@ class Framework(Model):
     smoke_test: str = Field(description="Python source printing the number of GPUs the framework sees.")
     example: str = Field(description="Python source (a Jinja template) of the example training script.")
 
-    _text = field_validator("title", "source", "distributed_init")(_one_line)
+    _text = field_validator("title", "source", "distributed_init")(check_one_line)
 
     @field_validator("pinned_packages")
     @classmethod
     def _names(cls, values: list[str]) -> list[str]:
         for value in values:
-            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", value):
+            if not PACKAGE.match(value):
                 raise ValueError(f"{value!r} is not a package name (pinned_packages names packages, like torch; "
                                  "their versions come from each image's versions)")
         return values
 
-    @field_validator("requirements")
-    @classmethod
-    def _packages(cls, values: list[str]) -> list[str]:
-        return _check_requirements(values)
 
 
 class Profiler(Model):
@@ -1050,20 +1025,13 @@ class Profiler(Model):
     view: str = Field(default="", description="One line: how to look at the result.")
     source: str = ""
 
-    _text = field_validator("title", "view", "source")(_one_line)
+    _text = field_validator("title", "view", "source")(check_one_line)
 
     @model_validator(mode="after")
     def _kind_matches(self) -> Profiler:
         if (self.kind == "command") != bool(self.command):
             raise ValueError("a 'command' profiler needs a command; other kinds must not have one")
         return self
-
-
-def _check_requirements(values: list[str]) -> list[str]:
-    for value in values:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\[\]-]*(?:[=<>!~]=?[A-Za-z0-9.*+-]+)?", value):
-            raise ValueError(f"{value!r} is not a requirement like name or name==1.2")
-    return values
 
 
 def _unique(field: str, names: list[str]) -> None:

@@ -24,12 +24,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
-from ._types import AbsPath, EnvName, Ident, ShellWord, Slug, SlurmTime, check_abs_path, check_shell_word
-from .errors import UserMessageError
+from ._types import (AbsPath, AbsPathOrEmpty, CpuMask, EnvName, Ident, OneLine, Package, PlainNameOrEmpty, PythonName,
+                     Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_abs_path)
+from .errors import PluginDataError
 from .jobs import JOB_KINDS, Binding, Cost, Shape, shape_from_options
 from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
-                     SiteNote, TrainArg, _one_line, check_pull_address)
-from .models import _PACKAGE, _VERSION
+                     SiteNote, TrainArg, check_pull_address)
 
 __all__ = ["SCHEMA", "Cost", "PluginData", "PluginDataError", "validate_plugin_data"]
 
@@ -38,74 +38,9 @@ SCHEMA = 3
 2: 0.3.0 (job options as text); 3: 0.3.1 (job shapes as structured values, the binding and
 the memory prose as fields)."""
 
-Text = Annotated[str, AfterValidator(_one_line)]
-# A requirement as the questionnaire takes it (extra_requirements) and requirements.txt gets it.
-REQUIREMENT = re.compile(
-    r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9,._-]+\])?"
-    r"(?:(?:[=<>!~]=?|===)[A-Za-z0-9.*+!-]+(?:,(?:[=<>!~]=?)[A-Za-z0-9.*+!-]+)*)?$"
-)
-_SLURM_OPTION = re.compile(r"^--[a-z][a-z-]*(?:=[A-Za-z0-9_.,:@%+-]+)?$")
-
-
-def _word_or_empty(value: str) -> str:
-    """A plain word written unquoted (partition, QOS), or empty for none."""
-    if value and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", value):
-        raise ValueError(f"{value!r} must be a plain name: letters, digits, _ . -, starting with a letter or digit")
-    return value
-
-
-def _abs_or_empty(value: str) -> str:
-    return check_abs_path(value) if value else value
-
-
-def _hex_mask(value: str) -> str:
-    if not re.fullmatch(r"0x[0-9a-fA-F]+", value):
-        raise ValueError(f"{value!r} must be a hex CPU mask like 0x00fe000000000000")
-    return value
-
-
-def _requirement(value: str) -> str:
-    if not REQUIREMENT.match(value):
-        raise ValueError(f"{value!r} is not a pip requirement like name or name==1.2")
-    return value
-
-
-def _package(value: str) -> str:
-    if not _PACKAGE.match(value):
-        raise ValueError(f"{value!r} is not a package name")
-    return value
-
-
-def _slurm_option(value: str) -> str:
-    if not _SLURM_OPTION.match(value):
-        raise ValueError(f"{value!r} is not a Slurm option like --partition=small-g (letters, digits, _ . , : @ % + -)")
-    return value
-
-
-def _version(value: str) -> str:
-    if not _VERSION.match(value):
-        raise ValueError(f"{value!r} is not a version (letters, digits, _ . + * ! -)")
-    return value
-
 
 def _pull_from(value: str) -> str:
     return check_pull_address(value) if value else value
-
-
-def _python_name(value: str) -> str:
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", value):
-        raise ValueError(f"{value!r} is not a Python package name (lowercase letters, digits, _)")
-    return value
-
-
-PlainOrEmpty = Annotated[str, AfterValidator(_word_or_empty)]
-AbsOrEmpty = Annotated[str, AfterValidator(_abs_or_empty)]
-CpuMask = Annotated[str, AfterValidator(_hex_mask)]
-Requirement = Annotated[str, AfterValidator(_requirement)]
-Package = Annotated[str, AfterValidator(_package)]
-Version = Annotated[str, AfterValidator(_version)]
-SlurmOption = Annotated[str, AfterValidator(_slurm_option)]
-PythonName = Annotated[str, AfterValidator(_python_name)]
 
 
 class _Part(BaseModel):
@@ -116,43 +51,54 @@ class _Part(BaseModel):
 
 class SiteFacts(_Part):
     name: Slug
-    title: Text
-    display_name: Text = Field("", description="How prose names the site (schema 1: absent, the name is used).")
+    title: OneLine
+    display_name: OneLine = Field("", description="How prose names the site (schema 1: absent, the name is used).")
     runtime: Literal["singularity", "apptainer"]
     module_reset: Literal["", "purge", "reset"] = ""
     rccl_check: RcclCheck | None = Field(None, description="Set for multi-node jobs where the site gives it.")
     allreduce_reference: AllreduceReference | None = Field(
         None, description="Multi-node jobs: the site's sourced all-reduce bandwidth the preflight compares with.")
     gpus_per_node: int = Field(ge=1)
-    gpu_type: PlainOrEmpty = ""
+    gpu_type: PlainNameOrEmpty = ""
     cpus_per_gpu: int = Field(ge=1)
     cpu_masks: list[CpuMask]
     mem_per_gpu_gb: int | None = Field(None, ge=1)
     mem_per_node_gb: int | None = Field(None, ge=1)
     node_local_tmp: AbsPath
-    node_local_tmp_note: Text = ""
+    node_local_tmp_note: OneLine = ""
     bind_roots: list[AbsPath] = []
-    miopen_cache: AbsOrEmpty = ""
+    miopen_cache: AbsPathOrEmpty = ""
     memory_follows_gpus: bool = Field(False, description="Jobs cannot ask for memory; it follows their GPUs.")
     gpu_numa: list[int] = Field(default_factory=list, description="NUMA node of each GPU, in local-rank order.")
-    gpu_nic: list[PlainOrEmpty] = Field(default_factory=list, description="Network interface nearest each GPU.")
+    gpu_nic: list[PlainNameOrEmpty] = Field(default_factory=list, description="Network interface nearest each GPU.")
     # 0.3: prose from data (schema 2 answers files without them still validate).
-    interconnect: Text = ""
+    interconnect: OneLine = ""
     reserved_cores: list[int] = Field([], description="Cores no job may use (the CPU masks avoid them).")
     reserved_cores_note: SiteNote | None = None
     gpu_power: SiteNote | None = Field(None, description="rocm-smi's power for busy GPUs, for attach.sh --help.")
+    rccl_debug_alias: EnvName | Literal[""] = Field(
+        "", description="An older name of RCCL_DEBUG_FILES run.sh reads too ('' for none; left out of the answers file "
+        "then).")
+
+    @model_serializer(mode="wrap")
+    def _without_no_alias(self, handler: Any) -> dict[str, Any]:
+        # Only sites with an alias have the key (the answers files of other projects stay as they were).
+        data = handler(self)
+        if not data.get("rccl_debug_alias"):
+            data.pop("rccl_debug_alias", None)
+        return data
 
 
 class PartitionFacts(_Part):
     name: Slug
-    slurm_partition: PlainOrEmpty = ""
-    qos: PlainOrEmpty = ""
+    slurm_partition: PlainNameOrEmpty = ""
+    qos: PlainNameOrEmpty = ""
     allocation: Literal["whole-node", "by-resource"]
     max_walltime: SlurmTime
-    purpose: Text = ""
+    purpose: OneLine = ""
     chains: bool = Field(True, description="Training jobs may be chained (--chain); false on debugging partitions.")
-    billing: Text = ""
-    source: Text = ""
+    billing: OneLine = ""
+    source: OneLine = ""
 
 
 def _recorded_kind(value: str) -> str:
@@ -168,8 +114,8 @@ class JobFields(_Part):
     """The job shape and the fields computed from it (schema 2; shapes, binding and the
     memory prose: schema 3), which the templates print. Computed by lumi_scaffold.jobs."""
 
-    smoke_partition: PlainOrEmpty
-    smoke_qos: PlainOrEmpty = ""
+    smoke_partition: PlainNameOrEmpty
+    smoke_qos: PlainNameOrEmpty = ""
     whole_node: bool
     exclusive: bool
     tasks: int = Field(ge=1)
@@ -192,13 +138,13 @@ class JobFields(_Part):
     allreduce_bench: Literal["", "torch", "jax"] = Field(
         "", description="The project's all-reduce benchmark the preflight runs where the image has no all_reduce_perf.")
     memory: SlurmOption | Literal[""] = Field("", description="The training job's memory option, or '' for none.")
-    memory_note: Text = Field("", description="The training job file's comment on its share of the node (schema 3).")
+    memory_note: OneLine = Field("", description="The training job file's comment on its share of the node (schema 3).")
     whole_node_memory: SlurmOption | Literal[""] = Field(
         "", description="The memory option of a job with whole nodes here (prestage.sh's advice; schema 3).")
     shapes: dict[JobKind, Shape] = Field(
         default_factory=dict, description="Each job kind's request as structured values, which `slurm` renders "
         "(schema 3; derived from `slurm` for schema 2).")
-    cpu_bind: Annotated[str, AfterValidator(check_shell_word)] = Field(
+    cpu_bind: ShellWord = Field(
         "", description="srun's --cpu-bind value for the training ranks ('' where Slurm places them)."
     )
     binds: list[AbsPath] = Field(default_factory=list, description="Every path the container gets bound.")
@@ -211,19 +157,19 @@ class JobFields(_Part):
 
 class ContainerFacts(_Part):
     id: Ident
-    title: Text
+    title: OneLine
     path: str
     status: Literal["recommended", "available", "legacy", "removed", "custom", "cotainr"]
     replaced_by: Ident | Literal[""] = ""
-    source: Text = ""
+    source: OneLine = ""
     cotainr: CotainrSupport | None = None
     numa_binding: bool = False
     versions_unconfirmed: list[Package] = []
     generation: Slug
     run_verb: Literal["exec", "run"]
     activate_var: EnvName | Literal[""] = ""
-    module_use: AbsOrEmpty = ""
-    module: PlainOrEmpty = ""
+    module_use: AbsPathOrEmpty = ""
+    module: PlainNameOrEmpty = ""
     modules: list[EnvModule] = []
     binds: list[AbsPath] = []
     mpi_srun_options: list[SlurmOption] = []
@@ -255,23 +201,23 @@ class EnvLeftOut(_Part):
     """A site or framework setting not exported in this project, and why (a known issue)."""
 
     name: EnvName
-    why: Text
-    source: Text = ""
+    why: OneLine
+    source: OneLine = ""
 
 
 class Section(_Part):
     """A README section from a plugin (plain Markdown)."""
 
-    title: Text
+    title: OneLine
     body: str
-    source: Text = ""
+    source: OneLine = ""
 
 
 class FrameworkFacts(_Part):
     name: Slug
-    title: Text
+    title: OneLine
     needs_master_addr: bool = True
-    distributed_init: Text = ""
+    distributed_init: OneLine = ""
     pinned_packages: list[Package] = []
     train_args: list[TrainArg] = []
 
@@ -286,23 +232,23 @@ class KernelCache(_Part):
     job through an archive in the project's cache area (scripts/caches.sh)."""
 
     name: Slug = Field(description="The archive's name: <kernel_cache_store>/<name>.tar.")
-    title: Text
+    title: OneLine
     path: ShellWord = Field(description="The node-local directory (${USER}, ${SLURM_JOB_ID}, ${SLURM_NODEID} expand in the job).")
 
 
 class Storage(_Part):
     name: Slug
     path: AbsPath
-    note: Text = ""
+    note: OneLine = ""
 
 
 class ProfilerFacts(_Part):
     name: Slug
-    title: Text
+    title: OneLine
     kind: Literal["none", "command", "framework"]
     command: list[ProfilerWord] = []
     env: list[ProfilerEnvSetting] = []
-    view: Text = ""
+    view: OneLine = ""
 
 
 class PluginData(_Part):
@@ -310,7 +256,7 @@ class PluginData(_Part):
 
     schema_: int = Field(SCHEMA, alias="schema", ge=1, le=SCHEMA, description="Shape version (1: lumi-scaffold 0.1/0.2).")
     package: PythonName | Literal[""] = Field("", description="The project's Python package, src/<package> (schema 2).")
-    plugins: dict[Package, Text] = Field(description="Plugin name -> version ('builtin' for built-in ones).")
+    plugins: dict[Package, OneLine] = Field(description="Plugin name -> version ('builtin' for built-in ones).")
     site: SiteFacts
     partition: PartitionFacts
     job: JobFields
@@ -323,7 +269,7 @@ class PluginData(_Part):
     caches: list[Cache] = []
     kernel_caches: list[KernelCache] = Field(
         default_factory=list, description="Node-local compiler caches the jobs restore at start and save at the end.")
-    kernel_cache_store: AbsOrEmpty = Field("", description="Where their archives are kept ('' for none).")
+    kernel_cache_store: AbsPathOrEmpty = Field("", description="Where their archives are kept ('' for none).")
     data_dir: AbsPath
     dataset_dir: AbsPath
     output_root: AbsPath
@@ -382,10 +328,6 @@ def upgraded_job(job: dict[str, Any], site: dict[str, Any], container: dict[str,
     return {**job, "shapes": shapes, "binding": binding, "memory_note": note}
 
 
-class PluginDataError(UserMessageError, ValueError):
-    """plugin_data (from --data or an answers file) failed validation."""
-
-
 FIX = ("plugin_data is computed by lumi-scaffold from the installed plugins: do not give it with --data or edit it "
        "in .copier-answers.yml (restore that file from git, then run lumi-scaffold update)")
 
@@ -394,26 +336,39 @@ def validate_plugin_data(data: Any, where: str = "plugin_data") -> PluginData:
     """``data`` as :class:`PluginData`, or :class:`PluginDataError` with one line naming
     the first bad field, its value and the fix (and how many more problems there are)."""
     if not isinstance(data, dict):
-        raise PluginDataError(f"{where or 'plugin_data'}: expected a mapping, got {type(data).__name__}. Fix: {FIX}.")
+        raise PluginDataError(f"{where or 'plugin_data'}: expected a mapping, got {type(data).__name__}. Fix: {FIX}.",
+                              field=where or "plugin_data", value=data)
     try:
         return PluginData.model_validate(data)
     except ValidationError as exc:
-        raise PluginDataError(one_line_message(exc, data, where)) from None
+        field, value = _first_problem(exc, data, where)
+        raise PluginDataError(one_line_message(exc, data, where), field=field,
+                              value=None if value is _MISSING else value) from None
+
+
+def _first_problem(exc: ValidationError, data: Any, where: str) -> tuple[str, Any]:
+    """The dotted name of the first bad field and its value (``_MISSING`` where absent)."""
+    loc = _field_path(_first_error(exc)["loc"])
+    return ".".join(map(str, (where, *loc) if where else loc)), _lookup(data, loc)
+
+
+def _first_error(exc: ValidationError) -> Any:
+    errors = exc.errors(include_url=False)
+    # A field that may also be empty ('' | a word) reports both alternatives: the word's
+    # reason is the one that helps.
+    return next((e for e in errors if not str(e["msg"]).startswith("Input should be ''")), errors[0])
 
 
 def one_line_message(exc: ValidationError, data: Any, where: str, fix: str = FIX) -> str:
     """The first problem of ``exc`` (and how many more), naming the field and its value."""
     errors = exc.errors(include_url=False)
-    # A field that may also be empty ('' | a word) reports both alternatives: the word's
-    # reason is the one that helps.
-    first = next((e for e in errors if not str(e["msg"]).startswith("Input should be ''")), errors[0])
+    first = _first_error(exc)
     loc = _field_path(first["loc"])
-    value = _lookup(data, loc)
+    field, value = _first_problem(exc, data, where)
     reason = str(first["msg"]).removeprefix("Value error, ")
     others = len({_field_path(e["loc"]) for e in errors} - {loc})
     more = f" ({others} more problem{'s' if others > 1 else ''})" if others else ""
     shown = "" if value is _MISSING else f"={value!r}"
-    field = ".".join(map(str, (where, *loc) if where else loc))
     if value is _MISSING and first.get("input") is not None and first["type"] != "missing":
         shown = f"={first['input']!r}"
     text = f"{field}{shown}: {reason}{more}. Fix: {fix}."

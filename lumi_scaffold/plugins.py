@@ -15,11 +15,12 @@ Environment switches:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.metadata
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,8 +37,12 @@ __all__ = [
     "Catalogue",
     "PluginInfo",
     "build_catalogue",
+    "catalogue_in_use",
+    "describe_error",
     "get_catalogue",
     "get_plugin_manager",
+    "load_plugins",
+    "new_plugin_manager",
     "reset",
 ]
 
@@ -136,37 +141,49 @@ def _env_list(name: str) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
     """``Type: message`` on one line, the whole message (pluggy's PluginValidationError
     gives the reason on its third line)."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     return f"{type(exc).__name__}: {'; '.join(lines)}" if lines else type(exc).__name__
 
 
-def _load_plugins(pm: pluggy.PluginManager) -> tuple[list[PluginInfo], list[PluginProblem]]:
+def load_plugins(pm: pluggy.PluginManager, *, installed: bool = True, builtins: Iterable[str] | None = None,
+                 extra: Iterable[tuple[str, object, PluginInfo]] = ()) -> tuple[list[PluginInfo], list[PluginProblem]]:
+    """Register plugins on ``pm`` (one with lumi-scaffold's hookspecs: :func:`new_plugin_manager`)
+    and say what loaded and what did not; one broken plugin never stops the others.
+
+    ``installed``: the built-in plugins and every ``lumi_scaffold`` entry point, with the
+    LUMI_SCAFFOLD_* switches (what :func:`get_catalogue` loads). Otherwise the built-in
+    plugins named in ``builtins`` (None: all of them). Then ``extra``: (name, plugin,
+    info) triples, a plugin already registered under its name skipped
+    (:mod:`lumi_scaffold.testing` passes the plugins under test)."""
     infos: list[PluginInfo] = []
     problems: list[PluginProblem] = []
-    disabled = set(_env_list(ENV_DISABLE) or [])
+    disabled = set(_env_list(ENV_DISABLE) or []) if installed else set()
     wanted = _env_list(ENV_LOAD)
 
     def register(name: str, load: Callable[[], Any], info: PluginInfo) -> None:
         try:
             plugin = load()
+            if pm.get_plugin(name) is plugin:
+                return  # already loaded from its entry point
             if (needs := api_problem(plugin)) is not None:
                 problems.append(PluginProblem(name, needs))
                 return
             pm.register(plugin, name=name)
         except Exception as exc:  # one broken plugin must not stop the others
-            problems.append(PluginProblem(name, f"cannot load: {_describe(exc)}"))
+            problems.append(PluginProblem(name, f"cannot load: {describe_error(exc)}"))
             return
         infos.append(info)
 
-    for name, module in DEFAULT_PLUGINS.items():
+    for name in DEFAULT_PLUGINS if installed or builtins is None else builtins:
+        module = DEFAULT_PLUGINS[name]
         if name not in disabled:
             register(name, functools.partial(importlib.import_module, module), PluginInfo(name, module, builtin=True))
 
     seen: dict[str, str] = {}
-    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name) if installed else []:
         dist = ep.dist.name if ep.dist else None
         if ep.name in disabled or (wanted is not None and ep.name not in wanted):
             continue
@@ -179,6 +196,9 @@ def _load_plugins(pm: pluggy.PluginManager) -> tuple[list[PluginInfo], list[Plug
         seen[ep.name] = dist or "?"
         info = PluginInfo(ep.name, ep.value, builtin=False, distribution=dist, version=ep.dist.version if ep.dist else None)
         register(ep.name, ep.load, info)
+
+    for name, plugin, info in extra:
+        register(name, functools.partial(lambda p: p, plugin), info)
 
     problems += _unknown_hooks(pm, infos)
     for info in infos:
@@ -250,11 +270,17 @@ def _unknown_hooks(pm: pluggy.PluginManager, infos: list[PluginInfo]) -> list[Pl
     return problems
 
 
-def make_plugin_manager() -> tuple[pluggy.PluginManager, list[PluginInfo], list[PluginProblem]]:
-    """A new manager with built-in and installed plugins loaded (uncached)."""
+def new_plugin_manager() -> pluggy.PluginManager:
+    """An empty manager that knows lumi-scaffold's hooks."""
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
-    infos, problems = _load_plugins(pm)
+    return pm
+
+
+def make_plugin_manager() -> tuple[pluggy.PluginManager, list[PluginInfo], list[PluginProblem]]:
+    """A new manager with built-in and installed plugins loaded (uncached)."""
+    pm = new_plugin_manager()
+    infos, problems = load_plugins(pm)
     return pm, infos, problems
 
 
@@ -277,6 +303,20 @@ def get_catalogue() -> Catalogue:
 def reset() -> None:
     """Forget the cached manager and catalogue (tests, or after installing a plugin)."""
     _cached.cache_clear()
+
+
+@contextlib.contextmanager
+def catalogue_in_use(cat: Catalogue, pm: pluggy.PluginManager | None = None) -> Iterator[Catalogue]:
+    """Make ``cat`` (and ``pm``, its manager) the process-wide catalogue that
+    :func:`get_catalogue` returns until the block ends; the previous one comes back after."""
+    global _cached
+    manager = pm if pm is not None else pluggy.PluginManager(hookspecs.PROJECT)
+    saved = _cached
+    _cached = functools.cache(lambda: (manager, cat))
+    try:
+        yield cat
+    finally:
+        _cached = saved
 
 
 def build_catalogue(
@@ -343,7 +383,7 @@ def _call_register_hook(impl, kind: str, model: type[BaseModel], key: str, probl
         problems += [PluginProblem(impl.plugin_name, f"{failed_as}: {line}") for line in exc.lines]
         return None
     except Exception as exc:
-        problems.append(PluginProblem(impl.plugin_name, f"{failed_as}: {_describe(exc)}"))
+        problems.append(PluginProblem(impl.plugin_name, f"{failed_as}: {describe_error(exc)}"))
         return None
     problems += failed
     return collected

@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._types import check_abs_path, slurm_time_seconds
+from ._types import REQUIREMENT, check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
 from .models import ContainerImage, EnvSetting, Framework, NodeLayout, Partition, Site, StorageArea
-from .plugin_data import REQUIREMENT, SCHEMA, ContainerFacts, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
+from .plugin_data import SCHEMA, ContainerFacts, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
 from . import jobs, sources
 from .known_issues import project_issues, split_env
@@ -623,6 +623,7 @@ def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
         memory_follows_gpus=site.memory_follows_gpus, gpu_numa=node.gpu_numa, gpu_nic=node.gpu_nic,
         interconnect=site.interconnect, reserved_cores=node.reserved_cores,
         reserved_cores_note=node.reserved_cores_note, gpu_power=node.gpu_power,
+        rccl_debug_alias=site.rccl_debug_alias or "",
     )
 
 

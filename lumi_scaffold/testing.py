@@ -10,7 +10,6 @@ projects, so a full matrix stays affordable.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import importlib
 import importlib.metadata
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plugins as _plugins
-from .errors import PluginProblem
+from .answers import read_answers
 from .lint import bash_syntax, check_headers, shell_files, shellcheck
 from .models import Site
 from .plugins import Catalogue, get_catalogue
@@ -198,8 +197,7 @@ def lint_projects(projects: Iterable[Path], cat: Catalogue | None = None, worker
     for project in projects:
         for path in shell_files(project):
             unique.setdefault(hashlib.sha256(path.read_bytes()).hexdigest(), path)
-        answers = (project / ".copier-answers.yml").read_text()
-        site = next(line.split(": ", 1)[1] for line in answers.splitlines() if line.startswith("site: "))
+        site = str(read_answers(project).get("site") or "")
         problems += [f"{project}: {p}" for p in check_headers(project, site, cat)]
     files = sorted(unique.values())
     problems += bash_syntax(files)
@@ -247,34 +245,9 @@ def _named_plugin(item: Any) -> tuple[str, Any, _plugins.PluginInfo]:
 
 
 def _build(items: Iterable[Any], builtins: Iterable[str] | None, installed: bool):
-    import pluggy
-
-    from . import hookspecs
-
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
-    if installed:  # built-ins and entry points, with the LUMI_SCAFFOLD_* switches
-        infos, problems = _plugins._load_plugins(pm)
-    else:
-        infos, problems = [], []
-        for name in _plugins.DEFAULT_PLUGINS if builtins is None else builtins:
-            path = _plugins.DEFAULT_PLUGINS[name]
-            pm.register(importlib.import_module(path), name=name)
-            infos.append(_plugins.PluginInfo(name, path, builtin=True))
-    for item in items:
-        name, obj, info = _named_plugin(item)
-        if pm.get_plugin(name) is obj:
-            continue  # already loaded from its entry point
-        try:
-            pm.register(obj, name=name)
-        except Exception as exc:  # reported like a broken installed plugin
-            problems.append(PluginProblem(name, f"cannot load: {_plugins._describe(exc)}"))
-            continue
-        infos.append(info)
-    problems += _plugins._unknown_hooks(pm, infos)
-    for info in infos:
-        plugin = pm.get_plugin(info.name)
-        info.hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or []) if plugin else []
+    pm = _plugins.new_plugin_manager()
+    infos, problems = _plugins.load_plugins(pm, installed=installed, builtins=builtins,
+                                            extra=[_named_plugin(item) for item in items])
     return pm, _plugins.build_catalogue(pm, infos, problems)
 
 
@@ -295,17 +268,8 @@ def plugin_catalogue(*items: Any, builtins: Iterable[str] | None = None, install
 def use_catalogue(cat: Catalogue, pm: Any = None) -> Iterator[Catalogue]:
     """Make ``cat`` the process-wide catalogue (what Copier's extension, lint and the CLI
     use) until the block ends; the previous one comes back afterwards."""
-    import pluggy
-
-    from . import hookspecs
-
-    manager = pm if pm is not None else pluggy.PluginManager(hookspecs.PROJECT)
-    saved = _plugins._cached
-    _plugins._cached = functools.cache(lambda: (manager, cat))
-    try:
+    with _plugins.catalogue_in_use(cat, pm):
         yield cat
-    finally:
-        _plugins._cached = saved
 
 
 @contextlib.contextmanager

@@ -224,7 +224,7 @@ def test_lint_and_doctor_take_a_relative_path(project, capsys, monkeypatch):
     assert captured.out == "clean\n", captured.out
     assert captured.err.startswith("lumi-scaffold: running bash -n, shellcheck")
     seen = []
-    monkeypatch.setattr("lumi_scaffold.update.project_notices", lambda p: seen.append(p) or [])
+    monkeypatch.setattr("lumi_scaffold.update.project_notices", lambda p, answers=None: seen.append(p) or [])
     assert cli.main(["doctor", "proj"]) == 0
     assert capsys.readouterr().out.endswith("No problems found.\n") and seen == [project]
 
@@ -245,7 +245,7 @@ def test_update_takes_a_relative_path_and_says_what_takes_time(project, capsys, 
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("command", ["update", "doctor", "lint"])
+@pytest.mark.parametrize("command", ["update", "doctor", "lint", "explain"])
 def test_an_answers_file_with_a_yaml_error_is_one_line(project, capsys, command):
     answers = project / ".copier-answers.yml"
     answers.write_text(answers.read_text() + "site: [\n")

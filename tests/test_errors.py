@@ -3,6 +3,7 @@ prints it as one line with exit code 1; the CLI and new-plugin import no cycle."
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import subprocess
 import sys
@@ -18,9 +19,35 @@ def test_every_error_class_derives_from_the_root():
     classes = [getattr(errors, name) for name in errors.__all__ if isinstance(getattr(errors, name), type)]
     exceptions = [c for c in classes if issubclass(c, BaseException)]
     assert {c.__name__ for c in exceptions} == {
-        "DataFileError", "Interrupted", "LumiScaffoldError", "PluginTemplateError", "UsageError", "UserMessageError"}
+        "DataFileError", "Interrupted", "LumiScaffoldError", "PluginDataError", "PluginTemplateError", "SlurmUnreachable",
+        "UsageError", "UserMessageError"}
     assert all(issubclass(c, errors.LumiScaffoldError) for c in exceptions)
     assert issubclass(errors.DataFileError, ValueError)  # 0.2 plugins may catch ValueError
+    assert issubclass(errors.PluginDataError, ValueError)
+
+
+def test_no_exception_class_is_defined_outside_errors_py():
+    # Classes that only signal inside one module (datafile's _Decline) are private.
+    for path in sorted((REPO / "lumi_scaffold").rglob("*.py")):
+        if path.name == "errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                bases = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
+                assert not any(b.endswith(("Error", "Exception", "Unreachable")) or b == "Interrupted" for b in bases), \
+                    f"{path.name}: class {node.name} derives from {bases}: define it in errors.py"
+
+
+def test_the_moved_errors_keep_their_old_imports_and_carry_their_data():
+    from lumi_scaffold import doctor, plugin_data
+
+    assert plugin_data.PluginDataError is errors.PluginDataError and doctor.SlurmUnreachable is errors.SlurmUnreachable
+    with pytest.raises(errors.PluginDataError) as info:
+        plugin_data.validate_plugin_data({"schema": "two"})
+    assert (info.value.field, info.value.value) == ("plugin_data.schema", "two")
+    assert info.value.message.startswith("plugin_data.schema='two': ")
+    unreachable = errors.SlurmUnreachable("slurm_load_ctl: Unable to contact slurm controller")
+    assert unreachable.reason == str(unreachable) == "slurm_load_ctl: Unable to contact slurm controller"
 
 
 def test_plugin_problem_is_a_record_not_an_exception():

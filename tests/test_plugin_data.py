@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from lumi_scaffold import cli, plugins
+from lumi_scaffold.models import NodeLayout
 from lumi_scaffold.plugin_data import SCHEMA, PluginData, PluginDataError, validate_plugin_data
 from lumi_scaffold.questions import resolve
 from lumi_scaffold.testing import answer_matrix
@@ -70,6 +71,15 @@ def test_each_injection_is_refused_with_one_line_naming_the_field(field, payload
     message = exc.value.message
     assert "\n" not in message
     assert message.startswith(f"plugin_data.{reported}=") and "Fix: plugin_data is computed" in message, message
+
+
+def test_an_empty_cpu_mask_is_refused_as_the_catalogue_refuses_it():
+    # One CpuMask type: plugin_data once took 0x0, which binds a rank to no core.
+    with pytest.raises(PluginDataError, match=r"^plugin_data\.site\.cpu_masks\.3='0x0': mask '0x0' must be a non-zero hex"):
+        validate_plugin_data(tampered("site.cpu_masks.3", "0x0"))
+    with pytest.raises(ValueError, match="mask '0x00' must be a non-zero hex"):
+        NodeLayout(gpus=1, cpus=8, cores=8, cpus_per_gpu=1, cpu_masks=["0x00"])
+    assert validate_plugin_data(tampered("site.cpu_masks.3", "0x00000000ff000000")).site.cpu_masks[3] == "0x00000000ff000000"
 
 
 def test_unknown_and_missing_keys_are_refused():

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from lumi_scaffold import plugins
+from lumi_scaffold import hookimpl, plugins
 
 from .helpers import write_plugin_dist
 
@@ -268,3 +268,42 @@ def test_plugins_command_lists_builtins_and_broken_plugin(fake_site_packages):
     assert payload["problems"] == [{"plugin": "broken", "message": "cannot load: ModuleNotFoundError: No module named 'nope_nope'"}]
     assert {p["name"] for p in payload["plugins"]} >= {"lumi", "pytorch", "jax", "profilers"}
     assert next(p for p in payload["plugins"] if p["name"] == "lumi")["reviewed"] == {"lumi": "2026-11-24"}
+
+
+def test_load_plugins_is_public_and_testing_uses_no_private_name():
+    """testing.py builds its catalogues with plugins.load_plugins, as get_catalogue does;
+    no module of the package imports or reaches into another's private names."""
+    import ast
+    from pathlib import Path
+
+    from lumi_scaffold import testing
+
+    pm = plugins.new_plugin_manager()
+    infos, problems = plugins.load_plugins(pm, installed=False, builtins=["lumi", "profilers"],
+                                           extra=[("mine", _Mine(), plugins.PluginInfo("mine", "mine", builtin=False))])
+    assert [i.name for i in infos] == ["lumi", "profilers", "mine"] and problems == []
+    assert infos[2].hooks == ["register_profilers"]
+    cat = testing.plugin_catalogue(("mine", _Mine()), builtins=["lumi", "profilers"])
+    assert "mine-prof" in cat.profilers and set(cat.sites) == {"lumi"}
+    with testing.use_catalogue(cat):
+        assert plugins.get_catalogue() is cat
+    assert plugins.get_catalogue() is not cat
+
+    reached = []
+    for path in sorted((Path(plugins.__file__).parent).rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        modules = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level >= 1:
+                reached += [f"{path.name}: import {a.name}" for a in node.names if a.name.startswith("_") and a.name[1] != "_"]
+                modules |= {a.asname or a.name for a in node.names} if node.module is None else set()
+        reached += [f"{path.name}: {n.value.id}.{n.attr}" for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                    and isinstance(n.value, ast.Name) and n.value.id in modules and n.attr.startswith("_")
+                    and n.attr[1] != "_"]
+    assert reached == []
+
+
+class _Mine:
+    @hookimpl
+    def register_profilers(self, register):
+        register({"name": "mine-prof", "title": "Mine", "kind": "none"})

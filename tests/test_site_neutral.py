@@ -181,14 +181,30 @@ def test_rccl_debug_files_variable(template, tmp_path, catalogue, site, env, deb
         project = render(template, tmp_path / "p", container="custom", container_path="/project/x.sif")
     else:
         project = _setonix_project(template, tmp_path, catalogue, container="custom", container_path="/scratch/x.sif")
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("SLURM_", "NCCL_")) and k not in ("RCCL_DEBUG_FILES", "LUMI_RCCL_DEBUG")}
+    expected = f"{project}/logs/rccl-42-rank3.txt" if debug_file else "none"
+    assert _debug_file(project, env) == expected
+
+
+def _debug_file(project, env) -> str:
+    """Rank 3's NCCL_DEBUG_FILE after scripts/run.sh with ``env`` ('none' where unset)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "NCCL_")) and "RCCL_DEBUG" not in k}
     result = subprocess.run(["scripts/run.sh", "bash", "-c", 'echo "${NCCL_DEBUG_FILE:-none}"'], cwd=project,
                             env={**clean, "USER": "tester", "SLURM_JOB_ID": "42", "SLURM_PROCID": "3", **env},
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    expected = f"{project}/logs/rccl-42-rank3.txt" if debug_file else "none"
-    assert result.stdout.splitlines()[-1] == expected
+    return result.stdout.splitlines()[-1]
+
+
+def test_the_old_debug_variable_name_comes_from_the_site_data(template, tmp_path):
+    """run.sh and the README read the site's rccl_debug_alias, not its name: a site that
+    gives one (TEST DATA: a made-up old name) gets the LUMI behaviour with its own name."""
+    aliased = Site.model_validate({**SETONIX, "rccl_debug_alias": "OLD_RCCL_DEBUG"})
+    plugin = ("test-aliased", types.SimpleNamespace(register_sites=hookimpl(lambda register: register(aliased)),
+                                                    register_containers=register_containers))
+    project = _setonix_project(template, tmp_path, plugin_catalogue(plugin), container="custom",
+                               container_path="/scratch/x.sif")
+    assert "(`OLD_RCCL_DEBUG=1`, the name before lumi-scaffold 0.3, works too)" in (project / "README.md").read_text()
+    assert _debug_file(project, {"OLD_RCCL_DEBUG": "1"}) == f"{project}/logs/rccl-42-rank3.txt"
 
 
 def test_frontier_projects_cite_frontier_sources_only(template, tmp_path):

@@ -1,0 +1,64 @@
+"""The answers of a generated project (``.copier-answers.yml``), read by one function for
+every command (new, update, lint, doctor, explain, and the testing helpers).
+
+A YAML problem is one line naming the file, the line and the fix, never a traceback. The
+file is read through libyaml where it can be (a tenth of the time ruamel takes,
+:func:`lumi_scaffold.datafile.plain_yaml`), and by ruamel, which words the errors,
+where it cannot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError, one_line
+
+__all__ = ["ANSWERS_FILE", "load_yaml", "read_answers"]
+
+ANSWERS_FILE = ".copier-answers.yml"
+
+_YAML_FIX = "plain `question: answer` lines, each question once, no !tags"
+
+
+def load_yaml(path: Path, what: str, fix: str = _YAML_FIX) -> Any:
+    """A YAML file (safe: no tags), or one line naming the file, the line and the problem."""
+    from .datafile import plain_yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"{what} {path}: cannot read it: {reason}") from None
+    return plain_yaml(text, lambda text: _careful_load(text, f"{what} {path}", fix))
+
+
+def _careful_load(text: str, shown: str, fix: str) -> Any:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        return YAML(typ="safe", pure=True).load(text)
+    except YAMLError as exc:
+        where, problem = "", str(exc)
+        if isinstance(exc, MarkedYAMLError):
+            mark = exc.problem_mark or exc.context_mark
+            where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+            problem = " ".join(p for p in (exc.context, exc.problem) if p) or problem
+        raise UsageError(f"{shown}{where}: not valid YAML: {one_line(problem)}. Fix: {fix}") from None
+
+
+def read_answers(project: Path, *, missing_ok: bool = False) -> dict[str, Any]:
+    """The answers recorded in ``project``: a mapping of question: answer (with Copier's
+    ``_src_path`` and ``_commit``). A missing file gives ``{}`` with ``missing_ok``, else
+    :class:`UsageError`, as does a file that is not YAML or not a mapping."""
+    path = project / ANSWERS_FILE
+    if not path.is_file():
+        if missing_ok:
+            return {}
+        raise UsageError(f"{project} has no {ANSWERS_FILE}: not a project made by lumi-scaffold, or the file was "
+                         "removed. Fix: give the directory of a generated project (or restore the file from git)")
+    answers = load_yaml(path, "answers file", fix=f"undo your edit (git checkout -- {ANSWERS_FILE})")
+    if not isinstance(answers, dict):
+        raise UsageError(f"answers file {path}: expected a mapping of question: answer. Fix: restore it from git")
+    return answers

@@ -273,7 +273,7 @@ def bench_cli(root: Path, template_src: Path, runs: int, env: dict[str, str], wi
         venv = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(variant), env.get("PYTHONPATH")]))}
         sides.append(Side("variant", f"lumi-scaffold defaults, variant {variant}",
                           make_our_template(variant, root / "variant-template", venv), venv))
-    # What a user gets by default: the compiled-code disk cache is opt-in (copier_ext).
+    # What a user gets by default: the compiled-code disk cache is opt-in (_codecache).
     plain = {**env, "LUMI_SCAFFOLD_CACHE_DIR": ""}
     sides.append(Side("nocache", "lumi-scaffold defaults, no code cache (default)",
                       make_our_template(template_src, root / "nocache-template", plain), plain, judged=False))
@@ -609,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     settings_dir = Path(tempfile.mkdtemp(prefix="lumi-bench-settings-"))
     settings = settings_dir / "copier-settings.yml"
     settings.write_text("{}\n")
-    # The opt-in compiled-code cache (lumi_scaffold/copier_ext.py) in the bench's own
+    # The opt-in compiled-code cache (lumi_scaffold/_codecache.py) in the bench's own
     # directory, filled by the untimed warm-up copy: the judged copies are a user's second
     # and later ones with LUMI_SCAFFOLD_CACHE_DIR set; the "no code cache" row is the default.
     cache = settings_dir / "cache"

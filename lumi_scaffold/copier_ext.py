@@ -213,10 +213,11 @@ def lumi_sources(ctx: Context) -> list[dict[str, str]]:
         if "yield" in name:  # plugin files: their contents below
             continue
         try:
-            path = env.from_string(name).render(values)
+            # Part by part, as Copier renders paths: the parts with Jinja are compiled already.
+            parts = [env.from_string(part).render(values) if "{" in part else part for part in name.split("/")]
         except Exception:  # noqa: BLE001 (a path this context cannot render is not this project's)
             continue
-        if all(path.split("/")):
+        if all("/".join(parts).split("/")):
             texts.append(text)
     texts += [f["content"] for d in ("scripts", "config") for f in lumi_plugin_files(ctx, d)]
     fw = _catalogue().frameworks.get(str(ctx.get("framework")))

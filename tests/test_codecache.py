@@ -7,6 +7,7 @@ import jinja2
 import pytest
 
 from lumi_scaffold import _codecache
+from lumi_scaffold._codecache import share_compiled_code
 
 from .helpers import read_tree, render
 
@@ -162,3 +163,41 @@ def test_cached_code_carries_this_runs_file_name(tmp_path):
     assert first.split() == [str(tmp_path / "clone1" / "a.txt")] * 2
     assert second.split() == [str(tmp_path / "clone2" / "a.txt")] * 2
     assert entry.stat().st_ino == written  # the second run read the entry (a miss rewrites it)
+
+
+PLAIN = ["a", "abc\n", "multi\nline\n\n", "'quote\" \\ back", "{ braces }", "}} %} #}", "x" * 1000, "ünï ☃", "\n", "",
+         "\n\n", "a\r\nb", "a\rb", "-%}", "tab\there ", _codecache._PLACEHOLDER, "{{ x }}", "{% if 1 %}y{% endif %}"]
+
+
+@pytest.mark.parametrize("keep_trailing_newline", [True, False])
+def test_plain_strings_render_as_jinja_renders_them(monkeypatch, keep_trailing_newline):
+    """Strings without Jinja get the code of one compiled plain string with their text in
+    it: what they render and generate (chunk by chunk) is what Jinja's own code gives."""
+    from copier._jinja_ext import YieldExtension
+    from jinja2.sandbox import SandboxedEnvironment
+
+    def env():
+        return SandboxedEnvironment(extensions=[YieldExtension, "jinja2_ansible_filters.AnsibleCoreFiltersExtension"],
+                                    keep_trailing_newline=keep_trailing_newline)
+
+    plain = env()
+    expected = [(plain.from_string(t).render(x=1), list(plain.from_string(t).generate(x=1))) for t in PLAIN]
+    monkeypatch.setattr(_codecache, "COMPILED", {})
+    compiled = _count_compiles(monkeypatch)
+    shared = env()
+    share_compiled_code(shared)
+    got = [(shared.from_string(t).render(x=1), list(shared.from_string(t).generate(x=1))) for t in PLAIN]
+    assert got == expected
+    jinja_free = [t for t in PLAIN
+                  if "{{" not in t and "{%" not in t and "\r" not in t and t not in ("", "\n", _codecache._PLACEHOLDER)]
+    assert not set(jinja_free) & set(compiled)  # made from the one compiled placeholder
+    assert _codecache._PLACEHOLDER in compiled
+
+
+def test_plain_strings_with_other_markers_are_compiled(monkeypatch):
+    """An environment with other delimiters: "{{" is text there, "[[" is Jinja."""
+    monkeypatch.setattr(_codecache, "COMPILED", {})
+    env = jinja2.Environment(variable_start_string="[[", variable_end_string="]]")
+    share_compiled_code(env)
+    assert env.from_string("{{ x }} [[ x ]]").render(x=1) == "{{ x }} 1"
+    assert env.from_string("{{ y }}").render() == "{{ y }}"

@@ -213,8 +213,9 @@ def lumi_sources(ctx: Context) -> list[dict[str, str]]:
         if "yield" in name:  # plugin files: their contents below
             continue
         try:
-            # Part by part, as Copier renders paths: the parts with Jinja are compiled already.
-            parts = [env.from_string(part).render(values) if "{" in part else part for part in name.split("/")]
+            # Part by part, as Copier renders paths (a file's name without the suffix), so
+            # the parts with Jinja are compiled already; the suffix stays, as before.
+            parts = [_render_part(env, part, values) for part in name.split("/")]
         except Exception:  # noqa: BLE001 (a path this context cannot render is not this project's)
             continue
         if all("/".join(parts).split("/")):
@@ -224,6 +225,13 @@ def lumi_sources(ctx: Context) -> list[dict[str, str]]:
     texts += [fw.example, fw.smoke_test] if fw else []
     # The texts' keys as lumi_cite leaves them for this site; the data's all (the site's own).
     return sources.cited_in(texts, ctx.get("plugin_data"), site=str(ctx.get("site")))
+
+
+def _render_part(env: Any, part: str, values: dict[str, Any]) -> str:
+    if "{" not in part:
+        return part
+    stem, suffix = (part[: -len(".jinja")], ".jinja") if part.endswith(".jinja") else (part, "")
+    return str(env.from_string(stem).render(values)) + suffix
 
 
 @pass_context

@@ -14,10 +14,11 @@ every question string and path (docs/performance.md).
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
-__all__ = ["CACHE_ENV", "code_dir", "env_signature", "share_compiled_code"]
+__all__ = ["CACHE_ENV", "code_dir", "env_signature", "share_compiled_code", "shipped_code_for", "shipped_signature"]
 
 COMPILED: dict[tuple, Any] = {}
 _COMPILED_MAX = 8192
@@ -27,6 +28,16 @@ _pruned: list[bool] = []  # prune once per process, at the first write
 
 
 def env_signature(env) -> tuple:
+    """What compiled code depends on besides its source: the settings, and the files of the
+    modules defining the filters, tests and extensions (changed by any upgrade)."""
+    return _settings(env) + (_module_stamps(_code_from(env)),)
+
+
+def _code_from(env) -> list:
+    return [*env.filters.values(), *env.tests.values(), *map(type, env.extensions.values()), env.finalize]
+
+
+def _settings(env) -> tuple:
     autoescape = env.autoescape
 
     # Jinja decides at compile time whether a filter or test gets the context (the
@@ -37,8 +48,6 @@ def env_signature(env) -> tuple:
     def callables(table):
         return tuple(sorted((name, str(getattr(func, "jinja_pass_arg", ""))) for name, func in table.items()))
 
-    code_from = [*env.filters.values(), *env.tests.values(), *map(type, env.extensions.values()), env.finalize]
-
     return (
         env.block_start_string, env.block_end_string, env.variable_start_string,
         env.variable_end_string, env.comment_start_string, env.comment_end_string,
@@ -48,7 +57,6 @@ def env_signature(env) -> tuple:
         tuple(sorted(env.extensions)),
         autoescape if not callable(autoescape) else getattr(autoescape, "__qualname__", "callable"),
         callables(env.filters), callables(env.tests), str(getattr(env.finalize, "jinja_pass_arg", "")),
-        _module_stamps(code_from),
     )
 
 
@@ -154,6 +162,7 @@ def _code_to_disk(key: tuple, code) -> None:
 def share_compiled_code(env) -> None:
     original = env.compile
     signature: list[tuple] = []  # computed at first use: the environment is still being built now
+    shipped: list[str] = []  # the same for the code shipped with the package
 
     def compile(source, name=None, filename=None, raw=False, defer_init=False):
         if raw or not isinstance(source, str):
@@ -170,6 +179,13 @@ def share_compiled_code(env) -> None:
         if name is None and filename is None and not defer_init and _plain(env, source):
             shape = _kept((signature[0], _PLACEHOLDER, None, None, False), lambda: original(_PLACEHOLDER))
             code = _plain_text_code(env, source, shape)
+            if code is not None:
+                _remember(key, code)
+                return code
+        if _SHIPPED_MARKERS.search(source):
+            if not shipped:
+                shipped.append(shipped_signature(env))
+            code = _shipped_code(env, shipped[0], source, name, filename, defer_init)
             if code is not None:
                 _remember(key, code)
                 return code
@@ -252,3 +268,139 @@ def _remember(key: tuple, code) -> None:
     if len(COMPILED) >= _COMPILED_MAX:
         COMPILED.clear()
     COMPILED[key] = code
+
+
+# Code shipped with the package (lumi_scaffold/_template_code.py): the Python that Jinja
+# generates for this template's files, the Jinja strings of copier.yml, the Jinja parts of
+# its paths and the built-in frameworks' scripts, in Copier's environment, made by
+# `python -m lumi_scaffold._codecache` (a test fails when a template changed and it was
+# not run). Every user's copy then skips Jinja's lexing, parsing and code generation for
+# them (Python's compile of that code stays): ~60 ms of CPU per copy, read-only, nothing
+# written, like the package's own .py files. An entry is used for the same source and name
+# only, and only in an environment with the same signature as the one it was made in: its
+# settings, filters, tests and extensions as the code cache keys them, Jinja's version,
+# and the sizes of the other modules defining them (Copier's extension, the Ansible
+# filters; constant filter calls are folded into the code). lumi_scaffold's own filters
+# come with the table in the same release, and the test compares the code itself. Any
+# other text (an older template version during `copier update`, a template changed since
+# the release) is compiled as usual.
+_SHIPPED_MARKERS = re.compile(r"\{[{%#]")
+_shipped_table: list[tuple[str, dict[str, str]]] = []
+
+
+def shipped_signature(env) -> str:
+    import hashlib
+    import os
+
+    import jinja2
+
+    sizes = []
+    for module in sorted({getattr(obj, "__module__", None) or "" for obj in _code_from(env)}):
+        path = getattr(sys.modules.get(module), "__file__", None)
+        if module and module != "builtins" and not module.startswith("lumi_scaffold"):
+            try:
+                sizes.append((module, os.stat(path).st_size if path else None))
+            except OSError:
+                sizes.append((module, None))
+    return hashlib.sha256(repr((_settings(env), jinja2.__version__, sizes)).encode()).hexdigest()
+
+
+def _shipped_key(source: str, name: str | None, defer_init: bool) -> str:
+    import hashlib
+
+    return hashlib.sha256(repr((source, name, defer_init)).encode()).hexdigest()
+
+
+def _shipped_code(env, signature: str, source: str, name, filename, defer_init: bool) -> Any:
+    if not _shipped_table:
+        try:
+            from ._template_code import CODE, SIGNATURE
+        except ImportError:  # a checkout where it was never made: compile as usual
+            SIGNATURE, CODE = "", {}
+        _shipped_table.append((SIGNATURE, CODE))
+    made_for, table = _shipped_table[0]
+    python = table.get(_shipped_key(source, name, defer_init)) if signature == made_for else None
+    if python is None:
+        return None
+    env.preprocess(source, name, filename)  # as in a compile (hooks with side effects)
+    return env._compile(python, "<template>" if filename is None else filename)
+
+
+def shipped_code_for(template: Any) -> tuple[str, dict[str, str]]:
+    """What lumi_scaffold/_template_code.py holds for the template at ``template`` (a
+    directory with copier.yml): the signature of the environment Copier builds for it, and
+    {key: Jinja's Python source} in that environment."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import yaml
+    from copier._main import Worker
+
+    root = Path(template)
+    config = yaml.safe_load((root / "copier.yml").read_text(encoding="utf-8"))
+    suffix = config.get("_templates_suffix", ".jinja")
+    strings = {value for key, value in config.items() if key.startswith("_message_") and isinstance(value, str)}
+    for key, question in config.items():
+        if not key.startswith("_") and isinstance(question, dict):
+            strings |= {v for v in question.values() if isinstance(v, str)}
+    strings |= _builtin_framework_texts()
+    base = root / config.get("_subdirectory", "")
+    for path in base.rglob("*"):
+        for i, part in enumerate(path.relative_to(base).parts):
+            last = i == len(path.relative_to(base).parts) - 1
+            strings.add(part[: -len(suffix)] if last and path.is_file() and part.endswith(suffix) else part)
+    # Copier names a file by its path from the template's root (imports too: _shared/).
+    under = base.parent if base != root else root
+    files = {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in under.rglob(f"*{suffix}") if p.is_file()}
+    with tempfile.TemporaryDirectory() as tmp:
+        # A plain directory (no git), so that Copier takes the files as they are on disk.
+        copy = Path(tmp) / "template"
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.py[co]"))
+        env = Worker(src_path=str(copy), dst_path=Path(tmp) / "out", defaults=True, unsafe=True, quiet=True).jinja_env
+        table = {_shipped_key(text, name, False): env.compile(text, name, None, raw=True)
+                 for name, text in sorted(files.items())}
+        table |= {_shipped_key(text, None, False): env.compile(text, None, None, raw=True)
+                  for text in sorted(strings) if _SHIPPED_MARKERS.search(text)}
+        return shipped_signature(env), dict(sorted(table.items()))
+
+
+def _builtin_framework_texts() -> set[str]:
+    """The built-in frameworks' example and smoke-test scripts (Jinja, rendered into every
+    project of theirs by lumi_framework_text)."""
+    import os
+
+    from .plugins import DEFAULT_PLUGINS, ENV_DISABLE, ENV_LOAD, build_catalogue, make_plugin_manager
+
+    saved = {name: os.environ.pop(name, None) for name in (ENV_DISABLE, ENV_LOAD)}
+    os.environ[ENV_LOAD] = ""  # the built-ins alone, whatever the shell says
+    try:
+        pm, infos, problems = make_plugin_manager()
+        cat = build_catalogue(pm, infos, problems)
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+    return {text for fw in cat.frameworks.values() if cat.provenance.get(("framework", fw.name)) in DEFAULT_PLUGINS
+            for text in (fw.example, fw.smoke_test)}
+
+
+def _write(template: Any, out: Any) -> int:
+    signature, table = shipped_code_for(template)
+    lines = ['"""Made by `python -m lumi_scaffold._codecache` from copier.yml and project-templates/:',
+             "Jinja's Python for this template (see _codecache). Do not edit; remake it after",
+             'changing a template (tests/test_codecache.py says when)."""', "",
+             f"SIGNATURE = {signature!r}", "CODE = {"]
+    lines += [f"    {key!r}: {python!r}," for key, python in table.items()]
+    lines += ["}", ""]
+    out.write_text("\n".join(lines), encoding="utf-8")
+    return len(table)
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    count = _write(here.parent, here / "_template_code.py")
+    print(f"lumi_scaffold/_template_code.py: {count} entries")

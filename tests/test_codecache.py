@@ -12,6 +12,13 @@ from lumi_scaffold._codecache import share_compiled_code
 from .helpers import read_tree, render
 
 
+@pytest.fixture
+def no_shipped(monkeypatch):
+    """As without lumi_scaffold/_template_code.py: every Jinja string and file is compiled
+    (the disk cache's tests)."""
+    monkeypatch.setattr(_codecache, "_shipped_table", [("", {})])
+
+
 def _count_compiles(monkeypatch) -> list[str]:
     """Records every template string Jinja really compiles (parse + codegen)."""
     seen: list[str] = []
@@ -26,7 +33,7 @@ def _count_compiles(monkeypatch) -> list[str]:
     return seen
 
 
-def test_second_process_reuses_code_from_disk(template, tmp_path, monkeypatch):
+def test_second_process_reuses_code_from_disk(template, tmp_path, monkeypatch, no_shipped):
     cache = tmp_path / "cache"
     monkeypatch.setenv(_codecache.CACHE_ENV, str(cache))
     monkeypatch.setattr(_codecache, "COMPILED", {})  # a fresh process: nothing in memory
@@ -42,7 +49,7 @@ def test_second_process_reuses_code_from_disk(template, tmp_path, monkeypatch):
     assert second == first
 
 
-def test_damaged_or_unwritable_cache_is_ignored(template, tmp_path, monkeypatch):
+def test_damaged_or_unwritable_cache_is_ignored(template, tmp_path, monkeypatch, no_shipped):
     cache = tmp_path / "cache"
     monkeypatch.setenv(_codecache.CACHE_ENV, str(cache))
     monkeypatch.setattr(_codecache, "COMPILED", {})
@@ -62,7 +69,7 @@ def test_damaged_or_unwritable_cache_is_ignored(template, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("setting", [None, ""], ids=["unset", "empty"])
-def test_disk_cache_is_opt_in(template, tmp_path, monkeypatch, setting):
+def test_disk_cache_is_opt_in(template, tmp_path, monkeypatch, no_shipped, setting):
     """Without LUMI_SCAFFOLD_CACHE_DIR (or with it empty) nothing is written anywhere."""
     if setting is None:
         monkeypatch.delenv(_codecache.CACHE_ENV)
@@ -201,3 +208,56 @@ def test_plain_strings_with_other_markers_are_compiled(monkeypatch):
     share_compiled_code(env)
     assert env.from_string("{{ x }} [[ x ]]").render(x=1) == "{{ x }} 1"
     assert env.from_string("{{ y }}").render() == "{{ y }}"
+
+
+# --- the code shipped with the package (lumi_scaffold/_template_code.py) ----------------
+
+
+def test_the_shipped_code_is_this_templates():
+    """It holds Jinja's code for every file and Jinja string of this checkout's template,
+    made in the environment Copier builds (the code itself compared where this machine's
+    Jinja and Copier extension are the ones it was made with)."""
+    from lumi_scaffold import _template_code
+
+    from .helpers import REPO
+
+    signature, made = _codecache.shipped_code_for(REPO)
+    fix = "a template changed: remake the shipped code with `python -m lumi_scaffold._codecache`"
+    assert sorted(made) == sorted(_template_code.CODE), fix
+    if signature == _template_code.SIGNATURE:
+        assert made == _template_code.CODE, fix
+
+
+def test_a_copy_takes_the_shipped_code_and_writes_the_same_files(template, tmp_path, monkeypatch):
+    """A default copy (no disk cache) compiles none of our files and Jinja strings, and
+    writes the same bytes as one that compiles them all."""
+    monkeypatch.delenv(_codecache.CACHE_ENV)
+    monkeypatch.setattr(_codecache, "COMPILED", {})
+    compiled = _count_compiles(monkeypatch)
+    shipped = read_tree(render(template, tmp_path / "a"))
+    assert [s for s in compiled if "{{" in s or "{%" in s] == []
+
+    monkeypatch.setattr(_codecache, "COMPILED", {})
+    monkeypatch.setattr(_codecache, "_shipped_table", [("", {})])  # no shipped code
+    compiled.clear()
+    assert read_tree(render(template, tmp_path / "b")) == shipped
+    assert len([s for s in compiled if "{{" in s or "{%" in s]) > 50
+
+
+def test_shipped_code_is_not_used_in_another_environment(monkeypatch):
+    """Code made for Copier's environment is not taken by one with other settings: there
+    the string is compiled."""
+    from copier._jinja_ext import YieldExtension
+    from jinja2.sandbox import SandboxedEnvironment
+
+    from lumi_scaffold import _template_code
+
+    source = "{{ lumi_check('nodes') }}"  # a validator in copier.yml
+    assert _codecache._shipped_key(source, None, False) in _template_code.CODE
+    monkeypatch.setattr(_codecache, "COMPILED", {})
+    compiled = _count_compiles(monkeypatch)
+    env = SandboxedEnvironment(extensions=[YieldExtension], trim_blocks=True)
+    share_compiled_code(env)
+    assert _codecache.shipped_signature(env) != _template_code.SIGNATURE
+    env.from_string(source)
+    assert compiled == [source]

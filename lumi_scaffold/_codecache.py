@@ -323,7 +323,7 @@ def _shipped_code(env, signature: str, source: str, name, filename, defer_init: 
     if python is None:
         return None
     env.preprocess(source, name, filename)  # as in a compile (hooks with side effects)
-    return env._compile(python, "<template>" if filename is None else filename)
+    return compile(python, "<template>" if filename is None else filename, "exec")  # as Jinja compiles its code
 
 
 def shipped_code_for(template: Any) -> tuple[str, dict[str, str]]:
@@ -356,7 +356,10 @@ def shipped_code_for(template: Any) -> tuple[str, dict[str, str]]:
     with tempfile.TemporaryDirectory() as tmp:
         # A plain directory (no git), so that Copier takes the files as they are on disk.
         copy = Path(tmp) / "template"
-        shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.py[co]"))
+        copy.mkdir()
+        shutil.copy2(root / "copier.yml", copy / "copier.yml")
+        shutil.copytree(under, copy / under.relative_to(root), ignore=shutil.ignore_patterns("__pycache__", "*.py[co]"),
+                        dirs_exist_ok=True)
         env = Worker(src_path=str(copy), dst_path=Path(tmp) / "out", defaults=True, unsafe=True, quiet=True).jinja_env
         table = {_shipped_key(text, name, False): env.compile(text, name, None, raw=True)
                  for name, text in sorted(files.items())}

@@ -182,19 +182,18 @@ def share_compiled_code(env) -> None:
             if code is not None:
                 _remember(key, code)
                 return code
+        code = _code_from_disk(key)  # opted in: also saves Python's compile of shipped code
+        if code is not None:
+            env.preprocess(source, name, filename)
+            _remember(key, code)
+            return code
         if _SHIPPED_MARKERS.search(source):
             if not shipped:
                 shipped.append(shipped_signature(env))
             code = _shipped_code(env, shipped[0], source, name, filename, defer_init)
-            if code is not None:
-                _remember(key, code)
-                return code
-        code = _code_from_disk(key)
-        if code is not None:
-            env.preprocess(source, name, filename)
-        else:
+        if code is None:
             code = original(source, name, filename, raw, defer_init)
-            _code_to_disk(key, code)
+        _code_to_disk(key, code)
         _remember(key, code)
         return code
 

@@ -16,182 +16,10 @@ from jinja2.ext import Extension
 from jinja2.runtime import Context
 
 from . import HOME_URL, plugins, questions, sources
+from ._codecache import share_compiled_code
 from .errors import RefusedAnswer, LumiScaffoldError
 
 _warned = False
-# Compiled template code shared across Jinja environments. Copier builds a new
-# environment for every copy (three for an update) and compiles the same question
-# strings, paths and files each time; the code only depends on the source and on the
-# environment settings in the key below. Within a process the code is always shared (the
-# test matrix, check_conformance, an update). Across processes (a user's `copier copy` is
-# one render per process) it is kept on disk only when asked for: see _code_dir().
-# Jinja's own bytecode cache does not serve here: it keys on the template's path (a new
-# temporary clone on every copy from git) and skips from_string, which Copier uses for
-# every question string and path (docs/performance.md).
-_COMPILED: dict[tuple, Any] = {}
-_COMPILED_MAX = 8192
-_CACHE_ENV = "LUMI_SCAFFOLD_CACHE_DIR"
-_CACHE_MAX_AGE = 30 * 24 * 3600  # entries neither read nor written for this long are removed
-_pruned: list[bool] = []  # prune once per process, at the first write
-
-
-def _env_signature(env) -> tuple:
-    autoescape = env.autoescape
-
-    # Jinja decides at compile time whether a filter or test gets the context (the
-    # @pass_context mark), and with `optimized` it runs filters and tests on constant
-    # arguments while compiling. So their names and marks, and the files they come from
-    # (changed by any upgrade), are part of what the code depends on; so are the
-    # extensions, which take part in parsing.
-    def callables(table):
-        return tuple(sorted((name, str(getattr(func, "jinja_pass_arg", ""))) for name, func in table.items()))
-
-    code_from = [*env.filters.values(), *env.tests.values(), *map(type, env.extensions.values()), env.finalize]
-
-    return (
-        env.block_start_string, env.block_end_string, env.variable_start_string,
-        env.variable_end_string, env.comment_start_string, env.comment_end_string,
-        env.line_statement_prefix, env.line_comment_prefix, env.trim_blocks,
-        env.lstrip_blocks, env.newline_sequence, env.keep_trailing_newline,
-        env.optimized, env.is_async, env.finalize is None, type(env).__qualname__,
-        tuple(sorted(env.extensions)),
-        autoescape if not callable(autoescape) else getattr(autoescape, "__qualname__", "callable"),
-        callables(env.filters), callables(env.tests), str(getattr(env.finalize, "jinja_pass_arg", "")),
-        _module_stamps(code_from),
-    )
-
-
-def _module_stamps(objects) -> tuple:
-    """(module, file size, file mtime) of the modules defining ``objects``."""
-    import os
-
-    stamps = set()
-    for name in {getattr(obj, "__module__", None) for obj in objects} - {None, "builtins"}:
-        path = getattr(sys.modules.get(name), "__file__", None)  # type: ignore[arg-type]  # None is taken out above
-        try:
-            info = os.stat(path) if path else None
-        except OSError:
-            info = None
-        stamps.add((name, info.st_size, info.st_mtime_ns) if info else (name, None, None))
-    return tuple(sorted(stamps, key=repr))
-
-
-def _code_dir():
-    """Where compiled code is kept across processes: ``$LUMI_SCAFFOLD_CACHE_DIR/jinja-code``,
-    or None (no disk cache) when that is unset or empty. Opt-in: the cache saves a
-    ``copier copy`` ~0.15 s of compiling, and loads code from that directory, so it must be
-    one only its user can write (like ``__pycache__``). Entries are keyed by a hash of
-    everything the code depends on, so a new template or Jinja version simply misses."""
-    import os
-    from pathlib import Path
-
-    value = os.environ.get(_CACHE_ENV)
-    return Path(value) / "jinja-code" if value else None
-
-
-def _code_file(directory, key: tuple):
-    import hashlib
-
-    import jinja2
-
-    signature, source, name, _filename, defer_init = key
-    # The filename is left out: for a template from git it is a fresh temp clone's path on
-    # every run. Jinja's tracebacks take the path from the Template object, not the code.
-    text = repr((signature, source, name, defer_init, jinja2.__version__, sys.version, sys.implementation.cache_tag))
-    return directory / hashlib.sha256(text.encode()).hexdigest()
-
-
-def _code_from_disk(key: tuple):
-    import marshal
-    import types
-
-    directory = _code_dir()
-    if directory is None:
-        return None
-    try:
-        code = marshal.loads(_code_file(directory, key).read_bytes())
-    except (OSError, ValueError, EOFError, TypeError):
-        return None  # absent, unreadable or damaged: compile again
-    if not isinstance(code, types.CodeType):
-        return None
-    filename = key[3]
-    return _with_filename(code, "<template>" if filename is None else filename)  # Jinja's default name
-
-
-def _with_filename(code, filename: str):
-    """``code`` with this run's template path, as a fresh compile would have it: Jinja's
-    Template.filename and tracebacks take it from the code objects."""
-    import types
-
-    consts = tuple(_with_filename(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-    return code.replace(co_filename=filename, co_consts=consts)
-
-
-def _code_to_disk(key: tuple, code) -> None:
-    """Write one entry (temp file + rename, so readers never see half a file) and drop
-    entries unused for a month. A cache that cannot be written only loses the speed-up."""
-    import marshal
-    import os
-    import tempfile
-    import time
-
-    directory = _code_dir()
-    if directory is None:
-        return
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-        try:
-            os.fchmod(fd, 0o644)  # like .pyc files (mkstemp makes 0600)
-            with os.fdopen(fd, "wb") as out:
-                out.write(marshal.dumps(code))
-            os.replace(tmp, _code_file(directory, key))
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        if not _pruned:
-            _pruned.append(True)
-            cutoff = time.time() - _CACHE_MAX_AGE
-            for entry in os.scandir(directory):
-                info = entry.stat()
-                if max(info.st_atime, info.st_mtime) < cutoff:
-                    os.unlink(entry.path)
-    except (OSError, ValueError):
-        pass
-
-
-def _share_compiled_code(env) -> None:
-    original = env.compile
-    signature: list[tuple] = []  # computed at first use: the environment is still being built now
-
-    def compile(source, name=None, filename=None, raw=False, defer_init=False):
-        if raw or not isinstance(source, str):
-            return original(source, name, filename, raw, defer_init)
-        if not signature:
-            signature.append(_env_signature(env))
-        key = (signature[0], source, name, filename, defer_init)
-        code = _COMPILED.get(key)
-        if code is None:
-            code = _code_from_disk(key)
-            if code is not None:
-                _remember(key, code)
-        if code is not None:
-            # Extensions' preprocess hooks have side effects (Copier's yield tag resets its
-            # state there), so they run on a cache hit too; only parsing and codegen are saved.
-            env.preprocess(source, name, filename)
-        else:
-            code = original(source, name, filename, raw, defer_init)
-            _code_to_disk(key, code)
-            _remember(key, code)
-        return code
-
-    env.compile = compile
-
-
-def _remember(key: tuple, code) -> None:
-    if len(_COMPILED) >= _COMPILED_MAX:
-        _COMPILED.clear()
-    _COMPILED[key] = code
 
 
 def _catalogue() -> plugins.Catalogue:
@@ -385,16 +213,25 @@ def lumi_sources(ctx: Context) -> list[dict[str, str]]:
         if "yield" in name:  # plugin files: their contents below
             continue
         try:
-            path = env.from_string(name).render(values)
+            # Part by part, as Copier renders paths (a file's name without the suffix), so
+            # the parts with Jinja are compiled already; the suffix stays, as before.
+            parts = [_render_part(env, part, values) for part in name.split("/")]
         except Exception:  # noqa: BLE001 (a path this context cannot render is not this project's)
             continue
-        if all(path.split("/")):
+        if all("/".join(parts).split("/")):
             texts.append(text)
     texts += [f["content"] for d in ("scripts", "config") for f in lumi_plugin_files(ctx, d)]
     fw = _catalogue().frameworks.get(str(ctx.get("framework")))
     texts += [fw.example, fw.smoke_test] if fw else []
     # The texts' keys as lumi_cite leaves them for this site; the data's all (the site's own).
     return sources.cited_in(texts, ctx.get("plugin_data"), site=str(ctx.get("site")))
+
+
+def _render_part(env: Any, part: str, values: dict[str, Any]) -> str:
+    if "{" not in part:
+        return part
+    stem, suffix = (part[: -len(".jinja")], ".jinja") if part.endswith(".jinja") else (part, "")
+    return str(env.from_string(stem).render(values)) + suffix
 
 
 @pass_context
@@ -455,4 +292,4 @@ class LumiExtension(Extension):
         super().__init__(environment)
         environment.globals.update(_GLOBALS, lumi_home_url=HOME_URL)
         environment.filters.update(_FILTERS)
-        _share_compiled_code(environment)
+        share_compiled_code(environment)

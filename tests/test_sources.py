@@ -104,3 +104,11 @@ def test_readme_lists_the_sources_its_files_cite(template, tmp_path, answers):
               for k in sources.keys_in_field(value.strip("'\""))}
     assert cited - {""} <= listed, sorted(cited - listed)
     assert listed <= set(sources.bibliography())
+
+
+def test_the_bibliography_reads_as_pyyaml_reads_it():
+    """Read with libyaml for speed: the same data as PyYAML's own safe loader."""
+    import yaml
+
+    text = sources.BIBLIOGRAPHY.read_text(encoding="utf-8")
+    assert sources.bibliography() == yaml.load(text, Loader=yaml.SafeLoader)  # noqa: S506

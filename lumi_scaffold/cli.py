@@ -392,7 +392,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices
 
-    from .doctor import home_notice, image_check, sbatch_test_only, venv_files
+    from .doctor import home_notice, image_check, sbatch_test_only, venv_files, venv_pack_notes
     from .errors import SlurmUnreachable
 
     project = _project(args.project)
@@ -432,6 +432,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if files is not None:
         print(f"note: venv/ holds {files} files: every job start looks them up on the file system, and each "
               "counts against its file quota (README.md, \"Create the venv\")")
+    for note in venv_pack_notes(project):
+        print(f"note: {note}")
     if not notices and not problems and not failed:
         print("No problems found.")
     return 1 if problems or failed else 0

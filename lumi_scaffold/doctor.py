@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import SlurmUnreachable
 
-__all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "image_check", "sbatch_test_only", "venv_files"]
+__all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "image_check", "sbatch_test_only", "venv_files", "venv_pack_notes"]
 
 
 def home_notice(project: Path, plugin_data: dict[str, Any]) -> str | None:
@@ -118,3 +118,18 @@ def venv_files(project: Path) -> int | None:
         return None
     return sum(len(files) for _, _, files in os.walk(venv))
 
+
+
+def venv_pack_notes(project: Path) -> list[str]:
+    """What doctor says of a packed venv (scripts/setup-venv.sh --pack): that jobs use it,
+    and that it is older than requirements.txt or constraints.txt (a change not packed yet)."""
+    pack = project / "venv.sqsh"
+    if not pack.is_file():
+        return []
+    notes = [f"venv.sqsh ({pack.stat().st_size // 2**20} MiB, one file) is the venv the jobs use, bound at "
+             "/user-software" + (" (venv/ is not used while it exists)" if (project / "venv").is_dir() else "")]
+    newer = [name for name in ("requirements.txt", "constraints.txt")
+             if (project / name).is_file() and (project / name).stat().st_mtime > pack.stat().st_mtime]
+    if newer:
+        notes.append(f"{' and '.join(newer)} changed after venv.sqsh was packed. Fix: bash scripts/setup-venv.sh --pack")
+    return notes

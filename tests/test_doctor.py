@@ -88,3 +88,23 @@ def test_doctor_counts_the_venvs_files(tmp_path, monkeypatch, capsys):
     assert "note: venv/ holds 7 files: every job start looks them up" in out
     assert '(README.md, "Create the venv")' in out and "lumi-scaffold doctor` reports how many files" in (project / "README.md").read_text()
 
+
+
+def test_doctor_says_a_packed_venv_is_used_and_when_it_is_older_than_the_requirements(tmp_path, monkeypatch, capsys):
+    import os
+
+    project = render(REPO, tmp_path / "p")
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: None)
+    cli.main(["doctor", str(project)])
+    assert "venv.sqsh" not in capsys.readouterr().out
+    (project / "venv").mkdir()
+    (project / "venv.sqsh").write_bytes(b"hsqs" + bytes(2**20))
+    cli.main(["doctor", str(project)])
+    out = capsys.readouterr().out
+    assert ("note: venv.sqsh (1 MiB, one file) is the venv the jobs use, bound at /user-software (venv/ is not used "
+            "while it exists)") in out and "changed after venv.sqsh" not in out
+    later = (project / "venv.sqsh").stat().st_mtime + 60
+    os.utime(project / "requirements.txt", (later, later))
+    cli.main(["doctor", str(project)])
+    assert ("note: requirements.txt changed after venv.sqsh was packed. Fix: bash scripts/setup-venv.sh --pack"
+            in capsys.readouterr().out)

@@ -312,3 +312,47 @@ def test_cotainr_build_starts_clean_of_modules_and_bind_paths(template, tmp_path
     assert cotainr == ["build container/demo.sif --system=lumi-g --conda-env=container/environment.yml "
                        "--accept-licenses"]  # and no bind variable
     assert " --mem=100G " in Path(f"{log}.srun").read_text()
+
+
+def _can_mount_namespaces() -> bool:
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True)
+    return os.geteuid() == 0 and probe.returncode == 0
+
+
+@pytest.mark.skipif(not _can_mount_namespaces(), reason="the stand-in mounts binds in a mount namespace (root, unshare)")
+def test_a_packed_venv_is_one_squashfs_file_the_jobs_bind_at_user_software(template, tmp_path, laif):
+    """setup-venv.sh --pack builds the venv at /user-software and packs it with mksquashfs
+    [AIG-02]; a job's container binds venv.sqsh there (image-src=/) and run.sh uses it
+    instead of venv/, with the image's packages unchanged."""
+    _, env, _ = laif
+    env = {**env, "FAKE_SINGULARITY_MOUNT_NS": "1"}
+    project = render(template, tmp_path / "p", extra_requirements="plain")
+    # No mksquashfs: one line, nothing packed.
+    missing = subprocess.run(["bash", "scripts/setup-venv.sh", "--pack"], cwd=project, capture_output=True, text=True,
+                             env={**env, "MKSQUASHFS": "no-such-mksquashfs"}, timeout=300)
+    assert missing.returncode == 1 and missing.stderr.strip().splitlines() == [
+        "ERROR: --pack needs mksquashfs (no-such-mksquashfs), not found on this node. Fix: install squashfs-tools, "
+        "or run without --pack."] and not (project / "venv.sqsh").exists()
+    packed = subprocess.run(["bash", "scripts/setup-venv.sh", "--pack"], cwd=project, capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert packed.returncode == 0, packed.stdout + packed.stderr
+    assert "venv packed into venv.sqsh" in packed.stdout
+    assert (project / "venv.sqsh").is_file() and not (project / "venv").exists() and not (project / ".venv-pack").exists()
+    assert (project / "venv.sqsh").read_bytes()[:4] == b"hsqs"  # a SquashFS file, one file on the file system
+    # A step as the jobs start it: job-env.sh's container, run.sh inside.
+    code = ("import sys, plain_fake, importlib.metadata as m; "
+            "print(sys.prefix, plain_fake.__file__, m.version('flash_attn'))")
+    step = subprocess.run(["bash", "-c", 'source scripts/job-env.sh && "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" '
+                           'python -c "$1"', "step", code], cwd=project, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert step.returncode == 0, step.stdout + step.stderr
+    said, last = step.stdout.splitlines()[0], step.stdout.splitlines()[-1]
+    assert said == f"venv: {project / 'venv.sqsh'} bound at /user-software (used instead of venv/)"  # in the job log
+    prefix, plain_file, flash = last.split()
+    assert prefix == "/user-software" and plain_file.startswith("/user-software/lib/")
+    assert flash == LAIF_IMAGE["flash_attn"]  # the image's build, not a wheel from the index
+    # Without the pack (VENV_PACK=) the step has no venv: the index's package is not there.
+    bare = subprocess.run(["bash", "-c", 'source scripts/job-env.sh && "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" '
+                           'python -c "import plain_fake"'], cwd=project, capture_output=True, text=True,
+                          env={**env, "VENV_PACK": ""}, timeout=120)
+    assert bare.returncode != 0 and "No module named 'plain_fake'" in bare.stderr

@@ -18,8 +18,15 @@ eval "${activate}"
 set -u
 
 # Our venv on top of the container's Python (scripts/setup-venv.sh): it sees the
-# container's packages and pins the framework, so pip never replaces it.
-if [ -f "${PROJECT_DIR}/venv/bin/activate" ]; then
+# container's packages and pins the framework, so pip never replaces it. A packed one
+# (venv.sqsh, bound at /user-software by scripts/job-env.sh) comes before venv/; none
+# while setup-venv.sh builds one.
+if [ "${SETUP_VENV_BUILDING:-0}" = 1 ]; then
+    :
+elif [ -f /user-software/bin/activate ]; then
+    # shellcheck source=/dev/null
+    source /user-software/bin/activate
+elif [ -f "${PROJECT_DIR}/venv/bin/activate" ]; then
     # shellcheck source=/dev/null
     source "${PROJECT_DIR}/venv/bin/activate"
 fi

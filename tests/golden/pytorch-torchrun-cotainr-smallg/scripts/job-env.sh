@@ -38,6 +38,16 @@ CONTAINER=(singularity exec)
 if [ -n "${BINDS}" ]; then
     CONTAINER+=(--bind "${BINDS}")
 fi
+# The venv packed into one SquashFS file (bash scripts/setup-venv.sh --pack), bound where it
+# was built: /user-software. scripts/run.sh activates it instead of venv/. [AIG-02]
+# VENV_PACK= (empty) leaves it out; setup-venv.sh binds the directory it packs from.
+VENV_PACK="${VENV_PACK-${PROJECT_DIR}/venv.sqsh}"
+if [ -n "${VENV_PACK}" ] && [ -d "${VENV_PACK}" ]; then
+    CONTAINER+=(--bind "${VENV_PACK}:/user-software")
+elif [ -n "${VENV_PACK}" ] && [ -f "${VENV_PACK}" ]; then
+    CONTAINER+=(--bind "${VENV_PACK}:/user-software:image-src=/")
+    echo "venv: ${VENV_PACK} bound at /user-software (used instead of venv/)"
+fi
 CONTAINER+=("${SIF}")
 
 # Rendezvous for torch.distributed, computed out here because there are no Slurm tools

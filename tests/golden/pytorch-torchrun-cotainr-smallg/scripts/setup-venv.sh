@@ -12,6 +12,13 @@
 # not --system-site-packages, which from a venv's Python (LAIF images keep theirs in
 # /opt/venv) reaches the base interpreter's packages instead of the image's.
 # Rerun it after changing requirements.txt; after a change of image, rm -rf venv first.
+#
+#   bash scripts/setup-venv.sh --pack
+# builds the same venv at /user-software (a directory bound there while it builds) and packs
+# it into one SquashFS file, venv.sqsh, which the jobs bind at /user-software: one file on
+# the parallel file system instead of thousands. [AIG-02], [UG-stor]
+# The pack is read-only: after changing requirements.txt, rerun --pack (it builds afresh).
+# It needs mksquashfs on this node.
 set -euo pipefail
 
 if [ "${1:-}" != "--inside" ]; then
@@ -19,40 +26,65 @@ if [ "${1:-}" != "--inside" ]; then
     source "$(dirname "${BASH_SOURCE[0]}")/job-env.sh"
     # Keep pip's cache off $HOME. [WS-05]
     export PIP_CACHE_DIR="${PIP_CACHE_DIR:-/tmp/${USER}-pip-cache}"
-    exec "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" bash "${PROJECT_DIR}/scripts/setup-venv.sh" --inside
+    if [ "${1:-}" != "--pack" ]; then
+        exec "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" bash "${PROJECT_DIR}/scripts/setup-venv.sh" --inside
+    fi
+    mksquashfs="${MKSQUASHFS:-mksquashfs}"
+    if ! command -v "${mksquashfs}" >/dev/null; then
+        echo "ERROR: --pack needs mksquashfs (${mksquashfs}), not found on this node. Fix: install squashfs-tools, or run without --pack." >&2
+        exit 1
+    fi
+    build="${PROJECT_DIR}/.venv-pack"
+    rm -rf "${build}"
+    mkdir "${build}"
+    # Bind the build directory at /user-software instead of an existing pack (job-env.sh).
+    VENV_PACK="${build}"
+    # shellcheck source=job-env.sh
+    source "${PROJECT_DIR}/scripts/job-env.sh"
+    SETUP_VENV_BUILDING=1 "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" bash "${PROJECT_DIR}/scripts/setup-venv.sh" --inside
+    "${mksquashfs}" "${build}" "${PROJECT_DIR}/venv.sqsh.new" -processors 1 -no-xattrs -noappend -quiet
+    mv "${PROJECT_DIR}/venv.sqsh.new" "${PROJECT_DIR}/venv.sqsh"
+    rm -rf "${build}"
+    echo "venv packed into venv.sqsh ($(du -h "${PROJECT_DIR}/venv.sqsh" | cut -f1)); jobs bind it at /user-software and use it instead of venv/."
+    exit 0
 fi
 
-# Inside the container (run.sh has activated the image's Python, or the venv if present).
+# Inside the container (run.sh has activated the image's Python, or the venv if present;
+# none while packing). The venv: venv/, or /user-software while packing.
 cd "${PROJECT_DIR}"
-record=venv/image-packages.json
-if [ ! -x venv/bin/python ]; then
+venv=venv
+if [ "${SETUP_VENV_BUILDING:-0}" = 1 ]; then
+    venv=/user-software
+fi
+record="${venv}/image-packages.json"
+if [ ! -x "${venv}/bin/python" ]; then
     if ! python -c "import pip" 2>/dev/null; then
         echo "ERROR: the image's Python ($(command -v python)) has no pip; the venv installs with it." >&2
         exit 1
     fi
     python scripts/image_packages.py freeze .image-packages.json
-    python -m venv --without-pip venv
+    python -m venv --without-pip "${venv}"
     mv .image-packages.json "${record}"
-    venv/bin/python scripts/image_packages.py link "${record}"
+    "${venv}/bin/python" scripts/image_packages.py link "${record}"
 elif [ ! -f "${record}" ]; then
-    echo "ERROR: venv/ was not made by this script (no ${record}): rm -rf venv and rerun." >&2
+    echo "ERROR: ${venv}/ was not made by this script (no ${record}): rm -rf ${venv} and rerun." >&2
     exit 1
 fi
 image="${SINGULARITY_CONTAINER:-${APPTAINER_CONTAINER:-}}"
-made_for="$(venv/bin/python -c 'import json, sys; print(json.load(open(sys.argv[1]))["image"])' "${record}")"
+made_for="$("${venv}/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["image"])' "${record}")"
 if [ -n "${image}" ] && [ -n "${made_for}" ] && [ "${image}" != "${made_for}" ]; then
     echo "ERROR: the venv was made for ${made_for}, and this is ${image}. Fix: rm -rf venv and rerun." >&2
     exit 1
 fi
 # Already changed (a pip install by hand)? Say so before pip tries to undo it.
-venv/bin/python scripts/image_packages.py check "${record}" requirements.txt >/dev/null
-venv/bin/python scripts/image_packages.py constraints "${record}" >venv/image-constraints.txt
+"${venv}/bin/python" scripts/image_packages.py check "${record}" requirements.txt >/dev/null
+"${venv}/bin/python" scripts/image_packages.py constraints "${record}" >"${venv}/image-constraints.txt"
 # The image's pip, run by the venv's Python, installs into the venv (--without-pip above).
-if ! venv/bin/python -m pip install --constraint venv/image-constraints.txt --constraint constraints.txt \
+if ! "${venv}/bin/python" -m pip install --constraint "${venv}/image-constraints.txt" --constraint constraints.txt \
     --requirement requirements.txt; then
     echo "ERROR: pip cannot install requirements.txt without changing a package the image ships" >&2
-    echo "(each is pinned in venv/image-constraints.txt) or a pin of constraints.txt; pip names the clash above." >&2
+    echo "(each is pinned in ${venv}/image-constraints.txt) or a pin of constraints.txt; pip names the clash above." >&2
     echo "Fix: loosen or remove that requirement (or pick a version that accepts the image's), then rerun." >&2
     exit 1
 fi
-venv/bin/python scripts/image_packages.py check "${record}" requirements.txt
+"${venv}/bin/python" scripts/image_packages.py check "${record}" requirements.txt

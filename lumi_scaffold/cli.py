@@ -79,7 +79,7 @@ BUNDLED_QUESTIONS = {
     "project_name": "str", "site": "str", "account": "str", "framework": "str", "container": "str",
     "container_path": "str", "nodes": "int", "gpus_per_node": "int", "partition": "str", "walltime": "str",
     "launcher": "str", "data_location": "str", "prestage": "bool", "dataset_archive": "str", "profiler": "str",
-    "profile_rank": "int", "extra_requirements": "str", "plugin_data": "json",
+    "profile_rank": "int", "tracking": "str", "extra_requirements": "str", "plugin_data": "json",
 }
 
 
@@ -448,9 +448,18 @@ def _recorded_image(answers: dict[str, Any]) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from .explain import explain_project, format_report
+    from .explain import explain_project, format_report, read_project
 
-    report = explain_project(Path(args.project).resolve())
+    project = Path(args.project).resolve()
+    if args.runs:
+        from .runs import format_runs, output_root, read_runs
+
+        _, data = read_project(project)
+        root = output_root(data.output_root, args.output_root)
+        runs = read_runs(root)
+        print(json.dumps(runs, indent=2) if args.json else format_runs(root, runs))
+        return 0
+    report = explain_project(project)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0
 
@@ -514,6 +523,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="each job's shape, rank binding and cost (GPU-hours) before you submit it")
     p.add_argument("project", nargs="?", default=".", help="the project directory (default: this one)")
     p.add_argument("--json", action="store_true", help="machine-readable output, every rank")
+    p.add_argument("--runs", action="store_true",
+                   help="the project's runs instead: each job's report (steps, samples/s, step times, data wait, GPU-hours)")
+    p.add_argument("--output-root", metavar="DIR", help="with --runs: where the runs are (default: $OUTPUT_ROOT, else the project's)")
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("doctor", help="legacy images, plugin version skew and lint problems of a project")

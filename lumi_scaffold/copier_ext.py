@@ -8,6 +8,7 @@ Globals are prefixed ``lumi_`` so no answer can shadow them, and they only ever 
 from __future__ import annotations
 
 import functools
+import shlex
 import sys
 from typing import Any
 
@@ -260,6 +261,11 @@ def lumi_py_text(value: Any) -> str:
     return str(value).replace("\\", "\\\\").replace('"', '\\"')
 
 
+def lumi_sh(value: Any) -> str:
+    """One shell word, quoted only where it needs quotes (catalogue text in a shell line)."""
+    return shlex.quote(str(value))
+
+
 def lumi_yaml(data: Any) -> str:
     """What Copier's ``to_nice_yaml`` writes: block style, 4-space indents (the answers file).
 
@@ -282,7 +288,7 @@ def lumi_path_variable(path: Any) -> str:
 _GLOBALS = {f.__name__: _user_errors(f) for f in (
     lumi_choices, lumi_default, lumi_check, lumi_resolve, lumi_notices, lumi_framework_text, lumi_plugin_files,
     lumi_sources)}
-_FILTERS = {f.__name__: _user_errors(f) for f in (lumi_render, lumi_yaml, lumi_py_text, lumi_cite, lumi_path_variable)}
+_FILTERS = {f.__name__: _user_errors(f) for f in (lumi_render, lumi_yaml, lumi_py_text, lumi_sh, lumi_cite, lumi_path_variable)}
 
 
 class LumiExtension(Extension):

@@ -682,6 +682,16 @@ class ReadmeSection(Model):
     _text = field_validator("title", "source")(check_one_line)
 
 
+class TrackingViewer(Model):
+    """How a site's users look at a tracker's runs (LUMI: an app of its web interface)."""
+
+    name: Literal["tensorboard", "mlflow", "wandb"]
+    text: str = Field(description="One sentence for the README, e.g. where the site's app is and what to give it.")
+    source: str = ""
+
+    _text = field_validator("text", "source")(check_one_line)
+
+
 class Site(Model):
     """An HPC site: Slurm partitions, node layout, storage, container runtime, interconnect."""
 
@@ -766,6 +776,9 @@ class Site(Model):
     readme: list[ReadmeSection] = Field(
         default_factory=list, description="Sections the generated README gets for projects at this site."
     )
+    tracking_viewers: list[TrackingViewer] = Field(
+        default_factory=list, description="How users look at tracked runs here (the README says it); leave out a "
+        "tracker the site's documentation does not cover: the README then gives the tracker's own command.")
 
     _text = field_validator("title", "display_name", "source", "node_local_tmp_note", "interconnect")(check_one_line)
 

@@ -251,6 +251,16 @@ class ProfilerFacts(_Part):
     view: OneLine = ""
 
 
+class TrackingFacts(_Part):
+    """The experiment tracker the jobs log to (lumi_scaffold.tracking; absent: none)."""
+
+    name: Literal["tensorboard", "mlflow", "wandb"]
+    title: OneLine
+    package: Requirement
+    viewer: OneLine = Field("", description="How the site's users look at the runs (the site's tracking_viewers).")
+    source: OneLine = ""
+
+
 class PluginData(_Part):
     """The recorded ``plugin_data`` answer (see the module docstring)."""
 
@@ -278,6 +288,7 @@ class PluginData(_Part):
         None, description="Where the project's checkout belongs (the site's project_area, the user's directory there).")
     home_area: Storage | None = Field(None, description="The users' home directories (the site's home storage area).")
     profiler: ProfilerFacts
+    tracking: TrackingFacts | None = Field(None, description="The experiment tracker (0.3.1; absent: none).")
     requirements: list[Requirement] = []
     readme: list[Section] = Field(default_factory=list, description="README sections from the site's and framework's plugins.")
 
@@ -300,7 +311,10 @@ class PluginData(_Part):
 
     def dump(self) -> dict[str, Any]:
         """The JSON-able dict recorded in the answers file."""
-        return self.model_dump(mode="json", by_alias=True)
+        data = self.model_dump(mode="json", by_alias=True)
+        if data.get("tracking") is None:
+            data.pop("tracking", None)  # (projects without a tracker record what they did before)
+        return data
 
 
 def upgraded_job(job: dict[str, Any], site: dict[str, Any], container: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from .plugin_data import SCHEMA, ContainerFacts, JobFields, PartitionFacts, Plug
 from . import plugin_data as _plugin_data
 from . import jobs, sources
 from .known_issues import project_issues, split_env
+from .tracking import TRACKERS
 
 __all__ = ["CONTAINER_SPECIAL", "TEST_SITES_ENV", "check", "choices", "default", "offered_sites", "placeholders",
            "resolve", "notices"]
@@ -106,6 +107,8 @@ def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, 
                 for s in site.storage if s.data}
     if name == "profiler":
         return {fit(f"{n}: {cat.profilers[n].title}"): n for n in _profilers(a) if n in cat.profilers}
+    if name == "tracking":
+        return {fit(f"{n}: {t.title}"): n for n, t in TRACKERS.items()}
     raise KeyError(f"no choices for question {name!r}")
 
 
@@ -453,6 +456,12 @@ def _extra_requirements(value: Any, a: Answers) -> str:
     return ""
 
 
+def _tracking(value: Any, a: Answers) -> str:
+    if value not in TRACKERS:
+        return f"{value!r} is not a tracker: use one of {', '.join(TRACKERS)}."
+    return ""
+
+
 def split_requirements(value: Any) -> list[str]:
     return [part for part in re.split(r"[\s,]+(?![=<>!~])", str(value or "").strip()) if part]
 
@@ -474,6 +483,7 @@ _CHECKS = {
     "profiler": _profiler,
     "profile_rank": _profile_rank,
     "extra_requirements": _extra_requirements,
+    "tracking": _tracking,
     # Computed, never asked; checked when it arrives with --data or from an answers file.
     "plugin_data": lambda value, a: _plugin_data.check(value),
 }
@@ -564,10 +574,21 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         **_placement(site, account, group),
         profiler=dict(name=profiler.name, title=profiler.title, kind=profiler.kind,
                                command=profiler.command, env=profiler.env, view=profiler.view),
-        requirements=sorted(dict.fromkeys(fw.requirements + (image.requirements if image else [])
-                                          + split_requirements(a.get("extra_requirements")))),
+        tracking=_tracking_facts(site, str(a.get("tracking") or "none")),
+        requirements=sorted(r for r in dict.fromkeys(fw.requirements + (image.requirements if image else [])
+                                                     + [TRACKERS[str(a.get("tracking") or "none")].package]
+                                                     + split_requirements(a.get("extra_requirements"))) if r),
         readme=[s.model_dump() for s in site.readme + fw.readme],
     )
+
+
+def _tracking_facts(site: Site, name: str) -> dict[str, Any] | None:
+    """The tracker the jobs log to, and how the site's users look at its runs (None: none)."""
+    if name == "none" or name not in TRACKERS:
+        return None
+    viewer = next((v for v in site.tracking_viewers if v.name == name), None)
+    return dict(name=name, title=TRACKERS[name].title, package=TRACKERS[name].package,
+                viewer=viewer.text if viewer else "", source=viewer.source if viewer else "")
 
 
 def _placement(site: Site, account: str, group: str | None) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from . import plugins as _plugins
 from .answers import read_answers
 from .lint import bash_syntax, check_headers, shell_files, shellcheck
 from .models import Site
+from .tracking import TRACKERS
 from .plugins import Catalogue, get_catalogue
 
 __all__ = ["answer_matrix", "job_shapes", "lint_projects", "render_many", "render_project",
@@ -84,6 +85,7 @@ def answer_matrix(cat: Catalogue | None = None, *, sites: Iterable[str] | None =
                   frameworks: Iterable[str] | None = None, **fixed: Any) -> Iterator[dict[str, Any]]:
     """Every combination of the choice answers for the given sites and frameworks."""
     cat = cat or get_catalogue()
+    trackers = list(TRACKERS)
     for site_name in sites or list(cat.sites):
         site = cat.sites[site_name]
         for fw_name in frameworks or cat.frameworks_for(site_name):
@@ -93,9 +95,9 @@ def answer_matrix(cat: Catalogue | None = None, *, sites: Iterable[str] | None =
             # recommended only where there is a recommended image, cotainr only where the site has it
             containers = cat.container_options(site_name, fw_name, include_removed=False)
             areas = [s.name for s in site.storage if s.data]
-            for container, launcher, area, prestage, profiler, shape in itertools.product(
+            for index, (container, launcher, area, prestage, profiler, shape) in enumerate(itertools.product(
                 containers, fw.launchers, areas, (False, True), fw.profilers, job_shapes(site)
-            ):
+            )):
                 if profiler not in profiler_choices(cat, site_name, fw_name, container):
                     continue  # it does not work in this image
                 partition, nodes, gpus = shape
@@ -112,6 +114,9 @@ def answer_matrix(cat: Catalogue | None = None, *, sites: Iterable[str] | None =
                     "data_location": area,
                     "prestage": prestage,
                     "profiler": profiler,
+                    # Trackers in turn, not as one more axis (4x the matrix): each meets
+                    # every framework, launcher and shape.
+                    "tracking": trackers[index % len(trackers)],
                 }
                 if container == "custom":
                     answers["container_path"] = "/project/containers/custom.sif"

@@ -30,6 +30,7 @@ def expected_files(a: dict) -> set[str]:
         "scripts/job-env.sh", "scripts/run.sh", "scripts/setup-venv.sh", "scripts/image_packages.py", "scripts/attach.sh",
         "scripts/watchdog.py", "scripts/rccl_net.py",
         f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"src/{pkg}/heartbeat.py",
+        f"src/{pkg}/runlog.py",
     }
     if a.get("profiler", "none") != "none":
         files |= {"jobs/profile.sbatch", "scripts/run-profile.sh"}
@@ -163,13 +164,14 @@ def test_same_answers_give_the_same_bytes(template, tmp_path):
 
 
 CANONICAL = {
-    "pytorch-2node": {"nodes": 2, "gpus_per_node": 8, "walltime": "12:00:00"},
-    "jax-1gpu": {"framework": "jax", "gpus_per_node": 1, "container": "lust-jax-0.4.28"},
+    "pytorch-2node": {"nodes": 2, "gpus_per_node": 8, "walltime": "12:00:00", "tracking": "tensorboard"},
+    "jax-1gpu": {"framework": "jax", "gpus_per_node": 1, "container": "lust-jax-0.4.28", "tracking": "wandb"},
     "pytorch-legacy-prestage-rocprof": {
         "nodes": 2, "container": "lust-pytorch-2.7.1", "prestage": True, "data_location": "flash",
         "dataset_archive": "/flash/project_465000000/data/imagenet.tar", "profiler": "rocprof", "profile_rank": 14,
     },
-    "pytorch-torchrun-cotainr-smallg": {"launcher": "torchrun", "container": "cotainr", "partition": "small-g", "profiler": "framework"},
+    "pytorch-torchrun-cotainr-smallg": {"launcher": "torchrun", "container": "cotainr", "partition": "small-g", "profiler": "framework",
+                                        "tracking": "mlflow"},
 }
 
 

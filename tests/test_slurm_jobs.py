@@ -19,12 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from lumi_scaffold.explain import explain_project
 from lumi_scaffold.plugins import get_catalogue
 from lumi_scaffold.questions import check
+from lumi_scaffold.runs import read_runs
 
 from .helpers import render
 from .jobs import heartbeats, image_env, job_env, log_of, run_job
 from .slurm.fixtures import LOCAL_TWO_NODE_KNOBS, slurm_required, start_or_skip
+from .test_runlog import mlflow_steps, tensorboard_steps, wandb_steps
 
 pytestmark = pytest.mark.slurm
 if slurm_required():  # CI: a missing torch must fail the run, not skip the job tests
@@ -62,7 +65,7 @@ def chained_run(tmp_path_factory, template, site_root, dataset):
     cluster = start_or_skip(tmp_path_factory.mktemp("slurm-chain"), **LOCAL_TWO_NODE_KNOBS)
     work = tmp_path_factory.mktemp("chain")
     project = render(template, work / "p", **LOCAL, nodes=2, walltime="00:05:00", prestage=True,
-                     dataset_archive=str(dataset[1]))
+                     dataset_archive=str(dataset[1]), tracking="tensorboard")
     env = job_env(cluster, work, site_root)
     # 120 s of training: more than a 1-minute job gets (Slurm ends it 60-95 s in), less than
     # the first job's share plus a 5-minute one.
@@ -145,12 +148,24 @@ def test_lumi_project_trains_on_eight_ranks(slurm_cluster, template, tmp_path, s
     project = render(template, tmp_path / "p")
     env = job_env(slurm_cluster, tmp_path, site_root, SINGULARITY_BIND="/not/on/this/site",
                   SINGULARITYENV_FROM_LOGIN="1", APPTAINER_BINDPATH="/nor/this")
+    submitted = time.time()
     job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--steps", "20", "--num-workers", "0")
+    waited = time.time() - submitted
     log = log_of(project, job_id)
     assert result.state == "COMPLETED", log
     for rank in range(8):
         assert re.search(rf"^rank {rank}/8 local_rank {rank} device cpu backend gloo cpus \[", log, re.M), log
     assert "done: 20 steps on 8 process(es)" in log
+    # The job report: the log's steps, and GPU-hours by LUMI's rule for this job (explain's
+    # rate: a whole standard-g node, 4 GPU-hours per hour) for the time the job ran.
+    report = json.loads((tmp_path / "outputs/demo/reports" / f"{job_id}.json").read_text())
+    assert report["ended"] == "finished" and report["steps"] == {"first": 1, "last": 20, "done": 20}, report
+    assert report["world"] == 8 and report["samples_per_step"] == 8 * 64 and report["kind"] == "train"
+    rate = next(j for j in explain_project(project)["jobs"] if j["kind"] == "train")["billed_per_hour"]
+    assert rate == 4 and report["billing"]["per_hour"] == rate and report["billing"]["unit"] == "GPU-hours"
+    assert 0 < report["seconds"]["training"] < report["seconds"]["job"] < waited + 1, (report, waited)
+    assert report["billing"]["billed"] == pytest.approx(rate * report["seconds"]["job"] / 3600, abs=1e-4)
+    assert re.search(rf"^report: job {job_id} finished · steps 1-20 \(20\) · .* GPU-hours billed", log, re.M), log
     assert (tmp_path / "outputs" / "demo" / "checkpoint-00000020.pt").exists()
     calls = [json.loads(line) for line in (tmp_path / "singularity.jsonl").read_text().splitlines()]
     assert {c["verb"] for c in calls} == {"run"} and all(c["error"] is None for c in calls)
@@ -236,15 +251,19 @@ def test_jax_project_trains_on_two_processes(slurm_cluster, template, tmp_path, 
     """jax.distributed.initialize() finds the Slurm step itself; legacy image, $WITH_CONDA;
     the gradient is reduced on the devices, so both processes end with the same parameters."""
     needs_jax()
-    project = render(template, tmp_path / "p", framework="jax", gpus_per_node=2)
+    project = render(template, tmp_path / "p", framework="jax", gpus_per_node=2, tracking="wandb")
     assert "process_allgather" not in (project / "src/demo/train.py").read_text()
-    env = job_env(slurm_cluster, tmp_path, site_root, **image_env(tmp_path, WITH_CONDA="true"))
+    env = job_env(slurm_cluster, tmp_path, site_root, **image_env(tmp_path, WITH_CONDA="true"), WANDB_X_DISABLE_STATS="true")
     job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--steps", "20")
     log = log_of(project, job_id)
     assert result.state == "COMPLETED", log
     assert re.search(r"^rank 0/2 devices", log, re.M) and re.search(r"^rank 1/2 devices", log, re.M), log
     assert "done: 20 steps on 2 process(es)" in log
     assert (tmp_path / "outputs" / "demo" / "params-00000020.npz").exists()
+    # Tracked offline by process 0 (W&B's run files), and reported.
+    assert wandb_steps(tmp_path / "outputs/demo") == [10, 20]
+    report = json.loads((tmp_path / "outputs/demo/reports" / f"{job_id}.json").read_text())
+    assert report["steps"]["done"] == 20 and report["world"] == 2 and report["ended"] == "finished", report
     sums = dict(re.findall(r"^rank (\d): parameter checksum (\S+)$", log, re.M))
     assert len(sums) == 2 and sums["0"] == sums["1"], log
 
@@ -255,9 +274,11 @@ def test_jax_project_trains_on_two_processes(slurm_cluster, template, tmp_path, 
 @pytest.mark.parametrize("launcher", ["srun", "torchrun"])
 def test_pytorch_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, site_root, launcher):
     """DDP over gloo on 2 emulated nodes x 2 ranks; MASTER_ADDR (srun) or torchrun's c10d
-    rendezvous (torchrun) is the first node's name, which resolves; a second job resumes."""
+    rendezvous (torchrun) is the first node's name, which resolves; a second job resumes
+    (torchrun: in the same MLflow run)."""
     needs_local_site()
-    project = render(template, tmp_path / "p", **LOCAL, nodes=2, launcher=launcher)
+    tracking = "mlflow" if launcher == "torchrun" else "none"
+    project = render(template, tmp_path / "p", **LOCAL, nodes=2, launcher=launcher, tracking=tracking)
     env = job_env(slurm_cluster_local2n, tmp_path, site_root)
     job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/train.sbatch", "--steps", "20")
     log = log_of(project, job_id)
@@ -277,6 +298,8 @@ def test_pytorch_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_pa
     assert "resumed from" in log and "at step 20" in log and "done: 30 steps on 4 process(es)" in log
     assert sorted(p.name for p in (tmp_path / "outputs" / "demo").glob("checkpoint-*.pt")) == [
         "checkpoint-00000020.pt", "checkpoint-00000030.pt"]
+    if tracking == "mlflow":  # one run in the project's file store, steps 10-30 once each
+        assert mlflow_steps(tmp_path / "outputs" / "mlruns") == [10, 20, 30]
 
 
 def test_jax_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, site_root):
@@ -325,6 +348,19 @@ def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained
     assert len(list(run_dir.glob("checkpoint-*.pt"))) == 3  # --keep-checkpoints 3 (the default)
     assert len((run_dir / "jobs.txt").read_text().splitlines()) == 2
     assert torch.load(run_dir / "checkpoint-00000240.pt")["step"] == 240
+    # One tracked run across the chain: every 10th step once (job 2 resumed from an older
+    # checkpoint than job 1's last logged step, and did not log those steps again).
+    assert tensorboard_steps(run_dir) == list(range(10, 241, 10))
+    # Each job's report: job 1's at the time-limit warning, job 2's at the end.
+    one = json.loads((run_dir / "reports" / f"{first}.json").read_text())
+    two = json.loads((run_dir / "reports" / f"{second}.json").read_text())
+    assert one["ended"] == "time limit" and one["steps"]["first"] == 1 and one["steps"]["last"] >= resumed, one
+    assert re.search(rf"^report: job {first} time limit · steps 1-\d+ ", log, re.M), log
+    assert two["ended"] == "finished" and two["steps"] == {"first": resumed + 1, "last": 240, "done": 240 - resumed}, two
+    assert one["world"] == two["world"] == 4 and two["billing"]["billed"] is None  # (no billing rule at this site)
+    runs = read_runs(Path(env["OUTPUT_ROOT"]))  # lumi-scaffold explain --runs
+    assert [r["run"] for r in runs] == ["demo"] and [j["job"] for j in runs[0]["jobs"]] == [str(first), str(second)]
+    assert runs[0]["last_step"] == 240 and runs[0]["steps"] == one["steps"]["done"] + two["steps"]["done"]
 
 
 # TEST STAND-IN for RCCL: a training script that writes the network lines RCCL's init log

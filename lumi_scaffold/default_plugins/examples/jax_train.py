@@ -12,6 +12,9 @@ without it the script trains on synthetic data. Parameters and the step are save
 --output (the run directory, the same for every job of a run) every --checkpoint-every
 steps; training resumes from the newest save, and only the newest --keep-checkpoints are
 kept. The script exits 0 once it has trained --steps steps.
+
+Process 0 reports each job's steps, throughput, step times, data wait and GPU-hours, and
+logs the metrics to the project's tracker (src/<package>/runlog.py).
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+import runlog  # src/<package>/runlog.py, beside this script: the job report and tracking
 from heartbeat import Heartbeat  # src/<package>/heartbeat.py, beside this script: for the job's watchdog
+
+
+LEARNING_RATE = 0.1
 
 
 def parse_args() -> argparse.Namespace:
@@ -95,7 +102,7 @@ def train_step(params, x, y):
     """One SGD step on the global batch: the mean loss over every process's rows, so its
     gradient is already averaged across processes (XLA inserts the all-reduce)."""
     loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
-    return jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads), loss
+    return jax.tree_util.tree_map(lambda p, g: p - LEARNING_RATE * g, params, grads), loss
 
 
 def global_batch(sharding: NamedSharding, local: np.ndarray) -> jax.Array:
@@ -120,6 +127,7 @@ def host(tree):
 
 def main() -> None:
     args = parse_args()
+    runlog.check()  # a missing tracker package: one line now, before any process waits for another
     initialize()
     rank, world = jax.process_index(), jax.process_count()
     print(f"rank {rank}/{world} devices {jax.local_devices()} cpus {sorted(os.sched_getaffinity(0))}", flush=True)
@@ -139,16 +147,22 @@ def main() -> None:
     rng = np.random.default_rng([rank, start])  # a resumed run draws new batches
     batch = args.batch_size - args.batch_size % len(jax.local_devices()) or len(jax.local_devices())
     heartbeat = Heartbeat()
+    log = runlog.RunLog(rank=rank, world=world, output=args.output, start_step=start, last_step=args.steps,
+                        samples_per_step=batch * world, config=vars(args), peak_memory=peak_memory)
     for step in range(start + 1, args.steps + 1):
         if profile_dir and step == start + 3:
             jax.profiler.start_trace(profile_dir)
+        waited = time.perf_counter()
         index = rng.integers(0, len(x), batch)
-        params, loss = step_fn(params, global_batch(rows, x[index]), global_batch(rows, y[index]))
+        inputs, labels = global_batch(rows, x[index]), global_batch(rows, y[index])
+        waited = time.perf_counter() - waited  # the time this step waited for its batch
+        params, loss = step_fn(params, inputs, labels)
         heartbeat.beat(step)
         if profile_dir and step == min(start + 7, args.steps) and step >= start + 3:  # also for short runs
             jax.profiler.stop_trace()
         if args.seconds_per_step:
             time.sleep(args.seconds_per_step)
+        log.step(step, data_wait=waited, metrics=lambda: {"loss": float(host(loss)), "lr": LEARNING_RATE})
         if rank == 0 and (step % 20 == 0 or step == args.steps):
             print(f"step {step} loss {float(host(loss)):.4f}", flush=True)
         if rank == 0 and (step % args.checkpoint_every == 0 or step == args.steps):
@@ -157,6 +171,13 @@ def main() -> None:
     print(f"rank {rank}: parameter checksum {checksum:.6f}", flush=True)
     if rank == 0:
         print(f"done: {args.steps} steps on {world} process(es)", flush=True)
+    log.finish(finished=True)
+
+
+def peak_memory() -> int | None:
+    """This process's peak device memory in bytes (None where the device does not say: CPUs)."""
+    stats = jax.local_devices()[0].memory_stats() or {}
+    return stats.get("peak_bytes_in_use")
 
 
 def resume(output: str):

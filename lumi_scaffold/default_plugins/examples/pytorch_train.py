@@ -10,6 +10,9 @@ Data: --data DIR reads *.npz shards with arrays ``x`` (float32, N x features) an
 --output DIR (the run directory, the same for every job of a run) every
 --checkpoint-every steps; training resumes from the newest one, and only the newest
 --keep-checkpoints are kept. The script exits 0 once it has trained --steps steps.
+
+Rank 0 reports each job's steps, throughput, step times, data wait and GPU-hours, and logs
+the metrics to the project's tracker (src/<package>/runlog.py).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+import runlog  # src/<package>/runlog.py, beside this script: the job report and tracking
 from heartbeat import Heartbeat  # src/<package>/heartbeat.py, beside this script: for the job's watchdog
 
 
@@ -102,6 +106,7 @@ def newest_checkpoint(output: str) -> str | None:
 
 def main() -> None:
     args = parse_args()
+    runlog.check()  # a missing tracker package: one line now, before any rank waits for another
     rank, world, _, device = setup()
     train(args, rank, world, device)
     if world > 1:
@@ -146,9 +151,14 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
         print(f"{max(args.num_workers, 0)} DataLoader worker(s) per rank", flush=True)
     start = step
     heartbeat = Heartbeat()
+    log = runlog.RunLog(rank=rank, world=world, output=args.output, start_step=step, last_step=args.steps,
+                        samples_per_step=args.batch_size * world, config=vars(args),
+                        peak_memory=torch.cuda.max_memory_allocated if torch.cuda.is_available() else None)
     while step < args.steps:
         sampler.set_epoch(epoch)
+        waited = time.perf_counter()
         for x, y in loader:
+            waited = time.perf_counter() - waited  # the time this step waited for its batch
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(ddp(x), y)
@@ -160,12 +170,14 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
                 profiler.step()
             if args.seconds_per_step:
                 time.sleep(args.seconds_per_step)
+            log.step(step, data_wait=waited, metrics=lambda: {"loss": loss.item(), "lr": optimizer.param_groups[0]["lr"]})
             if rank == 0 and (step % 20 == 0 or step == args.steps):
                 print(f"step {step} loss {loss.item():.4f}", flush=True)
             if rank == 0 and step % args.checkpoint_every == 0:
                 save(args.output, step, model, optimizer, args.keep_checkpoints)
             if step >= args.steps:
                 break
+            waited = time.perf_counter()
         epoch += 1
     if rank == 0:
         if step > start and step % args.checkpoint_every:  # (a multiple was saved in the loop)
@@ -173,6 +185,7 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
         print(f"done: {step} steps on {world} process(es)", flush=True)
     if profiler is not None:
         profiler.stop()
+    log.finish(finished=step >= args.steps)
 
 
 def save(output: str, step: int, model: nn.Module, optimizer: torch.optim.Optimizer, keep: int) -> None:

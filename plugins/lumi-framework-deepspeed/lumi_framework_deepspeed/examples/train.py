@@ -39,6 +39,11 @@ try:  # src/<package>/heartbeat.py, beside this script: projects with the job's 
 except ImportError:  # a project from lumi-scaffold before 0.3: no watchdog to tell
     Heartbeat = None
 
+try:  # src/<package>/runlog.py, beside this script: the job report and tracking (lumi-scaffold 0.3.1)
+    import runlog
+except ImportError:  # a project from an older lumi-scaffold: no report, no tracking
+    runlog = None
+
 try:
     import deepspeed
     from deepspeed.accelerator import get_accelerator
@@ -118,6 +123,8 @@ def setup() -> tuple[int, int]:
 
 def main() -> None:
     args = parse_args()
+    if runlog:
+        runlog.check()  # a missing tracker package: one line now, before any rank waits for another
     rank, world = setup()
     dataset = load_dataset(args.data)
     features, classes = dataset.tensors[0].shape[1], int(dataset.tensors[1].max()) + 1
@@ -142,9 +149,14 @@ def main() -> None:
     profiler = start_profiler()
     epoch = step // max(len(loader), 1)  # a resumed run goes on with the next epoch's order
     heartbeat = Heartbeat() if Heartbeat else None
+    log = runlog.RunLog(rank=rank, world=world, output=args.output, start_step=step, last_step=args.steps,
+                        samples_per_step=engine.train_batch_size(), config=vars(args),
+                        peak_memory=peak_memory) if runlog else None
     while step < args.steps:
         sampler.set_epoch(epoch)
+        waited = time.perf_counter()
         for x, y in loader:
+            waited = time.perf_counter() - waited  # the time this step waited for its batch
             x, y = x.to(engine.device, dtype=dtype), y.to(engine.device)
             loss = loss_fn(engine(x).float(), y)
             engine.backward(loss)
@@ -156,12 +168,15 @@ def main() -> None:
                 profiler.step()
             if args.seconds_per_step:
                 time.sleep(args.seconds_per_step)
+            if log:
+                log.step(step, data_wait=waited, metrics=lambda: {"loss": loss.item(), "lr": engine.get_lr()[0]})
             if rank == 0 and (step % 20 == 0 or step == args.steps):
                 print(f"step {step} loss {loss.item():.4f}", flush=True)
             if step % args.checkpoint_every == 0:
                 save(engine, args.output, step, rank, args.keep_checkpoints)
             if step >= args.steps:
                 break
+            waited = time.perf_counter()
         epoch += 1
     if step > start and step % args.checkpoint_every:  # (a multiple was saved in the loop)
         save(engine, args.output, step, rank, args.keep_checkpoints)
@@ -169,6 +184,14 @@ def main() -> None:
         profiler.stop()
     if rank == 0:
         print(f"done: {step} steps on {world} process(es)", flush=True)
+    if log:
+        log.finish(finished=step >= args.steps)
+
+
+def peak_memory() -> int | None:
+    """This process's peak device memory in bytes (None on DeepSpeed's CPU accelerator)."""
+    accelerator = get_accelerator()
+    return accelerator.max_memory_allocated() if accelerator.device_name() != "cpu" else None
 
 
 def save(engine, output: str, step: int, rank: int, keep: int) -> None:

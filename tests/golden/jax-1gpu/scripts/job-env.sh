@@ -70,6 +70,44 @@ fi
 RUN_DIR="${OUTPUT_ROOT}/${RUN_NAME}"
 export DATA_DIR OUTPUT_ROOT RUN_NAME RUN_DIR
 
+# Experiment tracking with Weights & Biases (src/demo/runlog.py, rank 0): every job of a run
+# logs into one tracked run, its id kept in RUN_DIR/tracking.json. TRACKING=none sbatch ...
+# leaves a job out of it.
+TRACKING="${TRACKING:-wandb}"
+if [ "${TRACKING}" != wandb ] && [ "${TRACKING}" != none ]; then
+    echo "TRACKING='${TRACKING}': this project tracks with wandb (or none). Fix: lumi-scaffold update -d tracking=<tracker> adds another's package" >&2
+    return 2
+fi
+export LUMI_SCAFFOLD_TRACKING="${TRACKING}" LUMI_SCAFFOLD_PROJECT=demo
+# W&B logs offline into RUN_DIR/wandb (README: wandb sync from a login node). WANDB_MODE=online
+# sbatch ... logs to the server, with WANDB_API_KEY from your environment (never the project's files).
+export WANDB_MODE="${WANDB_MODE:-offline}"
+
+# The job report (src/demo/runlog.py): rank 0 of a training or profiling step writes
+# RUN_DIR/reports/<job id>.json and prints one line when its training ends and at Slurm's
+# time-limit warning (time_is_up), with the GPU-hours billed from the job's start by the
+# site's rule at the rate of the job file's own #SBATCH lines (options given to sbatch on the
+# command line are not counted).
+#   report_job KIND
+report_job() {
+    LUMI_SCAFFOLD_JOB_KIND="$1"
+    LUMI_SCAFFOLD_JOB_START="$(date +%s)"
+    LUMI_SCAFFOLD_TIME_UP="${PROJECT_DIR}/logs/time-up-${SLURM_JOB_ID:-0}"
+    rm -f "${LUMI_SCAFFOLD_TIME_UP}"
+    unset LUMI_SCAFFOLD_BILLING LUMI_SCAFFOLD_BILLING_UNIT
+    case "$1" in
+        profile) LUMI_SCAFFOLD_BILLING=0.5 LUMI_SCAFFOLD_BILLING_UNIT=GPU-hours ;;
+        train) LUMI_SCAFFOLD_BILLING=0.5 LUMI_SCAFFOLD_BILLING_UNIT=GPU-hours ;;
+        *) ;;
+    esac
+    export LUMI_SCAFFOLD_JOB_KIND LUMI_SCAFFOLD_JOB_START LUMI_SCAFFOLD_TIME_UP
+    export LUMI_SCAFFOLD_BILLING LUMI_SCAFFOLD_BILLING_UNIT
+}
+# Tells the job's rank 0 that Slurm's time-limit warning came: it reports within seconds.
+time_is_up() {
+    touch "${LUMI_SCAFFOLD_TIME_UP}" 2>/dev/null || true
+}
+
 # Sets DATA_ARGS, the data arguments of the training script.
 # shellcheck disable=SC2034  # DATA_ARGS is read by the jobs that call stage_data
 stage_data() {

@@ -1,0 +1,206 @@
+"""src/<package>/runlog.py, the job report and experiment tracking of the examples, run as a
+job's rank 0 runs it (a driver below stands in for train.py's loop: its steps take known
+times) and read back with each tracker's own reader. The examples on the local Slurm:
+tests/test_slurm_jobs.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RUNLOG_DIR = Path(__file__).parents[1] / "project-templates/project/src/{{ plugin_data.package }}"
+
+# A job's training loop: steps START+1..STOP, each SLEEP s (a tenth of it waiting for data);
+# KILL: the job is ended there with SIGTERM, as Slurm ends it at its time limit.
+DRIVER = """
+import os, signal, sys, time
+sys.path.insert(0, os.environ["RUNLOG_DIR"])
+import runlog
+runlog.check()
+start, stop, kill = (int(os.environ[k]) for k in ("START", "STOP", "KILL"))
+sleep = float(os.environ.get("SLEEP", "0"))
+log = runlog.RunLog(rank=0, world=4, output=os.environ["OUT"], start_step=start, last_step=stop,
+                    samples_per_step=32, config={"steps": stop, "lr": 0.1})
+for step in range(start + 1, stop + 1):
+    time.sleep(sleep)
+    log.step(step, data_wait=sleep / 10, metrics=lambda: {"loss": 1.0 / step, "lr": 0.1})
+    if step == kill:
+        os.kill(os.getpid(), signal.SIGTERM)  # as Slurm ends a job at its time limit
+log.finish(finished=True)
+"""
+
+
+def run_driver(tmp_path: Path, start: int, stop: int, kill: int = 0, job: str = "7", **env: str):
+    environment = {**os.environ, "RUNLOG_DIR": str(RUNLOG_DIR), "OUT": str(tmp_path / "run"), "START": str(start),
+                   "STOP": str(stop), "KILL": str(kill), "SLURM_JOB_ID": job, "RUN_NAME": "demo",
+                   "LUMI_SCAFFOLD_PROJECT": "demo", "LUMI_SCAFFOLD_LOG_EVERY": "5", "WANDB_SILENT": "true",
+                   "MLFLOW_TRACKING_URI": str(tmp_path / "mlruns"), "MLFLOW_ALLOW_FILE_STORE": "true",
+                   "WANDB_MODE": "offline", "WANDB_X_DISABLE_STATS": "true", **env}
+    return subprocess.run([sys.executable, "-c", DRIVER], env=environment, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+
+
+# ------------------------------------------------------------------ readers, one per tracker
+
+
+def tensorboard_steps(run: Path) -> list[int]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run / "tensorboard"))
+    events.Reload()
+    return [e.step for e in events.Scalars("loss")]
+
+
+def mlflow_steps(store: Path) -> list[int]:
+    """The logged steps of the one run of experiment demo in a file store."""
+    from mlflow.tracking import MlflowClient
+
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    client = MlflowClient(str(store))
+    runs = client.search_runs([client.get_experiment_by_name("demo").experiment_id])
+    assert len(runs) == 1, [r.info.run_id for r in runs]  # one run across the jobs
+    return [m.step for m in sorted(client.get_metric_history(runs[0].info.run_id, "loss"), key=lambda m: m.timestamp)]
+
+
+def wandb_records(path: Path):
+    """The records of a W&B offline run file (LevelDB's log format: 32 KiB blocks of chunks
+    with a 7-byte header; the file starts with W&B's own 7-byte header), as protobufs."""
+    from wandb.proto import wandb_internal_pb2
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B", path
+    offset, pending = 7, b""
+    while offset + 7 <= len(data):
+        block_left = 32768 - offset % 32768
+        if block_left < 7:
+            offset += block_left
+            continue
+        length, kind = struct.unpack("<HB", data[offset + 4:offset + 7])
+        chunk = data[offset + 7:offset + 7 + length]
+        offset += 7 + length
+        if kind == 0 and length == 0:
+            continue
+        pending += chunk
+        if kind in (1, 4):  # a full record, or the last chunk of one
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            pending = b""
+            yield record
+
+
+def wandb_steps(run: Path) -> list[int]:
+    steps, ids = [], set()
+    for path in sorted((run / "wandb").glob("offline-run-*/run-*.wandb")):
+        for record in wandb_records(path):
+            kind = record.WhichOneof("record_type")
+            if kind == "run":
+                ids.add(record.run.run_id)
+            elif kind == "history" and any((item.key or "/".join(item.nested_key)) == "loss" for item in record.history.item):
+                steps.append(record.history.step.num)
+    assert len(ids) == 1, ids  # one run id across the jobs
+    return steps
+
+
+# ------------------------------------------------------------------ tests
+
+
+@pytest.mark.parametrize("tracker", ["tensorboard", "mlflow", "wandb"])
+def test_a_resumed_run_is_one_tracked_run_with_every_step_once(tmp_path, tracker):
+    """Job 1 logs steps 5..25 and ends at step 27 (its last checkpoint: step 20); job 2
+    resumes from step 20 to 40. One run; every 5th step logged once, none twice."""
+    first = run_driver(tmp_path, 0, 40, kill=27, job="11", LUMI_SCAFFOLD_TRACKING=tracker)
+    assert first.returncode == 143, first.stderr
+    assert json.loads((tmp_path / "run/tracking.json").read_text())["logged_to"] == 25
+    second = run_driver(tmp_path, 20, 40, job="12", LUMI_SCAFFOLD_TRACKING=tracker)
+    assert second.returncode == 0, second.stderr
+    steps = {"tensorboard": lambda: tensorboard_steps(tmp_path / "run"), "mlflow": lambda: mlflow_steps(tmp_path / "mlruns"),
+             "wandb": lambda: wandb_steps(tmp_path / "run")}[tracker]()
+    assert steps == list(range(5, 41, 5)), steps
+
+
+def test_a_missing_tracker_package_is_one_line_at_start(tmp_path):
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "mlflow.py").write_text("raise ImportError(\"No module named 'mlflow'\")\n")  # TEST STAND-IN: not installed
+    result = run_driver(tmp_path, 0, 10, LUMI_SCAFFOLD_TRACKING="mlflow", PYTHONPATH=str(hidden))
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+    assert "tracking: mlflow needs the package mlflow-skinny" in result.stderr and "requirements.txt" in result.stderr
+    assert not (tmp_path / "run").exists()  # stopped before the first step
+
+
+def test_the_job_report_adds_up(tmp_path):
+    """Steps of 0.05 s (a tenth waiting for data) on 4 ranks of 32 samples a step, billed
+    at 2 GPU-hours per hour from a start 360 s ago: 0.2 GPU-hours so far."""
+    import time
+
+    start = str(int(time.time()) - 360)
+    result = run_driver(tmp_path, 10, 30, SLEEP="0.05", LUMI_SCAFFOLD_BILLING="2", LUMI_SCAFFOLD_BILLING_UNIT="GPU-hours",
+                        LUMI_SCAFFOLD_JOB_START=start)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "run/reports/7.json").read_text())
+    assert report["ended"] == "finished" and report["steps"] == {"first": 11, "last": 30, "done": 20}
+    assert 0.05 <= report["step_time_s"]["p50"] <= report["step_time_s"]["p95"] < 0.2
+    assert 0.08 <= report["data_wait_share"] <= 0.1
+    assert report["samples_per_s"] == pytest.approx(32 / report["step_time_s"]["p50"], rel=0.3)
+    assert report["samples_per_s_per_gpu"] == pytest.approx(report["samples_per_s"] / 4, abs=0.01)
+    assert report["billing"]["billed"] == pytest.approx(2 * report["seconds"]["job"] / 3600, abs=1e-4)
+    assert 0.2 <= report["billing"]["billed"] < 0.21
+    assert report["billing"]["per_1000_steps"] == pytest.approx(report["billing"]["billed"] * 1000 / 20, rel=1e-3)
+    assert report["loss"] == {"last": 1 / 30, "best": 1 / 30}
+    line = result.stdout.strip().splitlines()[-1]
+    assert line.startswith("report: job 7 finished · steps 11-30 (20) · ") and "GPU-hours billed" in line, line
+
+
+def test_the_time_limit_warning_writes_the_report_at_once(tmp_path):
+    """The job's USR1 trap creates LUMI_SCAFFOLD_TIME_UP; rank 0 reports within seconds and
+    goes on (the job may still be killed before its end)."""
+    flag = tmp_path / "time-up"
+    flag.touch()
+    result = run_driver(tmp_path, 0, 200, kill=150, SLEEP="0.04", LUMI_SCAFFOLD_TIME_UP=str(flag),
+                        LUMI_SCAFFOLD_TRACKING="none")
+    assert result.returncode == 143, result.stderr
+    reports = [line for line in result.stdout.splitlines() if line.startswith("report: job 7 time limit")]
+    assert len(reports) == 2 and " · steps 1-150 (150) · " in reports[1], result.stdout  # the warning, then the end
+    first = int(reports[0].split(" · steps 1-")[1].split(" ")[0])
+    assert 100 <= first < 150, reports  # within 5 s (TIME_UP_CHECK_S) of the start
+    report = json.loads((tmp_path / "run/reports/7.json").read_text())
+    assert report["ended"] == "time limit" and report["steps"]["last"] == 150, report
+
+
+def test_outside_a_job_nothing_is_written(tmp_path):
+    result = run_driver(tmp_path, 0, 10, job="")
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "run/reports").exists() and "report:" not in result.stdout
+
+
+def test_explain_runs_lists_each_runs_jobs_from_their_reports(template, tmp_path, capsys):
+    """Two jobs of one run (the first ended at step 27 by SIGTERM, the second resumed from
+    step 20), as `lumi-scaffold explain --runs` shows them: a row per job, a total per run."""
+    from lumi_scaffold.cli import main
+
+    from .helpers import render
+
+    project = render(template, tmp_path / "p")
+    out = tmp_path / "outputs"
+    out.mkdir()
+    for args in ((0, 40, 27, "21"), (20, 40, 0, "22")):
+        run_driver(out, *args[:3], job=args[3], LUMI_SCAFFOLD_BILLING="4", LUMI_SCAFFOLD_BILLING_UNIT="GPU-hours",
+                   LUMI_SCAFFOLD_JOB_START=str(int(__import__("time").time()) - 90), LUMI_SCAFFOLD_TRACKING="none")
+    assert main(["explain", "--runs", "--output-root", str(out), str(project)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0] == f"Runs in {out}:"
+    total = next(line for line in text if line.startswith("run: 2 job(s)"))
+    assert "step 40, 47 steps trained" in total, total  # 27 + 20
+    rows = [line.split() for line in text if line.startswith("  2")]
+    assert [(r[0], r[2], r[3]) for r in rows] == [("21", "stopped", "1-27"), ("22", "finished", "21-40")], rows
+    assert main(["explain", "--runs", "--json", "--output-root", str(out), str(project)]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    billed = [j["billing"]["billed"] for j in runs[0]["jobs"]]
+    assert runs[0]["billed"] == pytest.approx(sum(billed), abs=1e-3) and all(0.09 < b < 0.11 for b in billed), billed

@@ -52,6 +52,8 @@ class JobReport:
     whole_node: bool
     table: list[Rank] = field(default_factory=list)
     hang: dict[str, Any] | None = None
+    sweeps: list[dict[str, Any]] = field(default_factory=list)  # (sweep: the project's sweep files and their cost)
+    refused: str = ""  # why the partition refuses this job ('' where it runs)
 
 
 # The progress watchdog's limits as the job file sets them (its defaults, edited or not).
@@ -160,8 +162,11 @@ def explain_project(project: Path | str) -> dict[str, Any]:
             billed_at_limit=cost.at_limit if cost else None, unit=cost.unit if cost else "",
             rule=cost.rule if cost else "no billing rule known for this partition", source=cost.source if cost else "",
             binding=_binding(data, shape), whole_node=shape.whole_node, table=_table(data, shape),
-            hang=_hang(project / kind.file, cost.per_hour if cost else None, cost.at_limit if cost else None,
-                       cost.unit if cost else "") if kind.watchdog else None))
+            hang=_hang(project / JOB_KINDS[kind.runs_as or name].file, cost.per_hour if cost else None, cost.at_limit if cost else None,
+                       cost.unit if cost else "") if kind.watchdog else None,
+            sweeps=_sweeps(project, cost.at_limit if cost else None) if name == "sweep" else [],
+            refused=(f"{data.partition.name} takes no job arrays (for debugging and quick tests only)"
+                     if name == "sweep" and not data.partition.arrays else "")))
     train = data.job.cost.get("train")
     return {
         "project": str(project),
@@ -174,6 +179,21 @@ def explain_project(project: Path | str) -> dict[str, Any]:
         "prestage": _prestage(answers, data),
         "known_issues": project_issues(answers["plugin_data"], get_catalogue()),
     }
+
+
+def _sweeps(project: Path, per_trial: float | None) -> list[dict[str, Any]]:
+    """The project's sweep files (sweeps/*.txt): trials (lines that are not empty or
+    comments, as scripts/sweep.py counts them) and what they cost at the time limit."""
+    out = []
+    for path in sorted((project / "sweeps").glob("*.txt")):
+        try:
+            lines = path.read_text().splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        trials = sum(1 for line in lines if line.strip() and not line.strip().startswith("#"))
+        out.append({"file": str(path.relative_to(project)), "trials": trials,
+                    "at_limit": round(per_trial * trials, 4) if per_trial is not None else None})
+    return out
 
 
 def _prestage(answers: dict[str, Any], data: PluginData) -> dict[str, Any] | None:
@@ -220,12 +240,18 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"{job['file']} ({job['kind']}): {job['nodes']} node(s) x {job['tasks_per_node']} task(s), "
                      f"{job['ranks']} rank(s), {job['cpus_per_task']} CPUs per task, memory {job['memory']}, "
                      f"time limit {job['time_limit']}")
+        each = " per trial" if job["kind"] == "sweep" else ""
+        if job["refused"]:
+            lines.append(f"  refused: {job['refused']}")
         if job["billed_per_hour"] is None:
             lines.append(f"  billed: {job['rule']}")
         else:
             source = f" [{job['source']}]" if job["source"] else ""
-            lines.append(f"  billed: {_number(job['billed_at_limit'])} {job['unit']} at the time limit, "
+            lines.append(f"  billed{each}: {_number(job['billed_at_limit'])} {job['unit']} at the time limit, "
                          f"{_number(job['billed_per_hour'])} per hour; rule: {job['rule']}{source}")
+        for sweep in job["sweeps"]:
+            total = f": {_number(sweep['at_limit'])} {job['unit']} at the time limit" if sweep["at_limit"] is not None else ""
+            lines.append(f"  {sweep['file']}: {sweep['trials']} trial(s){total}")
         if job["hang"]:
             lines.append("  " + _hang_line(job["hang"]))
         lines.append(f"  binding: {job['binding']}")

@@ -316,6 +316,11 @@ def _profile(r: Request) -> Shape:
                   time=_shortest(r.walltime, profile_time(PROFILE_STEPS)))
 
 
+def _sweep(r: Request) -> Shape:
+    """Each trial of a sweep (a task of a job array): the training job's shape."""
+    return _shape(r, "sweep", r.part, nodes=r.nodes, gpus=r.gpus, launcher=r.launcher, time=r.walltime)
+
+
 def _preflight(r: Request) -> Shape | None:
     """Multi-node projects: the training job's nodes and GPUs, one task per GPU, 15 minutes at most."""
     if r.nodes <= 1:
@@ -337,6 +342,7 @@ class JobKind:
     watchdog: bool = False  # the progress watchdog runs in it (explain costs a hang)
     optional: bool = False  # a project may lack the file (a profiler of none, one node, removed by hand)
     partial_node: bool = False  # may use part of a node on a whole-node partition (lint)
+    runs_as: str = ""  # a kind whose job file this one runs (each trial of a sweep runs jobs/train.sbatch)
 
 
 JOB_KINDS: dict[str, JobKind] = {k.name: k for k in (
@@ -344,6 +350,8 @@ JOB_KINDS: dict[str, JobKind] = {k.name: k for k in (
     JobKind("train", "jobs/train.sbatch", _train, watchdog=True),
     JobKind("profile", "jobs/profile.sbatch", _profile, watchdog=True, optional=True),
     JobKind("preflight", "jobs/preflight.sbatch", _preflight, launcher="srun", optional=True),
+    # One trial of a sweep (billed per trial); older projects lack the file.
+    JobKind("sweep", "jobs/sweep.sbatch", _sweep, watchdog=True, optional=True, runs_as="train"),
     JobKind("interactive", "jobs/interactive.sh", same_as="train"),
 )}
 

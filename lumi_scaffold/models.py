@@ -332,6 +332,9 @@ class Partition(Model):
     chains: bool = Field(
         default=True, description="Whether training jobs here may queue their successors (`--chain N`); false for "
         "partitions meant for debugging only (LUMI dev-g [UG-part]), where the job refuses --chain.")
+    arrays: bool = Field(
+        default=True, description="Whether sweeps (Slurm job arrays, jobs/sweep.sbatch) may run here; false where a "
+        "sweep's trials would break the partition's job limits (LUMI dev-g: 2 jobs, 1 running [UG-part]).")
     billing: str = Field(default="", description="How jobs are billed, one line.")
     billing_rule: BillingRule | None = Field(
         default=None, description="How jobs are billed, as a rule `lumi-scaffold explain` and the README compute "

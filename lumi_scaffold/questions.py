@@ -651,7 +651,8 @@ def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
 def _partition_facts(part: Partition, nodes: int) -> PartitionFacts:
     return PartitionFacts(
         name=part.name, slurm_partition=part.slurm_name, qos=part.qos or "", allocation=part.allocation,
-        max_walltime=part.walltime_limit(nodes), purpose=part.purpose, chains=part.chains, billing=part.billing,
+        max_walltime=part.walltime_limit(nodes), purpose=part.purpose, chains=part.chains, arrays=part.arrays,
+        billing=part.billing,
         source=part.source,
     )
 

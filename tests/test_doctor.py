@@ -50,7 +50,8 @@ def test_every_job_file_goes_through_sbatch_test_only(tmp_path, monkeypatch, cap
     out = capsys.readouterr().out.splitlines()
     results = [line for line in out if "sbatch --test-only" in line]
     assert [line.split(":")[0:2] for line in results] == [
-        ["problem", " jobs/profile.sbatch"], ["ok", " jobs/smoke-test.sbatch"], ["ok", " jobs/train.sbatch"]]
+        ["problem", " jobs/profile.sbatch"], ["ok", " jobs/smoke-test.sbatch"], ["ok", " jobs/sweep.sbatch"],
+        ["ok", " jobs/train.sbatch"]]
     assert "Invalid qos specification" in results[0] and "Job 4242 to start" in results[2]
 
 

@@ -76,6 +76,31 @@ def test_two_standard_g_nodes_for_two_hours_are_sixteen_gpu_hours(tmp_path):
     assert "NICs per GPU: not in the site's data" in text
 
 
+def test_a_sweep_costs_a_training_job_per_trial(tmp_path):
+    """2 standard-g nodes for 2 hours: 16 GPU-hours a trial; the example file's 3 trials and
+    a 5-trial file of one's own (comments and empty lines are not trials) at the limit."""
+    project = render(REPO, tmp_path / "p", nodes=2, walltime="02:00:00")
+    (project / "sweeps/mine.txt").write_text("# lr\n--lr 1\n\n--lr 2\n--lr 3\n--lr 4\n  --lr 5\n")
+    sweep = job(explain_project(project), "sweep")
+    assert (sweep["billed_per_hour"], sweep["billed_at_limit"], sweep["ranks"], sweep["refused"]) == (8.0, 16.0, 16, "")
+    assert sweep["sweeps"] == [{"file": "sweeps/example.txt", "trials": 3, "at_limit": 48.0},
+                               {"file": "sweeps/mine.txt", "trials": 5, "at_limit": 80.0}]
+    assert sweep["hang"]["with"] < sweep["hang"]["without"]  # (each trial runs jobs/train.sbatch, with its watchdog)
+    text = format_report(explain_project(project))
+    assert "billed per trial: 16 GPU-hours at the time limit" in text and "sweeps/mine.txt: 5 trial(s): 80 GPU-hours" in text
+
+
+def test_dev_g_refuses_sweeps_and_explain_says_so(tmp_path):
+    project = render(REPO, tmp_path / "p", partition="dev-g", gpus_per_node=2)
+    assert job(explain_project(project), "sweep")["refused"] == "dev-g takes no job arrays (for debugging and quick tests only)"
+    for command in (["python3", "scripts/sweep.py", "submit", "sweeps/example.txt"],
+                    ["bash", "jobs/sweep.sbatch", "sweeps/example.txt"]):
+        result = __import__("subprocess").run(command, cwd=project, capture_output=True, text=True,
+                                              env={**__import__("os").environ, "SLURM_SUBMIT_DIR": str(project)})
+        assert result.returncode == 2 - (command[0] == "python3"), result  # (sys.exit with a message: 1)
+        assert result.stderr.startswith("sweep: dev-g is for debugging and quick tests only") and result.stderr.count("\n") == 1
+
+
 def test_the_profile_job_has_its_own_short_time_limit(tmp_path):
     """4 nodes for 1 h: the training job is 16 GPU-hours at its limit; a 40-step profile gets
     00:20:00 (10 min to start, 15 s a step), 16/3 GPU-hours, shown by explain and the README."""

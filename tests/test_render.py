@@ -30,7 +30,7 @@ def expected_files(a: dict) -> set[str]:
         "scripts/job-env.sh", "scripts/run.sh", "scripts/setup-venv.sh", "scripts/image_packages.py", "scripts/attach.sh",
         "scripts/watchdog.py", "scripts/rccl_net.py",
         f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"src/{pkg}/heartbeat.py",
-        f"src/{pkg}/runlog.py",
+        f"src/{pkg}/runlog.py", "jobs/sweep.sbatch", "scripts/sweep.py", "sweeps/example.txt",
     }
     if a.get("profiler", "none") != "none":
         files |= {"jobs/profile.sbatch", "scripts/run-profile.sh"}

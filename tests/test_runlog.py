@@ -68,6 +68,16 @@ def mlflow_steps(store: Path) -> list[int]:
     return [m.step for m in sorted(client.get_metric_history(runs[0].info.run_id, "loss"), key=lambda m: m.timestamp)]
 
 
+def mlflow_runs_tagged(store: Path, sweep: str) -> list[str]:
+    """The names of experiment demo's runs tagged with a sweep's name."""
+    from mlflow.tracking import MlflowClient
+
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    client = MlflowClient(str(store))
+    runs = client.search_runs([client.get_experiment_by_name("demo").experiment_id], f"tags.sweep = '{sweep}'")
+    return sorted(r.info.run_name for r in runs)
+
+
 def wandb_records(path: Path):
     """The records of a W&B offline run file (LevelDB's log format: 32 KiB blocks of chunks
     with a 7-byte header; the file starts with W&B's own 7-byte header), as protobufs."""
@@ -133,6 +143,14 @@ def test_a_missing_tracker_package_is_one_line_at_start(tmp_path):
     assert result.stderr.strip().count("\n") == 0, result.stderr
     assert "tracking: mlflow needs the package mlflow-skinny" in result.stderr and "requirements.txt" in result.stderr
     assert not (tmp_path / "run").exists()  # stopped before the first step
+
+
+def test_wandb_online_without_a_key_is_one_line_at_start(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # (no ~/.netrc from `wandb login`)
+    result = run_driver(tmp_path, 0, 10, LUMI_SCAFFOLD_TRACKING="wandb", WANDB_MODE="online", WANDB_API_KEY="")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("tracking: WANDB_MODE=online needs your W&B API key") and result.stderr.count("\n") == 1
+    assert not (tmp_path / "run").exists()
 
 
 def test_the_job_report_adds_up(tmp_path):
@@ -204,3 +222,17 @@ def test_explain_runs_lists_each_runs_jobs_from_their_reports(template, tmp_path
     runs = json.loads(capsys.readouterr().out)
     billed = [j["billing"]["billed"] for j in runs[0]["jobs"]]
     assert runs[0]["billed"] == pytest.approx(sum(billed), abs=1e-3) and all(0.09 < b < 0.11 for b in billed), billed
+
+
+def test_the_sweep_script_is_python_3_6(template, tmp_path):
+    """scripts/sweep.py runs on the login node with the OS's python3 (its version is not
+    ours to choose): standard library only, nothing newer than Python 3.6's grammar."""
+    import ast
+
+    from .helpers import render
+
+    source = (render(template, tmp_path / "p") / "scripts/sweep.py").read_text()
+    tree = ast.parse(source, feature_version=(3, 6))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported <= set(sys.stdlib_module_names) and "__future__" not in imported, imported

@@ -27,7 +27,7 @@ from lumi_scaffold.runs import read_runs
 from .helpers import render
 from .jobs import heartbeats, image_env, job_env, log_of, run_job
 from .slurm.fixtures import LOCAL_TWO_NODE_KNOBS, slurm_required, start_or_skip
-from .test_runlog import mlflow_steps, tensorboard_steps, wandb_steps
+from .test_runlog import mlflow_runs_tagged, mlflow_steps, tensorboard_steps, wandb_steps
 
 pytestmark = pytest.mark.slurm
 if slurm_required():  # CI: a missing torch must fail the run, not skip the job tests
@@ -361,6 +361,48 @@ def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained
     runs = read_runs(Path(env["OUTPUT_ROOT"]))  # lumi-scaffold explain --runs
     assert [r["run"] for r in runs] == ["demo"] and [j["job"] for j in runs[0]["jobs"]] == [str(first), str(second)]
     assert runs[0]["last_step"] == 240 and runs[0]["steps"] == one["steps"]["done"] + two["steps"]["done"]
+
+
+def test_a_sweep_is_a_throttled_job_array_with_a_run_per_trial(slurm_cluster, template, tmp_path, site_root):
+    """3 trials, at most 2 at once: 3 run directories (each trial its own, through
+    jobs/train.sbatch), and scripts/sweep.py's summary has a row per trial."""
+    needs_local_site()
+    project = render(template, tmp_path / "p", **LOCAL, tracking="mlflow")
+    (project / "sweeps/small.txt").write_text("# three trials\n--lr 0.01\n\n--lr 0.1\n--lr 0.5 --steps 15\n")
+    env = job_env(slurm_cluster, tmp_path, site_root)
+    submit = subprocess.run([sys.executable, "scripts/sweep.py", "submit", "sweeps/small.txt", "--throttle", "2",
+                             "--steps", "10", "--num-workers", "0"], cwd=project, env=env, capture_output=True, text=True)
+    assert submit.returncode == 0, submit.stderr
+    assert submit.stdout.startswith("sweep small: 3 trial(s), at most 2 at once"), submit.stdout
+    array = int(re.search(r"^job array (\d+)", submit.stdout, re.M).group(1))
+    shown = subprocess.run(["scontrol", "show", "job", str(array)], env=env, capture_output=True, text=True).stdout
+    assert "ArrayTaskThrottle=2" in shown, shown
+    root = Path(env["OUTPUT_ROOT"])
+    deadline = time.time() + 240
+    while time.time() < deadline and len(list(root.glob("small-*/reports/*.json"))) < 3:
+        time.sleep(2)
+    runs = sorted(p.name for p in root.glob("small-*"))
+    assert runs == ["small-001", "small-002", "small-003"], runs
+    for index, steps in ((1, 10), (2, 10), (3, 15)):  # the trial's own arguments come last
+        report = json.loads(next((root / f"small-{index:03d}/reports").glob("*.json")).read_text())
+        assert report["steps"]["last"] == steps and report["sweep"] == "small" and report["run"] == f"small-{index:03d}"
+    # Never more than 2 trials at once: each trial's start (jobs.txt) and end (its report).
+    spans = []
+    for run in runs:
+        start = (root / run / "jobs.txt").read_text().split()[0]
+        end = json.loads(next((root / run / "reports").glob("*.json")).read_text())["written"]
+        spans.append((time.mktime(time.strptime(start[:19], "%Y-%m-%dT%H:%M:%S")),
+                      time.mktime(time.strptime(end[:19], "%Y-%m-%dT%H:%M:%S"))))
+    assert max(sum(s <= start < e for s, e in spans) for start, _ in spans) <= 2, spans
+    summary = subprocess.run([sys.executable, "scripts/sweep.py", "summary", "sweeps/small.txt"], cwd=project, env=env,
+                             capture_output=True, text=True, check=True).stdout.splitlines()
+    assert summary[0] == f"sweep small in {root}:" and summary[1].split()[:3] == ["trial", "arguments", "final"], summary
+    rows = [line.split() for line in summary[2:]]
+    assert [r[0] for r in rows] == ["1", "2", "3"] and [r[1:3] for r in rows] == [["--lr", "0.01"], ["--lr", "0.1"],
+                                                                                     ["--lr", "0.5"]], summary
+    assert [r[-3] for r in rows] == ["10", "10", "15"], summary  # steps
+    assert all(re.fullmatch(r"\d+\.\d+", r[-5]) for r in rows), summary  # a final loss for each trial
+    assert mlflow_runs_tagged(root / "mlruns", "small") == ["small-001", "small-002", "small-003"]
 
 
 # TEST STAND-IN for RCCL: a training script that writes the network lines RCCL's init log

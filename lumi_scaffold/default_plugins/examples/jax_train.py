@@ -20,6 +20,7 @@ logs the metrics to the project's tracker (src/<package>/runlog.py).
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import inspect
 import os
@@ -34,15 +35,13 @@ import runlog  # src/<package>/runlog.py, beside this script: the job report and
 from heartbeat import Heartbeat  # src/<package>/heartbeat.py, beside this script: for the job's watchdog
 
 
-LEARNING_RATE = 0.1
-
-
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", help="directory of *.npz shards (x, y); synthetic data if omitted")
     parser.add_argument("--output", default="outputs", help="where parameters are saved")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--batch-size", type=int, default=64, help="per-process batch size")
+    parser.add_argument("--lr", type=float, default=0.1, help="learning rate (SGD)")
     parser.add_argument("--checkpoint-every", type=int, default=50)
     parser.add_argument("--keep-checkpoints", type=int, default=3, help="how many of the newest saves to keep")
     parser.add_argument("--seconds-per-step", type=float, default=0.0, help="throttle (to test time limits)")
@@ -98,11 +97,12 @@ def loss_fn(params, x, y):
     return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
 
 
-def train_step(params, x, y):
-    """One SGD step on the global batch: the mean loss over every process's rows, so its
-    gradient is already averaged across processes (XLA inserts the all-reduce)."""
+def train_step(params, x, y, lr):
+    """One SGD step (learning rate ``lr``) on the global batch: the mean loss over every
+    process's rows, so its gradient is already averaged across processes (XLA inserts the
+    all-reduce)."""
     loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
-    return jax.tree_util.tree_map(lambda p, g: p - LEARNING_RATE * g, params, grads), loss
+    return jax.tree_util.tree_map(lambda p, g: p - lr * g, params, grads), loss
 
 
 def global_batch(sharding: NamedSharding, local: np.ndarray) -> jax.Array:
@@ -136,7 +136,7 @@ def main() -> None:
         print(f"data: {len(x)} samples per process from {args.data or 'synthetic data'}", flush=True)
     mesh = Mesh(np.array(jax.devices()), ("data",))
     rows, same = NamedSharding(mesh, PartitionSpec("data")), NamedSharding(mesh, PartitionSpec())
-    step_fn = jax.jit(train_step, in_shardings=(same, rows, rows), out_shardings=(same, same))
+    step_fn = jax.jit(functools.partial(train_step, lr=args.lr), in_shardings=(same, rows, rows), out_shardings=(same, same))
     start, saved = resume(args.output)
     if saved is None:  # the same key on every process: the same start
         saved = jax.tree_util.tree_map(np.asarray, init_params(jax.random.PRNGKey(0), x.shape[1], int(y.max()) + 1))
@@ -162,7 +162,7 @@ def main() -> None:
             jax.profiler.stop_trace()
         if args.seconds_per_step:
             time.sleep(args.seconds_per_step)
-        log.step(step, data_wait=waited, metrics=lambda: {"loss": float(host(loss)), "lr": LEARNING_RATE})
+        log.step(step, data_wait=waited, metrics=lambda: {"loss": float(host(loss)), "lr": args.lr})
         if rank == 0 and (step % 20 == 0 or step == args.steps):
             print(f"step {step} loss {float(host(loss)):.4f}", flush=True)
         if rank == 0 and (step % args.checkpoint_every == 0 or step == args.steps):

@@ -112,10 +112,20 @@ def test_example_trains_and_resumes_on_the_cpu(project, tmp_path):
         pytest.skip(f"{DEEPSPEED_PYTHON} cannot import deepspeed (set LUMI_SCAFFOLD_DEEPSPEED_PYTHON)")
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")}
     env["MASTER_PORT"] = str(20000 + os.getpid() % 10000)
+    env["LUMI_SCAFFOLD_TRACKING"] = "tensorboard"  # (src/demo/runlog.py: tracking, and the job report in a job)
     cmd = [DEEPSPEED_PYTHON, str(project / "src/demo/train.py"), "--output", str(tmp_path / "out"), "--num-workers", "0"]
-    first = subprocess.run([*cmd, "--steps", "30"], capture_output=True, text=True, env=env, timeout=600)
+    first = subprocess.run([*cmd, "--steps", "30", "--lr", "0.0005"], capture_output=True, text=True, env=env, timeout=600)
     assert first.returncode == 0, first.stderr[-2000:]
-    assert "done: 30 steps on 1 process(es)" in first.stdout
-    second = subprocess.run([*cmd, "--steps", "40"], capture_output=True, text=True, env=env, timeout=600)
+    assert "done: 30 steps on 1 process(es)" in first.stdout and ", lr 0.0005" in first.stdout
+    second = subprocess.run([*cmd, "--steps", "40"], capture_output=True, text=True,
+                            env={**env, "SLURM_JOB_ID": "77"}, timeout=600)
     assert second.returncode == 0, second.stderr[-2000:]
     assert "at step 30" in second.stdout and "done: 40 steps" in second.stdout
+    report = json.loads((tmp_path / "out/reports/77.json").read_text())
+    assert report["steps"] == {"first": 31, "last": 40, "done": 10} and report["samples_per_step"] == 64, report
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "out/tensorboard"))
+    events.Reload()
+    assert [e.step for e in events.Scalars("loss")] == [10, 20, 30, 40]
+    assert [e.value for e in events.Scalars("lr")] == pytest.approx([0.0005] * 4)  # (resumed: the checkpoint's)

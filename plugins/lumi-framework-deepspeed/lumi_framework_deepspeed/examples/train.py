@@ -12,6 +12,8 @@ the script reads it too. Pass --deepspeed_config FILE to use another. Without GP
 accelerator with gloo, so the script can be tried anywhere DeepSpeed is installed;
 without DeepSpeed it stops with a message saying so.
 
+--lr sets the optimizer's learning rate (a sweep's trials do: sweeps/example.txt).
+
 Data: --data DIR reads *.npz shards with arrays ``x`` (float32, N x features) and ``y``
 (int64, N); without it the script trains on synthetic data. Checkpoints (DeepSpeed's
 format, one directory per tag) go to --output DIR, the run directory shared by every job
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import shutil
 import time
@@ -62,6 +65,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--data", help="directory of *.npz shards (x, y); synthetic data if omitted")
     parser.add_argument("--output", default="outputs", help="checkpoint directory")
     parser.add_argument("--steps", type=int, default=200, help="optimizer steps in total")
+    parser.add_argument("--lr", type=float, help="learning rate (default: the optimizer's in the DeepSpeed config)")
     parser.add_argument("--num-workers", type=int, default=default_workers(),
                         help="DataLoader worker processes per rank (default: the rank's CPUs minus one)")
     parser.add_argument("--checkpoint-every", type=int, default=50)
@@ -129,9 +133,16 @@ def main() -> None:
     dataset = load_dataset(args.data)
     features, classes = dataset.tensors[0].shape[1], int(dataset.tensors[1].max()) + 1
     model = nn.Sequential(nn.Linear(features, 64), nn.ReLU(), nn.Linear(64, classes))
-    engine, _, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
+    config, config_file = None, args.deepspeed_config
+    if args.lr is not None:  # the config with this learning rate (a sweep's trial), given as a dict
+        with open(args.deepspeed_config) as handle:
+            config = json.load(handle)
+        config.setdefault("optimizer", {}).setdefault("params", {})["lr"] = args.lr
+        args.deepspeed_config = None  # (DeepSpeed takes its config from one place only)
+    engine, _, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters(), config=config)
     if rank == 0:
-        print(f"data: {len(dataset)} samples from {args.data or 'synthetic data'}; config {args.deepspeed_config}", flush=True)
+        lr = f", lr {args.lr}" if args.lr is not None else ""
+        print(f"data: {len(dataset)} samples from {args.data or 'synthetic data'}; config {config_file}{lr}", flush=True)
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True)
     loader = DataLoader(
         dataset,

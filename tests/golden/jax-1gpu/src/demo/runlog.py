@@ -54,6 +54,10 @@ def check() -> None:
             f"tracking: {name} needs the package {PACKAGES[name]}, which this Python cannot import ({exc}). "
             f"Fix: add {PACKAGES[name]} to requirements.txt and run scripts/setup-venv.sh, "
             "or submit with TRACKING=none") from None
+    if name == "wandb" and os.environ.get("WANDB_MODE") == "online" and not os.environ.get("WANDB_API_KEY") \
+            and not netrc_has_wandb():
+        raise SystemExit("tracking: WANDB_MODE=online needs your W&B API key: export WANDB_API_KEY before sbatch "
+                         "(never write it into the project), or leave WANDB_MODE unset to log offline")
 
 
 class RunLog:
@@ -383,9 +387,6 @@ class WandB(Tracker):
         import wandb
 
     def start(self) -> None:
-        if os.environ.get("WANDB_MODE") == "online" and not os.environ.get("WANDB_API_KEY") and not netrc_has_wandb():
-            raise SystemExit("tracking: WANDB_MODE=online needs your W&B API key: export WANDB_API_KEY before sbatch "
-                             "(never write it into the project), or leave WANDB_MODE unset to log offline")
         run_id = self.state.get("id") or "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(8))
         self.state["id"] = run_id
         sweep = os.environ.get("LUMI_SCAFFOLD_SWEEP") or None

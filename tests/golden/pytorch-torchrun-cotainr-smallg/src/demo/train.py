@@ -41,6 +41,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--output", default="outputs", help="checkpoint directory")
     parser.add_argument("--steps", type=int, default=200, help="optimizer steps in total")
     parser.add_argument("--batch-size", type=int, default=64, help="per-process batch size")
+    parser.add_argument("--lr", type=float, default=0.1, help="learning rate (SGD)")
     parser.add_argument("--num-workers", type=int, default=default_workers(),
                         help="DataLoader worker processes per rank (default: the rank's CPUs minus one)")
     parser.add_argument("--checkpoint-every", type=int, default=50)
@@ -132,7 +133,7 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
     )
     features, classes = dataset.tensors[0].shape[1], int(dataset.tensors[1].max()) + 1
     model = nn.Sequential(nn.Linear(features, 64), nn.ReLU(), nn.Linear(64, classes)).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     step = 0
     os.makedirs(args.output, exist_ok=True)
     checkpoint = newest_checkpoint(args.output)

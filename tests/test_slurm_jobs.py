@@ -260,10 +260,12 @@ def test_jax_project_trains_on_two_processes(slurm_cluster, template, tmp_path, 
     assert re.search(r"^rank 0/2 devices", log, re.M) and re.search(r"^rank 1/2 devices", log, re.M), log
     assert "done: 20 steps on 2 process(es)" in log
     assert (tmp_path / "outputs" / "demo" / "params-00000020.npz").exists()
-    # Tracked offline by process 0 (W&B's run files), and reported.
-    assert wandb_steps(tmp_path / "outputs/demo") == [10, 20]
     report = json.loads((tmp_path / "outputs/demo/reports" / f"{job_id}.json").read_text())
     assert report["steps"]["done"] == 20 and report["world"] == 2 and report["ended"] == "finished", report
+    # A second job resumes the run and its W&B run (offline, by process 0): one run id, each step once.
+    job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--steps", "30")
+    assert result.state == "COMPLETED" and "at step 20" in log_of(project, job_id), log_of(project, job_id)
+    assert wandb_steps(tmp_path / "outputs/demo") == [10, 20, 30]
     sums = dict(re.findall(r"^rank (\d): parameter checksum (\S+)$", log, re.M))
     assert len(sums) == 2 and sums["0"] == sums["1"], log
 

@@ -77,9 +77,12 @@ def fake_site_packages(tmp_path, monkeypatch):
 # Tests on the local Slurm share its session clusters and must not compete for them: they
 # run in one group, in collection order (the harness's time-limit job overlaps the rest of
 # that group). Tests that build the wheel share one session build: another group.
+# tryfirst: xdist's own hook (on each worker) turns the xdist_group marks into the "@group"
+# suffix of the node ids it sends for scheduling; it must see the marks we add.
 _WHEEL_MODULES = {"test_install", "test_packaging", "test_bundle"}
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         fixtures = getattr(item, "fixturenames", ())

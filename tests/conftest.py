@@ -83,7 +83,7 @@ _WHEEL_MODULES = {"test_install", "test_packaging", "test_bundle"}
 # first test of the Slurm group (_time_limit_job_early) and its test runs last, so the wait
 # overlaps the rest of the group.
 _TIME_LIMIT_TEST = "tests/test_slurm_harness.py::test_time_limit_kills_job"
-_SUBMIT_TIME_LIMIT_JOB = pytest.StashKey[str]()
+_SUBMIT_TIME_LIMIT_JOB = pytest.StashKey[bool]()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -100,14 +100,17 @@ def pytest_collection_modifyitems(config, items):
     if last and len(slurm) > 1:
         items.remove(last[0])
         items.append(last[0])
-        config.stash[_SUBMIT_TIME_LIMIT_JOB] = next(item.nodeid for item in slurm if item is not last[0])
+        config.stash[_SUBMIT_TIME_LIMIT_JOB] = True
 
 
 @pytest.fixture(autouse=True)
 def _time_limit_job_early(request):
     """In the Slurm group's first test, when the time-limit test runs later: submit its job."""
-    if request.node.nodeid != request.config.stash.get(_SUBMIT_TIME_LIMIT_JOB, None):
+    if not request.config.stash.get(_SUBMIT_TIME_LIMIT_JOB, False):
         return
+    if "slurm" not in [m.args[0] for m in request.node.iter_markers("xdist_group") if m.args]:
+        return
+    request.config.stash[_SUBMIT_TIME_LIMIT_JOB] = False
     try:
         request.getfixturevalue("time_limit_job")
     except pytest.skip.Exception:

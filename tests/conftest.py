@@ -75,15 +75,43 @@ def fake_site_packages(tmp_path, monkeypatch):
 
 # The suite runs on two xdist workers (pyproject.toml's addopts: -n 2 --dist loadgroup).
 # Tests on the local Slurm share its session clusters and must not compete for them: they
-# run in one group, in collection order (the harness's time-limit job overlaps the rest of
-# that group). Tests that build the wheel share one session build: another group.
+# run in one group, in collection order. Tests that build the wheel share one session build:
+# another group. tryfirst: xdist's own hook (on each worker) turns the xdist_group marks into
+# the "@group" suffix of the node ids it sends for scheduling; it must see the marks we add.
 _WHEEL_MODULES = {"test_install", "test_packaging", "test_bundle"}
+# The harness's time-limit job waits ~60-95 s for Slurm to kill it: it is submitted in the
+# first test of the Slurm group (_time_limit_job_early) and its test runs last, so the wait
+# overlaps the rest of the group.
+_TIME_LIMIT_TEST = "tests/test_slurm_harness.py::test_time_limit_kills_job"
+_SUBMIT_TIME_LIMIT_JOB = pytest.StashKey[bool]()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    slurm = []
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if item.get_closest_marker("slurm") or any(name.startswith("slurm_cluster") for name in fixtures):
             item.add_marker(pytest.mark.xdist_group("slurm"))
+            slurm.append(item)
         elif item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in _WHEEL_MODULES:
             item.add_marker(pytest.mark.xdist_group("wheel"))
+    last = [item for item in items if item.nodeid == _TIME_LIMIT_TEST]
+    if last and len(slurm) > 1:
+        items.remove(last[0])
+        items.append(last[0])
+        config.stash[_SUBMIT_TIME_LIMIT_JOB] = True
+
+
+@pytest.fixture(autouse=True)
+def _time_limit_job_early(request):
+    """In the Slurm group's first test, when the time-limit test runs later: submit its job."""
+    if not request.config.stash.get(_SUBMIT_TIME_LIMIT_JOB, False):
+        return
+    if "slurm" not in [m.args[0] for m in request.node.iter_markers("xdist_group") if m.args]:
+        return
+    request.config.stash[_SUBMIT_TIME_LIMIT_JOB] = False
+    try:
+        request.getfixturevalue("time_limit_job")
+    except pytest.skip.Exception:
+        pass  # no Slurm here: the time-limit test skips (or fails under REQUIRE_SLURM) itself

@@ -2,8 +2,9 @@
 
 Tests that need the cluster carry the ``slurm`` marker (registered in pyproject.toml), so
 ``-m "not slurm"`` leaves only the stand-in and static checks. The time-limit test needs
-~60-95 s of wall time (Slurm checks limits every 30 s); its job is submitted by the first
-cluster test and only waited for at the end, so it overlaps the rest.
+~60-95 s of wall time (Slurm checks limits every 30 s); its job is submitted, on a cluster of
+its own, by the first test of the Slurm group and only waited for at the end of the run
+(tests/conftest.py), so it overlaps the rest.
 """
 
 from __future__ import annotations
@@ -223,17 +224,11 @@ def test_parse_scontrol_line() -> None:
 
 
 # --- the cluster --------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def time_limit_job(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> int:
-    """A job over its 1-minute limit, submitted early so its ~60-95 s overlap other tests."""
-    work = tmp_path_factory.mktemp("timelimit")
-    script = write_job(work, "overtime", ["--time=00:01:00", "--ntasks=1"],
-                       "echo started\nsleep 300\necho not-reached\n")
-    return slurm_cluster.sbatch([str(script)], cwd=work)
+# time_limit_job and slurm_cluster_timelimit: tests/slurm/fixtures.py.
 
 
 @pytest.mark.slurm
-def test_cluster_has_lumi_partitions(slurm_cluster: SlurmCluster, time_limit_job: int) -> None:
+def test_cluster_has_lumi_partitions(slurm_cluster: SlurmCluster) -> None:
     proc = slurm_cluster.run(["scontrol", "show", "partition", "-o"], check=True)
     parts = {p["PartitionName"]: p for p in map(parse_scontrol_line, proc.stdout.splitlines())}
     # LUMI-G's partitions, plus debug/batch of the local site plugin (plugins/lumi-site-local).
@@ -258,11 +253,11 @@ def test_env_points_at_cluster_and_fakebin(slurm_cluster: SlurmCluster) -> None:
 
 
 @pytest.mark.slurm
-def test_start_again_is_a_quick_no_op(slurm_cluster: SlurmCluster, time_limit_job: int) -> None:
+def test_start_again_is_a_quick_no_op(slurm_cluster_timelimit: SlurmCluster, time_limit_job: int) -> None:
     started = time.monotonic()
-    slurm_cluster.start()
+    slurm_cluster_timelimit.start()
     assert time.monotonic() - started < 5
-    info = slurm_cluster.job_info(time_limit_job)
+    info = slurm_cluster_timelimit.job_info(time_limit_job)
     assert info is not None, "restarting the controller lost the running job"
 
 
@@ -393,8 +388,8 @@ def test_two_nodes(slurm_cluster_2nodes: SlurmCluster, tmp_path: Path, image: Pa
 
 
 @pytest.mark.slurm
-def test_time_limit_kills_job(slurm_cluster: SlurmCluster, time_limit_job: int) -> None:
-    result = slurm_cluster.wait(time_limit_job, timeout=150)
+def test_time_limit_kills_job(slurm_cluster_timelimit: SlurmCluster, time_limit_job: int) -> None:
+    result = slurm_cluster_timelimit.wait(time_limit_job, timeout=150)
     out = result.output()
     assert result.state == "TIMEOUT", f"{result}\n{out}"
     assert "started" in out and "not-reached" not in out

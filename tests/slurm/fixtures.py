@@ -22,6 +22,9 @@ REQUIRE_ENV = "LUMI_SCAFFOLD_REQUIRE_SLURM"
 # visible to SlurmCluster.wait() long after they end.
 DEFAULT_KNOBS: dict[str, object] = {"cpus": 64, "task_plugin": "task/none", "min_job_age": 300}
 TWO_NODE_KNOBS: dict[str, object] = {**DEFAULT_KNOBS, "nodes": 2}
+# The time-limit job's cluster: its job ends within the first minutes of the Slurm group and
+# is asked about at the end of it, so it stays visible for an hour.
+TIME_LIMIT_KNOBS: dict[str, object] = {**DEFAULT_KNOBS, "min_job_age": 3600}
 # Two nodes with this machine's real CPUs and task/affinity: CPU binding is real (the local
 # site's masks 0x1, 0x2), and names nid005000/nid005001 resolve for real 2-node trainings.
 LOCAL_TWO_NODE_KNOBS: dict[str, object] = {"nodes": 2, "cpus": 2, "task_plugin": "task/affinity", "min_job_age": 300}
@@ -86,6 +89,27 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
 def slurm_cluster_2nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
     """Two-node cluster (nid005000, nid005001; other ports), started only when requested."""
     yield from _session_cluster(tmp_path_factory, "slurm2n", TWO_NODE_KNOBS)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster_timelimit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """A cluster like slurm_cluster, for the harness's time-limit job alone: its job holds a
+    CPU for ~60-95 s and would keep exclusive (standard-g) jobs of slurm_cluster waiting."""
+    yield from _session_cluster(tmp_path_factory, "slurmtl", TIME_LIMIT_KNOBS)
+
+
+@pytest.fixture(scope="session")
+def time_limit_job(slurm_cluster_timelimit: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> int:
+    """A job over its 1-minute limit (Slurm kills it 60-95 s after it starts). tests/conftest.py
+    requests it in the first test of the Slurm group and runs test_time_limit_kills_job last,
+    so the wait overlaps the whole group instead of adding to it."""
+    work = tmp_path_factory.mktemp("timelimit")
+    (work / "logs").mkdir()
+    script = work / "overtime.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH --job-name=overtime\n#SBATCH --output=logs/%x_%j.out\n"
+                      "#SBATCH --time=00:01:00\n#SBATCH --ntasks=1\n"
+                      "echo started\nsleep 300\necho not-reached\n")
+    return slurm_cluster_timelimit.sbatch([str(script)], cwd=work)
 
 
 @pytest.fixture(scope="session")

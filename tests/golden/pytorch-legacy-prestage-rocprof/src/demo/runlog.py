@@ -17,8 +17,7 @@ Rank 0 times every step (and the part of it spent waiting for data), and
   an older checkpoint skips the steps the job before it already logged).
 
 Rank 0 also reports and closes the tracked run when the job is ended with SIGTERM (Slurm's
-time limit, scancel). Other ranks only count (nothing is written), and outside a job no
-report is written.
+time limit, scancel). Other ranks do nothing, and outside a job no report is written.
 """
 
 from __future__ import annotations
@@ -39,10 +38,15 @@ REPORT_EVERY_S = 300.0  # a report on disk is at most this old when a job is kil
 TIME_UP_CHECK_S = 5.0
 
 
+def tracker_name() -> str:
+    """The tracker this job logs to (scripts/job-env.sh exports it; none outside a job)."""
+    return os.environ.get("LUMI_SCAFFOLD_TRACKING", "none") or "none"
+
+
 def check() -> None:
     """At the start of train.py, before any rank waits for another: on rank 0, one line and
-    exit 2 when the tracker's package is missing (not a traceback mid-run)."""
-    name = os.environ.get("LUMI_SCAFFOLD_TRACKING", "none") or "none"
+    exit 1 when the tracker's package is missing (not a traceback mid-run)."""
+    name = tracker_name()
     if os.environ.get("RANK", "0") != "0" or name == "none":
         return
     if name not in TRACKERS:
@@ -85,10 +89,9 @@ class RunLog:
         self.every = max(int(os.environ.get("LUMI_SCAFFOLD_LOG_EVERY", "10") or 10), 1)
         self.tracker: Tracker | None = None
         if rank == 0:
-            check()
-            name = os.environ.get("LUMI_SCAFFOLD_TRACKING", "none") or "none"
-            if name != "none":
-                self.tracker = Tracker.open(name, output, {**project_answers(), **config})
+            check()  # (loads the tracker's package, where train.py did not call it)
+            if tracker_name() != "none":
+                self.tracker = Tracker.open(tracker_name(), output, {**project_answers(), **config})
         self.interval_start, self.interval_steps = self.started, 0
         if rank == 0 and (self.tracker or self.in_job) and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             # Slurm ends a job at its time limit (and scancel ends it) with SIGTERM to every
@@ -108,13 +111,13 @@ class RunLog:
     def step(self, step: int, *, data_wait: float, metrics: Callable[[], dict[str, float]]) -> None:
         """After optimizer step ``step``; ``data_wait``: seconds this step waited for its batch;
         ``metrics``: called only on the steps that are logged (it may sync the device)."""
+        if self.rank != 0:
+            return  # (only rank 0 reports and logs)
         now = time.monotonic()
         self.step_times.append(now - self.last)
         self.data_waits.append(min(data_wait, now - self.last))
         self.last, self.step_no = now, step
         self.interval_steps += 1
-        if self.rank != 0:
-            return
         if step % self.every == 0 or step == self.last_step:
             values = dict(metrics())
             if "loss" in values:
@@ -320,8 +323,8 @@ class TensorBoard(Tracker):
 
     @staticmethod
     def load() -> None:
-        global EventFileWriter, event_pb2, summary_pb2
-        from tensorboard.compat.proto import event_pb2, summary_pb2
+        global EventFileWriter, event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
+        from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
     def start(self) -> None:
@@ -330,7 +333,6 @@ class TensorBoard(Tracker):
             self.write_text("config", json.dumps(self.config, indent=1, default=str))
 
     def write_text(self, tag: str, text: str) -> None:
-        from tensorboard.compat.proto import tensor_pb2, tensor_shape_pb2  # (loaded with the rest)
         plugin = summary_pb2.SummaryMetadata.PluginData(plugin_name="text")
         tensor = tensor_pb2.TensorProto(dtype=7, string_val=[text.encode()],  # 7: DT_STRING
                                         tensor_shape=tensor_shape_pb2.TensorShapeProto(dim=[]))

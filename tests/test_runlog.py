@@ -38,7 +38,7 @@ log.finish(finished=True)
 
 def run_driver(tmp_path: Path, start: int, stop: int, kill: int = 0, job: str = "7", **env: str):
     environment = {**os.environ, "RUNLOG_DIR": str(RUNLOG_DIR), "OUT": str(tmp_path / "run"), "START": str(start),
-                   "STOP": str(stop), "KILL": str(kill), "SLURM_JOB_ID": job, "RUN_NAME": "demo",
+                   "STOP": str(stop), "KILL": str(kill), "SLURM_JOB_ID": job, "SLURM_JOB_NUM_NODES": "1", "RUN_NAME": "demo",
                    "LUMI_SCAFFOLD_PROJECT": "demo", "LUMI_SCAFFOLD_LOG_EVERY": "5", "WANDB_SILENT": "true",
                    "MLFLOW_TRACKING_URI": str(tmp_path / "mlruns"), "MLFLOW_ALLOW_FILE_STORE": "true",
                    "WANDB_MODE": "offline", "WANDB_X_DISABLE_STATS": "true", **env}
@@ -154,13 +154,13 @@ def test_wandb_online_without_a_key_is_one_line_at_start(tmp_path, monkeypatch):
 
 
 def test_the_job_report_adds_up(tmp_path):
-    """Steps of 0.05 s (a tenth waiting for data) on 4 ranks of 32 samples a step, billed
-    at 2 GPU-hours per hour from a start 360 s ago: 0.2 GPU-hours so far."""
+    """Steps of 0.05 s (a tenth waiting for data) on 4 ranks of 32 samples a step, on 2
+    nodes billed at 1 GPU-hour per node-hour from a start 360 s ago: 0.2 GPU-hours so far."""
     import time
 
     start = str(int(time.time()) - 360)
-    result = run_driver(tmp_path, 10, 30, SLEEP="0.05", LUMI_SCAFFOLD_BILLING="2", LUMI_SCAFFOLD_BILLING_UNIT="GPU-hours",
-                        LUMI_SCAFFOLD_JOB_START=start)
+    result = run_driver(tmp_path, 10, 30, SLEEP="0.05", LUMI_SCAFFOLD_BILLING_PER_NODE="1", SLURM_JOB_NUM_NODES="2",
+                        LUMI_SCAFFOLD_BILLING_UNIT="GPU-hours", LUMI_SCAFFOLD_JOB_START=start)
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "run/reports/7.json").read_text())
     assert report["ended"] == "finished" and report["steps"] == {"first": 11, "last": 30, "done": 20}
@@ -168,12 +168,38 @@ def test_the_job_report_adds_up(tmp_path):
     assert 0.08 <= report["data_wait_share"] <= 0.1
     assert report["samples_per_s"] == pytest.approx(32 / report["step_time_s"]["p50"], rel=0.3)
     assert report["samples_per_s_per_gpu"] == pytest.approx(report["samples_per_s"] / 4, abs=0.01)
+    assert report["billing"]["per_hour"] == 2
     assert report["billing"]["billed"] == pytest.approx(2 * report["seconds"]["job"] / 3600, abs=1e-4)
     assert 0.2 <= report["billing"]["billed"] < 0.21
     assert report["billing"]["per_1000_steps"] == pytest.approx(report["billing"]["billed"] * 1000 / 20, rel=1e-3)
     assert report["loss"] == {"last": 1 / 30, "best": 1 / 30}
     line = result.stdout.strip().splitlines()[-1]
     assert line.startswith("report: job 7 finished · steps 11-30 (20) · ") and "GPU-hours billed" in line, line
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_the_job_bills_each_node_slurm_gave_it(template, tmp_path, nodes):
+    """report_job exports one node's rate as the job file asks for it (explain's rate over
+    the file's nodes): the report bills the file's own shape at explain's rate, and a job
+    given more nodes on sbatch's command line (SLURM_JOB_NUM_NODES) in proportion."""
+    from lumi_scaffold.explain import explain_project
+
+    from .helpers import render
+
+    project = render(template, tmp_path / "p", nodes=nodes)
+    rate = next(j for j in explain_project(project)["jobs"] if j["kind"] == "train")["billed_per_hour"]
+    script = ('eval "$(sed -n \'/^report_job() {/,/^}/p\' scripts/job-env.sh)"; PROJECT_DIR=$PWD report_job train; '
+              'echo "$LUMI_SCAFFOLD_BILLING_PER_NODE $LUMI_SCAFFOLD_BILLING_UNIT"')
+    exported = subprocess.run(["bash", "-c", script], cwd=project, capture_output=True, text=True, check=True).stdout.split(" ", 1)
+    assert float(exported[0]) * nodes == rate and exported[1] == "GPU-hours\n", (exported, rate)
+    for given in (nodes, 4):
+        out = tmp_path / f"out-{given}"
+        out.mkdir()
+        result = run_driver(out, 0, 5, LUMI_SCAFFOLD_BILLING_PER_NODE=exported[0], SLURM_JOB_NUM_NODES=str(given),
+                            LUMI_SCAFFOLD_BILLING_UNIT="GPU-hours", LUMI_SCAFFOLD_TRACKING="none")
+        assert result.returncode == 0, result.stderr
+        report = json.loads((out / "run/reports/7.json").read_text())
+        assert report["billing"]["per_hour"] == pytest.approx(rate * given / nodes), report["billing"]
 
 
 def test_the_time_limit_warning_writes_the_report_at_once(tmp_path):
@@ -209,7 +235,7 @@ def test_explain_runs_lists_each_runs_jobs_from_their_reports(template, tmp_path
     out = tmp_path / "outputs"
     out.mkdir()
     for args in ((0, 40, 27, "21"), (20, 40, 0, "22")):
-        run_driver(out, *args[:3], job=args[3], LUMI_SCAFFOLD_BILLING="4", LUMI_SCAFFOLD_BILLING_UNIT="GPU-hours",
+        run_driver(out, *args[:3], job=args[3], LUMI_SCAFFOLD_BILLING_PER_NODE="4", LUMI_SCAFFOLD_BILLING_UNIT="GPU-hours",
                    LUMI_SCAFFOLD_JOB_START=str(int(__import__("time").time()) - 90), LUMI_SCAFFOLD_TRACKING="none")
     assert main(["explain", "--runs", "--output-root", str(out), str(project)]) == 0
     text = capsys.readouterr().out.splitlines()

@@ -6,8 +6,9 @@ Rank 0 times every step (and the part of it spent waiting for data), and
   (jobs/train.sbatch creates the file LUMI_SCAFFOLD_TIME_UP names) and every few minutes
   in between, it writes RUN_DIR/reports/<job id>.json and prints one line: the steps done,
   samples/s in total and per GPU, step time p50 and p95, the share of step time spent
-  waiting for data, and the GPU-hours billed so far by the site's rule (the rate
-  scripts/job-env.sh exports in LUMI_SCAFFOLD_BILLING, times the time since the job started).
+  waiting for data, and the GPU-hours billed so far by the site's rule (the rate of one node
+  scripts/job-env.sh exports in LUMI_SCAFFOLD_BILLING_PER_NODE, times the job's nodes and the
+  time since the job started).
   `lumi-scaffold explain --runs` lists a project's runs from these files.
 * **tracking** (LUMI_SCAFFOLD_TRACKING: none, tensorboard, mlflow or wandb; TRACKING=...
   sbatch ... picks another): every LUMI_SCAFFOLD_LOG_EVERY steps (10 unless set) loss,
@@ -226,12 +227,16 @@ def job_seconds() -> float:
 
 
 def billing() -> tuple[float | None, str]:
-    """(units per hour, unit) of this job by the site's rule, as its job file exports them
-    (LUMI_SCAFFOLD_BILLING, LUMI_SCAFFOLD_BILLING_UNIT); (None, '') without a rule."""
+    """(units per hour, unit) of this job by the site's rule: the rate of one node its job
+    file exports (LUMI_SCAFFOLD_BILLING_PER_NODE, LUMI_SCAFFOLD_BILLING_UNIT) times the nodes
+    Slurm gave the job (both of the site's rule forms bill each node alike); (None, '')
+    without a rule."""
+    nodes = os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or "1"
     try:
-        return float(os.environ.get("LUMI_SCAFFOLD_BILLING", "")), os.environ.get("LUMI_SCAFFOLD_BILLING_UNIT", "")
+        per_node = float(os.environ.get("LUMI_SCAFFOLD_BILLING_PER_NODE", ""))
     except ValueError:
         return None, ""
+    return per_node * (int(nodes) if nodes.isdigit() else 1), os.environ.get("LUMI_SCAFFOLD_BILLING_UNIT", "")
 
 
 def project_answers() -> dict[str, Any]:

@@ -83,22 +83,22 @@ export DATA_DIR OUTPUT_ROOT RUN_NAME RUN_DIR
 # The job report (src/demo/runlog.py): rank 0 of a training or profiling step writes
 # RUN_DIR/reports/<job id>.json and prints one line when its training ends and at Slurm's
 # time-limit warning (time_is_up), with the GPU-hours billed from the job's start by the
-# site's rule at the rate of the job file's own #SBATCH lines (options given to sbatch on the
-# command line are not counted).
+# site's rule: the rate of one node as the job file's own #SBATCH lines ask for it, times the
+# job's nodes (sbatch --nodes counts; other options given to sbatch on the command line do not).
 #   report_job KIND
 report_job() {
     LUMI_SCAFFOLD_JOB_KIND="$1"
     LUMI_SCAFFOLD_JOB_START="$(date +%s)"
     LUMI_SCAFFOLD_TIME_UP="${PROJECT_DIR}/logs/time-up-${SLURM_JOB_ID:-0}"
     rm -f "${LUMI_SCAFFOLD_TIME_UP}"
-    unset LUMI_SCAFFOLD_BILLING LUMI_SCAFFOLD_BILLING_UNIT
+    unset LUMI_SCAFFOLD_BILLING_PER_NODE LUMI_SCAFFOLD_BILLING_UNIT
     case "$1" in
-        profile) LUMI_SCAFFOLD_BILLING=8 LUMI_SCAFFOLD_BILLING_UNIT=GPU-hours ;;
-        train) LUMI_SCAFFOLD_BILLING=8 LUMI_SCAFFOLD_BILLING_UNIT=GPU-hours ;;
+        profile) LUMI_SCAFFOLD_BILLING_PER_NODE=4 LUMI_SCAFFOLD_BILLING_UNIT=GPU-hours ;;
+        train) LUMI_SCAFFOLD_BILLING_PER_NODE=4 LUMI_SCAFFOLD_BILLING_UNIT=GPU-hours ;;
         *) ;;
     esac
     export LUMI_SCAFFOLD_JOB_KIND LUMI_SCAFFOLD_JOB_START LUMI_SCAFFOLD_TIME_UP
-    export LUMI_SCAFFOLD_BILLING LUMI_SCAFFOLD_BILLING_UNIT
+    export LUMI_SCAFFOLD_BILLING_PER_NODE LUMI_SCAFFOLD_BILLING_UNIT
 }
 # Tells the job's rank 0 that Slurm's time-limit warning came: it reports within seconds.
 time_is_up() {

@@ -15,7 +15,8 @@ from lumi_scaffold.testing import catalogue_fixture, check_conformance, plugin_m
 
 PLUGIN = "lumi-framework-deepspeed"
 PACKAGE = Path(lumi_framework_deepspeed.__file__).parent
-# A Python with DeepSpeed installed, to run the example on the CPU (skipped without one).
+# A Python with DeepSpeed installed, to run the example on the CPU (skipped without one,
+# failed without one when LUMI_SCAFFOLD_REQUIRE_DEEPSPEED is set, as .ci/run sets it).
 DEEPSPEED_PYTHON = os.environ.get("LUMI_SCAFFOLD_DEEPSPEED_PYTHON", sys.executable)
 
 catalogue = catalogue_fixture(lumi_framework_deepspeed)
@@ -109,7 +110,10 @@ def _has_deepspeed() -> bool:
 @pytest.mark.slow
 def test_example_trains_and_resumes_on_the_cpu(project, tmp_path):
     if not _has_deepspeed():
-        pytest.skip(f"{DEEPSPEED_PYTHON} cannot import deepspeed (set LUMI_SCAFFOLD_DEEPSPEED_PYTHON)")
+        why = f"{DEEPSPEED_PYTHON} cannot import deepspeed (set LUMI_SCAFFOLD_DEEPSPEED_PYTHON)"
+        if os.environ.get("LUMI_SCAFFOLD_REQUIRE_DEEPSPEED"):
+            pytest.fail(why + "; LUMI_SCAFFOLD_REQUIRE_DEEPSPEED is set, so it must run")
+        pytest.skip(why + "; `pip install --no-build-isolation deepspeed` after torch")
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")}
     env["MASTER_PORT"] = str(20000 + os.getpid() % 10000)
     env["LUMI_SCAFFOLD_TRACKING"] = "tensorboard"  # (src/demo/runlog.py: tracking, and the job report in a job)

@@ -165,8 +165,7 @@ def explain_project(project: Path | str) -> dict[str, Any]:
             hang=_hang(project / JOB_KINDS[kind.runs_as or name].file, cost.per_hour if cost else None, cost.at_limit if cost else None,
                        cost.unit if cost else "") if kind.watchdog else None,
             sweeps=_sweeps(project, cost.at_limit if cost else None) if name == "sweep" else [],
-            refused=(f"{data.partition.name} takes no job arrays (for debugging and quick tests only)"
-                     if name == "sweep" and not data.partition.arrays else "")))
+            refused=_arrays_refused(data) if name == "sweep" and not data.partition.arrays else ""))
     train = data.job.cost.get("train")
     return {
         "project": str(project),
@@ -179,6 +178,14 @@ def explain_project(project: Path | str) -> dict[str, Any]:
         "prestage": _prestage(answers, data),
         "known_issues": project_issues(answers["plugin_data"], get_catalogue()),
     }
+
+
+def _arrays_refused(data: PluginData) -> str:
+    """Why the partition refuses a sweep, as jobs/sweep.sbatch and scripts/sweep.py say it
+    (project-templates/_shared/slurm.jinja, arrays_refused)."""
+    part = data.partition
+    return f"{part.name} takes no job arrays (the trials of a sweep would break its job limits)" + (
+        f"; {part.name}: {part.purpose.rstrip('.')}" if part.purpose else "")
 
 
 def _sweeps(project: Path, per_trial: float | None) -> list[dict[str, Any]]:

@@ -97,7 +97,8 @@ class PartitionFacts(_Part):
     max_walltime: SlurmTime
     purpose: OneLine = ""
     chains: bool = Field(True, description="Training jobs may be chained (--chain); false on debugging partitions.")
-    arrays: bool = Field(True, description="Sweeps (job arrays) may run here (0.3.1); false on debugging partitions.")
+    arrays: bool = Field(True, description="Sweeps (job arrays) may run here (0.3.1); false where a sweep's trials would "
+                        "break the partition's job limits.")
     billing: OneLine = ""
     source: OneLine = ""
 

@@ -22,8 +22,9 @@ import sys
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What one trial of jobs/sweep.sbatch is billed at its time limit, by the site's rule.
-TRIAL_COST = (4.0, "GPU-hours", "01:00:00")
-ARRAYS = True  # small-g allows job arrays
+TRIAL_COST = (4.0, "01:00:00")
+UNIT = "GPU-hours"
+REFUSED = ""  # (small-g takes job arrays)
 OUTPUT_ROOT = "/scratch/project_465000000/${USER}/demo/outputs"  # scripts/job-env.sh's default
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -55,9 +56,8 @@ def sweep_name(path):
 
 
 def submit(args, extra):
-    if not ARRAYS:
-        fail("small-g is for debugging and quick tests only; a job array there breaks its job limits. "
-             "Fix: sweep on another partition (lumi-scaffold update -d partition=<name>)")
+    if REFUSED:
+        fail(REFUSED + ". Fix: sweep on another partition (lumi-scaffold update -d partition=<name>)")
     found = trials(args.file)
     name = sweep_name(args.file)
     if args.throttle < 1:
@@ -67,9 +67,9 @@ def submit(args, extra):
         fail("{} is outside the project: keep sweep files in sweeps/".format(args.file))
     line = "sweep {}: {} trial(s), at most {} at once".format(name, len(found), args.throttle)
     if TRIAL_COST:
-        at_limit, unit, hours = TRIAL_COST
+        at_limit, hours = TRIAL_COST
         line += "; each up to {}: {:g} {} per trial at the time limit, {:g} in all".format(
-            hours, at_limit, unit, round(at_limit * len(found), 4))
+            hours, at_limit, UNIT, round(at_limit * len(found), 4))
     print(line)
     command = ["sbatch", "--parsable", "--array=1-{}%{}".format(len(found), args.throttle),
                "--job-name=demo-sweep-" + name, "jobs/sweep.sbatch", path] + extra
@@ -101,7 +101,7 @@ def summary(args, extra):
     name = sweep_name(args.file)
     os.environ.setdefault("USER", getpass.getuser())  # (as scripts/job-env.sh sets it)
     root = os.environ.get("OUTPUT_ROOT") or os.path.expandvars(OUTPUT_ROOT)
-    rows = [("trial", "arguments", "final loss", "best loss", "steps", "wall time", "GPU-hours")]
+    rows = [("trial", "arguments", "final loss", "best loss", "steps", "wall time", UNIT)]
     for index, words in enumerate(found, 1):
         jobs = reports(os.path.join(root, "{}-{:03d}".format(name, index)))
         if not jobs:

@@ -215,61 +215,80 @@ def test_schema_is_checked_in():
 
 
 V02_COMMIT = "1055597"  # "Release 0.2.0" on main (the v0.2.0 tag did not travel with the repository)
+V030_COMMIT = "6146c40"  # "Release 0.3.0"
 
 
 def _has_commit(commit: str) -> bool:
     return subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True).returncode == 0
 
 
+def _recorded(release: str) -> tuple[dict, dict]:
+    """The answers and the plugin_data a project of this release recorded: 0.2.0's
+    fixtures/plugin_data-v0.2.json (schema 1) with the answers it was made with, or an
+    answers file 0.3.0 wrote (schema 2)."""
+    if release == "0.2.0":
+        answers = {"project_name": "demo", "account": "project_465000001", "nodes": 2, "profiler": "rocprofv3",
+                   "prestage": True}
+        return answers, json.loads((FIXTURES / "plugin_data-v0.2.json").read_text())
+    recorded = yaml.safe_load((FIXTURES / "answers-0.3.0" / "pytorch-legacy-prestage-rocprof.yml").read_text())
+    answers = {k: v for k, v in recorded.items() if not k.startswith("_") and k != "plugin_data"}
+    return answers, recorded["plugin_data"]
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(not _has_commit(V02_COMMIT), reason="needs the repository's history (a shallow clone lacks 0.2.0)")
-def test_a_project_made_by_0_2_updates_and_keeps_its_edits(tmp_path):
-    """The 0.2.0 template with the plugin_data 0.2.0 recorded (schema 1), updated to this
-    checkout's template: the old render replays the old shape, the new one computes schema 2."""
+@pytest.mark.parametrize(("release", "commit", "schema"), [("0.2.0", V02_COMMIT, 1), ("0.3.0", V030_COMMIT, 2)])
+def test_a_project_made_by_an_older_release_updates_and_keeps_its_edits(tmp_path, release, commit, schema):
+    """The release's template, with the plugin_data that release recorded, updated to this
+    checkout's template: the old render replays the old shape, the new one computes the
+    current schema, the user's edit stays, and the result is what a fresh copy writes."""
+    if not _has_commit(commit):
+        pytest.skip(f"needs the repository's history (a shallow clone lacks {release})")
     template = tmp_path / "template"
     template.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", V02_COMMIT, "copier.yml", "project-templates"],
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "copier.yml", "project-templates"],
                              check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x"], input=archive, cwd=template, check=True)
     _git(template, "init", "-q")
     _git(template, "add", "-A")
-    _git(template, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "0.2.0")
-    _git(template, "tag", "v0.2.0")
+    _git(template, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", release)
+    _git(template, "tag", f"v{release}")
     shutil.rmtree(template / "project-templates")
     shutil.copytree(REPO / "project-templates", template / "project-templates")
     shutil.copy2(REPO / "copier.yml", template / "copier.yml")
     _git(template, "add", "-A")
     _git(template, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "now")
-    _git(template, "tag", "v0.3.0")
+    _git(template, "tag", "v9.0.0")
 
-    # The answers fixtures/plugin_data-v0.2.json was recorded with, and that plugin_data:
-    # the project is what 0.2.0 wrote (Copier takes the computed answer from --data).
-    answers = {"project_name": "demo", "account": "project_465000001", "nodes": 2, "profiler": "rocprofv3", "prestage": True}
-    v02 = json.loads((FIXTURES / "plugin_data-v0.2.json").read_text())
+    # Copier takes the computed answer from --data: the project is what the release wrote.
+    answers, recorded = _recorded(release)
+    assert recorded["schema"] == schema
     project = tmp_path / "project"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        copier.run_copy(str(template), str(project), data={**answers, "plugin_data": v02}, defaults=True, unsafe=True,
-                        quiet=True, vcs_ref="v0.2.0")
+        copier.run_copy(str(template), str(project), data={**answers, "plugin_data": recorded}, defaults=True,
+                        unsafe=True, quiet=True, vcs_ref=f"v{release}")
     from lumi_scaffold.update import ANSWERS_FILE
 
-    assert yaml.safe_load((project / ANSWERS_FILE).read_text())["plugin_data"] == v02
+    assert yaml.safe_load((project / ANSWERS_FILE).read_text())["plugin_data"] == recorded
     train = project / "jobs" / "train.sbatch"
     train.write_text(train.read_text().replace("set -euo pipefail\n", "set -euo pipefail\n# our own line\n", 1))
     _git(project, "init", "-q")
     _git(project, "add", "-A")
-    _git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "made by 0.2.0, edited")
+    _git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", f"made by {release}, edited")
 
     assert cli.main(["update", str(project), "-q"]) == 0
     after = yaml.safe_load((project / ANSWERS_FILE).read_text())
-    assert after["_commit"] == "v0.3.0" and after["plugin_data"]["schema"] == SCHEMA
+    assert after["_commit"] == "v9.0.0" and after["plugin_data"]["schema"] == SCHEMA
     assert "# our own line" in train.read_text() and "<<<<<<<" not in train.read_text()
-    assert (project / "scripts" / "image_packages.py").is_file()  # a file 0.2.0 did not have
+    assert (project / "scripts" / "sweep.py").is_file()  # a file neither release had
     fresh = tmp_path / "fresh"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        copier.run_copy(str(template), str(fresh), data=answers, defaults=True, unsafe=True, quiet=True, vcs_ref="v0.3.0")
-    assert (project / "scripts" / "job-env.sh").read_text() == (fresh / "scripts" / "job-env.sh").read_text()
+        copier.run_copy(str(template), str(fresh), data=answers, defaults=True, unsafe=True, quiet=True, vcs_ref="v9.0.0")
+    assert after["plugin_data"] == yaml.safe_load((fresh / ANSWERS_FILE).read_text())["plugin_data"]
+    for name in ("scripts/job-env.sh", "jobs/profile.sbatch", "README.md"):
+        assert (project / name).read_text() == (fresh / name).read_text(), name
+    assert train.read_text().replace("# our own line\n", "", 1) == (fresh / "jobs" / "train.sbatch").read_text()
 
 
 def test_a_value_that_does_not_fit_is_reported_by_field_not_as_a_traceback():

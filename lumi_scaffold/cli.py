@@ -392,7 +392,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices
 
-    from .doctor import home_notice, image_check, sbatch_test_only, venv_files, venv_pack_notes
+    from .doctor import home_notice, image_check, sbatch_test_only, storage_checks, venv_files, venv_pack_notes
     from .errors import SlurmUnreachable
 
     project = _project(args.project)
@@ -421,10 +421,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
               "to have Slurm check the jobs (sbatch --test-only)")
     if checks is None:
         print("note: no sbatch on PATH: run doctor on a login node to have Slurm check the jobs (sbatch --test-only)")
-    elif image := _recorded_image(answers):  # a login node: the environment jobs are submitted from
-        if (problem := image_check(image)) is not None:
-            problems.append(problem)
-            print(f"problem: {problem}")
+    else:  # a login node: the environment jobs are submitted from
+        image = _recorded_image(answers)
+        for problem in ([image_check(image)] if image else []) + storage_checks(answers):
+            if problem is not None:
+                problems.append(problem)
+                print(f"problem: {problem}")
     for check in checks or []:
         print(f"{'ok' if check.ok else 'problem'}: {check.job}: sbatch --test-only: {check.message}")
     failed = [c for c in checks or [] if not c.ok]

@@ -284,11 +284,20 @@ def lumi_path_variable(path: Any) -> str:
     return path_variable(str(path))
 
 
+def lumi_storage_variables(plugin_data: Any, *more: Any) -> list[str]:
+    """The environment variables the project's storage paths start with
+    (lumi_scaffold.plugin_data.storage_variables; ``more``: other paths, e.g. the dataset archive)."""
+    from .plugin_data import storage_variables
+
+    return storage_variables(plugin_data, *map(str, more))
+
+
 # The Jinja globals and filters plugins and templates may rely on (docs/plugins/compatibility.md).
 _GLOBALS = {f.__name__: _user_errors(f) for f in (
     lumi_choices, lumi_default, lumi_check, lumi_resolve, lumi_notices, lumi_framework_text, lumi_plugin_files,
     lumi_sources)}
-_FILTERS = {f.__name__: _user_errors(f) for f in (lumi_render, lumi_yaml, lumi_py_text, lumi_sh, lumi_cite, lumi_path_variable)}
+_FILTERS = {f.__name__: _user_errors(f) for f in (
+    lumi_render, lumi_yaml, lumi_py_text, lumi_sh, lumi_cite, lumi_path_variable, lumi_storage_variables)}
 
 
 class LumiExtension(Extension):

@@ -17,7 +17,8 @@ from typing import Any
 
 from .errors import SlurmUnreachable
 
-__all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "image_check", "sbatch_test_only", "venv_files", "venv_pack_notes"]
+__all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "image_check", "sbatch_test_only", "storage_checks", "venv_files",
+           "venv_pack_notes"]
 
 
 def home_notice(project: Path, plugin_data: dict[str, Any]) -> str | None:
@@ -107,6 +108,18 @@ def image_check(path: str, environ: dict[str, str] | None = None) -> str | None:
     if not os.path.isfile(real):
         return f"no image at {path} ({name}={value}, so {real}): put the image there, or set {name} or SIF=/path/to/image.sif"
     return None
+
+
+def storage_checks(answers: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
+    """The variables the project's storage paths start with (a site whose scratch is
+    ``${MYSCRATCH}``) that are not set here, as the jobs check them when they start."""
+    from .plugin_data import storage_variables
+
+    archive = str(answers.get("dataset_archive") or "") if answers.get("prestage") else ""
+    env = os.environ if environ is None else environ
+    return [f"the project's data, outputs and caches are under ${{{name}}}, and {name} is not set here: set it (jobs "
+            "take it from the shell that submits them)" for name in storage_variables(answers.get("plugin_data"), archive)
+            if not env.get(name)]
 
 
 def venv_files(project: Path) -> int | None:

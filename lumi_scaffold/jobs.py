@@ -382,8 +382,9 @@ def costs(r: Request, computed: dict[str, Shape]) -> dict[str, Cost]:
 
 
 def signal_lead(walltime: str) -> int:
-    """Seconds before the time limit at which Slurm warns the training job (USR1): after it,
-    a job that ends unfinished ran out of time, and its chain goes on."""
+    """Seconds before the time limit at which Slurm warns a job with this limit (USR1): after
+    it, a training job that ends unfinished ran out of time, and its chain goes on; the
+    profile job's report says so."""
     try:
         seconds = slurm_time_seconds(walltime)
     except ValueError:
@@ -414,6 +415,7 @@ def fields(r: Request, *, container_binds: list[str], allreduce_bench: str) -> d
         run_name=r.project,
         profile_steps=PROFILE_STEPS,
         signal_lead=signal_lead(r.walltime),
+        profile_signal_lead=signal_lead(computed["profile"].time),
         memory=train.memory.option,
         memory_note=train.memory.note(train.whole_node),
         whole_node_memory=whole_node_memory.option,

@@ -25,13 +25,13 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from ._types import (AbsPath, AbsPathOrEmpty, CpuMask, EnvName, Ident, OneLine, Package, PlainNameOrEmpty, PythonName,
-                     Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_abs_path)
+                     Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_abs_path, path_variable)
 from .errors import PluginDataError
 from .jobs import JOB_KINDS, Binding, Cost, Shape, shape_from_options
 from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
                      SiteNote, TrainArg, check_pull_address)
 
-__all__ = ["SCHEMA", "Cost", "PluginData", "PluginDataError", "validate_plugin_data"]
+__all__ = ["SCHEMA", "Cost", "PluginData", "PluginDataError", "storage_variables", "validate_plugin_data"]
 
 SCHEMA = 3
 """Shape of plugin_data written now. 1: lumi-scaffold 0.1 and 0.2 (no computed job fields);
@@ -131,7 +131,10 @@ class JobFields(_Part):
     run_name: Slug = "run"
     profile_steps: int = Field(40, ge=1, description="Steps of the README's profile command; the profile job's time "
                                "limit is sized for them.")
-    signal_lead: int = Field(300, ge=1)
+    signal_lead: int = Field(300, ge=1, description="Seconds before its time limit at which Slurm warns the training "
+                             "job (USR1).")
+    profile_signal_lead: int = Field(300, ge=1, description="The same for the profile job, whose time limit is its "
+                                     "own (0.3.1; older answers files: 300).")
     # Computed (schema 2).
     slurm: dict[JobKind, list[SlurmOption]] = Field(
         default_factory=dict, description="The Slurm options of each job kind (jobs/interactive.sh uses train's; "
@@ -346,6 +349,17 @@ def upgraded_job(job: dict[str, Any], site: dict[str, Any], container: dict[str,
 
 FIX = ("plugin_data is computed by lumi-scaffold from the installed plugins: do not give it with --data or edit it "
        "in .copier-answers.yml (restore that file from git, then run lumi-scaffold update)")
+
+
+def storage_variables(data: Any, *more: str) -> list[str]:
+    """The environment variables the project's storage paths start with (a site whose
+    scratch is ``${MYSCRATCH}``): its data, outputs, kernel-cache store and cache
+    directories, and ``more`` (the dataset archive). Jobs check them when they start, doctor
+    on a login node. ``data`` is plugin_data as the answers file records it."""
+    data = data if isinstance(data, dict) else {}
+    caches = [c.get("value", "") for c in data.get("caches") or [] if isinstance(c, dict)]
+    paths = [data.get(k) or "" for k in ("dataset_dir", "output_root", "kernel_cache_store")] + caches + list(more)
+    return sorted({name for name in map(path_variable, map(str, paths)) if name})
 
 
 def validate_plugin_data(data: Any, where: str = "plugin_data") -> PluginData:

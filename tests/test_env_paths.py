@@ -280,3 +280,86 @@ def test_plain_copier_update_refuses_a_bad_answer_in_one_line_and_changes_nothin
     assert any(text.startswith(line) for text in result.stderr.splitlines()), result.stderr
     status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True)
     assert status.stdout == ""
+
+
+# ------------------------------------------------- storage areas under a variable
+
+def scratch_under(monkeypatch, site: str, path: str) -> None:
+    """The catalogue with the site's scratch area at ``path`` (TEST DATA: a site whose scratch
+    is ``${MYSCRATCH}/...``, not a fact about the site named)."""
+    real = plugins.get_catalogue()
+    cat = plugins.Catalogue(**{**vars(real), "sites": dict(real.sites)})
+    here = cat.sites[site]
+    areas = [a.model_copy(update={"path": path}) if a.name == "scratch" else a for a in here.storage]
+    cat.sites[site] = here.model_copy(update={"storage": areas})
+    monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
+
+
+STORAGE_LINE = ("MYSCRATCH is not set: the project's data, outputs and caches are under ${MYSCRATCH} "
+                "(scripts/job-env.sh). Fix: set MYSCRATCH in the shell that submits the job")
+
+
+def test_storage_under_a_variable_renders_lints_and_is_checked_by_the_job_and_doctor(template, tmp_path, monkeypatch):
+    from lumi_scaffold.answers import read_answers
+    from lumi_scaffold.doctor import storage_checks
+
+    scratch_under(monkeypatch, "lumi", "${MYSCRATCH}/{project}")
+    project = render(template, tmp_path / "p", prestage=True)
+    job_env = (project / "scripts/job-env.sh").read_text()
+    assert 'OUTPUT_ROOT="${OUTPUT_ROOT:-${MYSCRATCH}/project_465000000/${USER}/demo/outputs}"' in job_env
+    assert 'export TORCH_HOME="${MYSCRATCH}/project_465000000/${USER}/cache/torch_home"' in (
+        project / "scripts/run.sh").read_text()
+    assert lint_project(project, plugins.get_catalogue(), "lumi") == []
+
+    def source(**variables: str) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k not in ("MYSCRATCH", "OUTPUT_ROOT", "DATA_DIR")}
+        script = 'module() { :; }; set -euo pipefail; source scripts/job-env.sh; echo "${OUTPUT_ROOT}"'  # (no Lmod here)
+        return subprocess.run(["bash", "-c", script],
+                              cwd=project, env={**env, "SIF": "/x.sif", "USER": "u1", **variables}, capture_output=True,
+                              text=True)
+
+    unset = source()
+    assert (unset.returncode, unset.stdout, unset.stderr) == (2, "", STORAGE_LINE + "\n")
+    found = source(MYSCRATCH="/s")
+    assert found.returncode == 0, found.stderr
+    assert found.stdout == "/s/project_465000000/u1/demo/outputs\n"
+    # doctor, on a login node, checks the variable as the job will.
+    answers = read_answers(project)
+    assert storage_checks(answers, environ={}) == [
+        "the project's data, outputs and caches are under ${MYSCRATCH}, and MYSCRATCH is not set here: set it (jobs "
+        "take it from the shell that submits them)"]
+    assert storage_checks(answers, environ={"MYSCRATCH": "/s"}) == []
+
+
+def test_a_site_without_variables_has_no_storage_check(template, tmp_path):
+    from lumi_scaffold.answers import read_answers
+    from lumi_scaffold.doctor import storage_checks
+
+    project = render(template, tmp_path / "p", prestage=True)
+    assert "is not set: the project's data" not in (project / "scripts/job-env.sh").read_text()
+    assert storage_checks(read_answers(project), environ={}) == []
+
+
+@pytest.mark.slurm
+def test_the_job_stops_in_one_line_without_its_storage_variable_and_writes_under_it(
+        slurm_cluster_local2n, template, tmp_path, site_root, monkeypatch):
+    """A project of a site whose scratch is ${MYSCRATCH}/...: a job submitted without the
+    variable stops with one line; with it, the run's outputs are under it."""
+    from .jobs import job_env, log_of, run_job
+
+    if "local" not in plugins.get_catalogue().sites:
+        pytest.skip("plugins/lumi-site-local is not installed")
+    scratch_under(monkeypatch, "local", "${MYSCRATCH}/{account}")
+    cluster = slurm_cluster_local2n
+    project = render(template, tmp_path / "p", site="local", account="local", partition="batch", gpus_per_node=2)
+    env = {k: v for k, v in job_env(cluster, tmp_path, site_root).items()
+           if k not in ("MYSCRATCH", "OUTPUT_ROOT", "KERNEL_CACHE_STORE")}
+    missing, result = run_job(cluster, project, env, "jobs/smoke-test.sbatch")
+    assert (result.state, result.exit_code) == ("FAILED", 2)
+    assert log_of(project, missing).splitlines() == [STORAGE_LINE]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    job, result = run_job(cluster, project, {**env, "MYSCRATCH": str(scratch)}, "jobs/train.sbatch", "--steps", "5")
+    log = log_of(project, job)
+    assert result.state == "COMPLETED", log
+    assert [p.relative_to(scratch).parts[0] for p in scratch.rglob(f"reports/{job}.json")] == ["local"], log

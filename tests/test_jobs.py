@@ -111,3 +111,16 @@ def test_a_job_kind_is_one_registry_entry_and_one_template():
         name = Path(kind.file).name
         assert any(name in t for t in templates), (kind.name, templates)
     assert {k.name for k in JOB_KINDS.values() if k.shape is None} == {"interactive"}
+
+
+@pytest.mark.parametrize(("walltime", "train", "profile"), [
+    ("12:00:00", 300, 300),  # the profile's own 00:20:00 gets 300 s too
+    ("00:40:00", 600, 300),  # training a quarter of 40 minutes, the profile a quarter of its 20
+    ("00:10:00", 150, 150),  # the profile takes the shorter training limit, and its warning
+])
+def test_the_profile_job_is_warned_before_its_own_limit(tmp_path, walltime, train, profile):
+    project = render(REPO, tmp_path / "p", profiler="rocprofv3", walltime=walltime)
+    headers = {name: (project / "jobs" / f"{name}.sbatch").read_text() for name in ("train", "profile")}
+    assert f"#SBATCH --signal=B:USR1@{train}\n" in headers["train"]
+    assert f"#SBATCH --signal=B:USR1@{profile}\n" in headers["profile"]
+    assert f'trap \'echo "time limit in {profile} s: the profile will end unfinished" >&2; time_is_up\' USR1' in headers["profile"]

@@ -108,7 +108,8 @@ def test_resolve_whole_node_multi_node_legacy_image():
                                         "shapes", "memory_note", "whole_node_memory")}
     assert job == {"smoke_partition": "small-g", "smoke_qos": "", "whole_node": True, "exclusive": False, "tasks": 16,
                    "tasks_per_node": 8, "ranks_per_task": 1, "cpus_per_task": 7, "torchrun_binding": "",
-                   "binding": "masks", "shared_node_tmp_gb": None, "run_name": "demo", "profile_steps": 40, "signal_lead": 300}
+                   "binding": "masks", "shared_node_tmp_gb": None, "run_name": "demo", "profile_steps": 40, "signal_lead": 300,
+                   "profile_signal_lead": 300}
     # The computed job fields the templates print.
     assert computed["memory"] == "--mem=480G" and data["package"] == "demo"
     assert computed["memory_note"] == "Whole nodes: 480G per node." and computed["whole_node_memory"] == "--mem=480G"

@@ -220,14 +220,15 @@ def test_a_job_that_cannot_stage_its_data_queues_no_next_job(slurm_cluster, temp
 
 def test_a_dev_g_job_refuses_a_chain(slurm_cluster, template, tmp_path, site_root):
     """dev-g is for debugging only [UG-part]: its training job refuses --chain in one line
-    naming the partition, before it stages data, trains or queues anything."""
+    naming the partition and its purpose (the site's data), before it stages data, trains or queues anything."""
     project = render(template, tmp_path / "p", partition="dev-g", gpus_per_node=1, walltime="00:10:00")
     env = job_env(slurm_cluster, tmp_path, site_root)
     job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--chain", "2", "--steps", "20")
     log = log_of(project, job_id)
     assert (result.state, result.exit_code) == ("FAILED", 2), log
     assert log.strip().splitlines() == [
-        "--chain: dev-g is for debugging and quick tests only, not for chains of jobs. "
+        "--chain: dev-g takes no chains of jobs; dev-g: Debugging and quick tests only (2 jobs, 1 running); "
+        "abuse can suspend the account. "
         "Fix: train long runs on another partition (lumi-scaffold update -d partition=<name>)"], log
     assert not (tmp_path / "outputs").exists()
     queued = slurm_cluster.run(["squeue", "-h", "-o", "%i %E"]).stdout
@@ -245,6 +246,33 @@ def test_profiler_wraps_only_the_chosen_rank(slurm_cluster, template, tmp_path, 
     assert (project / "profiles" / str(job_id) / "rank-1").is_dir()
     assert not (project / "profiles" / str(job_id) / "rank-0").exists()
     assert "done: 10 steps" in log and not (tmp_path / "outputs" / "demo").exists()  # not the training run
+    report = json.loads((tmp_path / "outputs" / f"profile-{job_id}" / "reports" / f"{job_id}.json").read_text())
+    assert report["kind"] == "profile" and report["ended"] == "finished" and report["steps"]["done"] == 10, report
+
+
+def test_the_profile_job_reports_at_its_time_limit_warning(slurm_cluster, template, tmp_path, site_root):
+    """The profile job has its own time limit and Slurm's warning before it (USR1 to the batch
+    shell, sent here by hand): it says so, and rank 0's report says 'time limit' at once."""
+    project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprofv3")
+    env = job_env(slurm_cluster, tmp_path, site_root)
+    job_id = slurm_cluster.sbatch(["jobs/profile.sbatch", "--steps", "100000", "--num-workers", "0"], cwd=project, env=env)
+    deadline = time.monotonic() + 180
+    while not re.search(r"^step \d+ loss", log_of(project, job_id), re.M):
+        assert time.monotonic() < deadline, log_of(project, job_id)
+        time.sleep(0.5)
+    slurm_cluster.run(["scancel", "--batch", "--signal=USR1", str(job_id)], check=True)
+    report_file = tmp_path / "outputs" / f"profile-{job_id}" / "reports" / f"{job_id}.json"
+    while not (report_file.exists() and json.loads(report_file.read_text())["ended"] == "time limit"):
+        assert time.monotonic() < deadline, log_of(project, job_id)
+        time.sleep(0.5)
+    assert slurm_cluster.job_info(job_id)["JobState"] == "RUNNING"  # reported at the warning, before the end
+    slurm_cluster.run(["scancel", str(job_id)], check=True)
+    slurm_cluster.wait(job_id, timeout=60)
+    log = log_of(project, job_id)
+    lead = re.search(r"^#SBATCH --signal=B:USR1@(\d+)$", (project / "jobs/profile.sbatch").read_text(), re.M).group(1)
+    assert f"time limit in {lead} s: the profile will end unfinished" in log, log
+    assert re.search(rf"^report: job {job_id} time limit · steps 1-\d+ ", log, re.M), log
+    assert json.loads(report_file.read_text())["kind"] == "profile"
 
 
 def test_jax_project_trains_on_two_processes(slurm_cluster, template, tmp_path, site_root):

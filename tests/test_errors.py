@@ -1,5 +1,5 @@
 """One error root: every error raised on purpose is a LumiScaffoldError, and the command
-prints it as one line with exit code 1; the CLI and new-plugin import no cycle."""
+prints it as one line with exit code 1; the CLI and new-plugin import no cycle, and the package has no import cycle."""
 
 from __future__ import annotations
 
@@ -71,6 +71,47 @@ def test_cli_and_newplugin_import_no_cycle():
     assert result.returncode == 0, result.stderr
     source = (REPO / "lumi_scaffold" / "newplugin.py").read_text()
     assert "from .cli" not in source and "import cli" not in source
+
+
+ENTRY_POINTS = {"cli", "copier_ext", "testing"}  # what the user, Copier and plugin tests start from
+
+
+def imports_of_the_package() -> dict[str, set[str]]:
+    """Each lumi_scaffold module and the package modules it imports, at the top or inside
+    a function (a lazy import closes a cycle too)."""
+    package = REPO / "lumi_scaffold"
+    names = {p.stem for p in package.glob("*.py") if p.stem != "_template_code"}
+    graph: dict[str, set[str]] = {}
+    for name in names:
+        found = set()
+        for node in ast.walk(ast.parse((package / f"{name}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                found |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lumi_scaffold"):
+                parts = node.module.split(".")
+                found |= {parts[1]} if len(parts) > 1 else {a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("lumi_scaffold.")}
+        graph[name] = found & names - {name}
+    return graph
+
+
+def test_the_package_has_no_import_cycle_and_no_module_imports_an_entry_point():
+    graph = imports_of_the_package()
+    assert {"cli", "jobs", "plugin_data"} <= set(graph) and "errors" in graph["cli"]  # the scan sees the package
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        assert name not in path, "import cycle: " + " -> ".join(path[path.index(name):] + (name,))
+        if name not in done:
+            for dep in sorted(graph[name]):
+                visit(dep, path + (name,))
+            done.add(name)
+
+    for name in sorted(graph):
+        visit(name, ())
+    upward = sorted((name, dep) for name, deps in graph.items() for dep in deps & ENTRY_POINTS)
+    assert upward == [], "modules importing an entry point"
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,9 @@ from .known_issues import project_issues
 from .jobs import JOB_KINDS, Shape
 from .plugin_data import PluginData, validate_plugin_data
 from .plugins import get_catalogue
+from .tracking import TRACKERS
+
+TRACKING_HINT = "lumi-scaffold update -d tracking=<" + "|".join(t for t in TRACKERS if t != "none") + "> adds a tracker"
 
 __all__ = ["JobReport", "explain_project", "format_report"]
 
@@ -176,6 +179,7 @@ def explain_project(project: Path | str) -> dict[str, Any]:
                         "billed_per_hour": train.per_hour if train else None, "unit": train.unit if train else "",
                         "rule": train.rule if train else "no billing rule known for this partition"},
         "prestage": _prestage(answers, data),
+        "research": _research(project, data),
         "known_issues": project_issues(answers["plugin_data"], get_catalogue()),
     }
 
@@ -186,6 +190,21 @@ def _arrays_refused(data: PluginData) -> str:
     part = data.partition
     return f"{part.name} takes no job arrays (the trials of a sweep would break its job limits)" + (
         f"; {part.name}: {part.purpose.rstrip('.')}" if part.purpose else "")
+
+
+def _research(project: Path, data: PluginData) -> dict[str, Any] | None:
+    """What the jobs leave for comparing runs: a report per job (src/<package>/runlog.py;
+    projects made before it have none) and the tracker they log to."""
+    if not (data.package and (project / "src" / data.package / "runlog.py").is_file()):
+        return None
+    tracker = data.tracking
+    return {
+        "reports": f"{data.output_root}/<run name>/reports/<job id>.json",
+        "tracking": tracker.name if tracker else "none",
+        "title": TRACKERS[tracker.name if tracker else "none"].title,
+        "writes": TRACKERS[tracker.name].where if tracker else "",
+        "readme": f"Tracking with {tracker.title}" if tracker else "",  # the README's section: how to look at them
+    }
 
 
 def _sweeps(project: Path, per_trial: float | None) -> list[dict[str, Any]]:
@@ -287,5 +306,13 @@ def format_report(report: dict[str, Any]) -> str:
     if report["prestage"]:
         p = report["prestage"]
         lines.append(f"pre-staging: up to {_number(p['budget_gb'])} GB in {p['where']} per node: {p['why']}")
+    if report.get("research"):
+        r = report["research"]
+        lines.append(f"job reports: {r['reports']} (lumi-scaffold explain --runs lists them)")
+        if r["tracking"] == "none":
+            lines.append(f"tracking: none; the job reports only ({TRACKING_HINT})")
+        else:
+            lines.append(f"tracking: {r['title']}, one tracked run per run directory across the jobs that resume it, "
+                         f"{r['writes']}; to look at them: README.md, \"{r['readme']}\"")
     lines += [f"warning: {line}" for line in report.get("known_issues", [])]
     return "\n".join(lines)

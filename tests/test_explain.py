@@ -90,6 +90,31 @@ def test_a_sweep_costs_a_training_job_per_trial(tmp_path):
     assert "billed per trial: 16 GPU-hours at the time limit" in text and "sweeps/mine.txt: 5 trial(s): 80 GPU-hours" in text
 
 
+@pytest.mark.parametrize(("tracking", "line"), [
+    ("none", "tracking: none; the job reports only (lumi-scaffold update -d tracking=<tensorboard|mlflow|wandb> adds a "
+             "tracker)"),
+    ("mlflow", "tracking: MLflow, one tracked run per run directory across the jobs that resume it, a file store in "
+               'OUTPUT_ROOT/mlruns; to look at them: README.md, "Tracking with MLflow"'),
+    ("wandb", "tracking: Weights & Biases, one tracked run per run directory across the jobs that resume it, W&B run "
+              'files in RUN_DIR/wandb (offline unless WANDB_MODE=online); to look at them: README.md, "Tracking with '
+              'Weights & Biases"'),
+])
+def test_explain_says_where_the_jobs_report_and_what_they_track(tmp_path, tracking, line):
+    project = render(REPO, tmp_path / "p", tracking=tracking)
+    report = explain_project(project)
+    assert report["research"]["tracking"] == tracking
+    lines = format_report(report).splitlines()
+    assert line in lines
+    assert ("job reports: /scratch/project_465000000/${USER}/demo/outputs/<run name>/reports/<job id>.json "
+            "(lumi-scaffold explain --runs lists them)") in lines
+    if tracking != "none":
+        assert f"### {report['research']['readme']}\n" in (project / "README.md").read_text()
+    # A project whose jobs write no reports (made before them, or its runlog.py removed) is not said to.
+    (project / "src/demo/runlog.py").unlink()
+    assert explain_project(project)["research"] is None
+    assert not any(x.startswith(("job reports:", "tracking:")) for x in format_report(explain_project(project)).splitlines())
+
+
 def test_dev_g_refuses_sweeps_and_explain_says_so(tmp_path):
     project = render(REPO, tmp_path / "p", partition="dev-g", gpus_per_node=2)
     why = ("dev-g takes no job arrays (the trials of a sweep would break its job limits); dev-g: Debugging and quick tests "

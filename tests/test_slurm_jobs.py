@@ -432,6 +432,11 @@ def test_a_sweep_is_a_throttled_job_array_with_a_run_per_trial(slurm_cluster, te
                                                                                      ["--lr", "0.5"]], summary
     assert [r[-3] for r in rows] == ["10", "10", "15"], summary  # steps
     assert all(re.fullmatch(r"\d+\.\d+", r[-5]) for r in rows), summary  # a final loss for each trial
+    # The project's summary (login-node python3, no lumi-scaffold) and explain --runs read the same reports alike.
+    seen = {run["run"]: run for run in read_runs(root)}
+    trials = [seen[f"small-{i:03d}"] for i in (1, 2, 3)]
+    assert [[format(t["loss"]["last"], ".4g"), format(t["loss"]["best"], ".4g"), str(t["last_step"])] for t in trials] == [
+        r[-5:-2] for r in rows], summary  # final loss, best loss, steps
     assert mlflow_runs_tagged(root / "mlruns", "small") == ["small-001", "small-002", "small-003"]
 
 

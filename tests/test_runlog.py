@@ -26,7 +26,7 @@ runlog.check()
 start, stop, kill = (int(os.environ[k]) for k in ("START", "STOP", "KILL"))
 sleep = float(os.environ.get("SLEEP", "0"))
 log = runlog.RunLog(rank=0, world=4, output=os.environ["OUT"], start_step=start, last_step=stop,
-                    samples_per_step=32, config={"steps": stop, "lr": 0.1})
+                    samples_per_step=32, config={"steps": stop, "lr": 0.1}, peak_memory=lambda: 2_500_000_000)
 for step in range(start + 1, stop + 1):
     time.sleep(sleep)
     log.step(step, data_wait=sleep / 10, metrics=lambda: {"loss": 1.0 / step, "lr": 0.1})
@@ -132,6 +132,55 @@ def test_a_resumed_run_is_one_tracked_run_with_every_step_once(tmp_path, tracker
     steps = {"tensorboard": lambda: tensorboard_steps(tmp_path / "run"), "mlflow": lambda: mlflow_steps(tmp_path / "mlruns"),
              "wandb": lambda: wandb_steps(tmp_path / "run")}[tracker]()
     assert steps == list(range(5, 41, 5)), steps
+
+
+METRICS = {"loss", "lr", "samples_per_s", "step_time_s", "peak_memory_gb"}
+
+
+def tracked(tracker: str, tmp_path: Path) -> tuple[dict[str, list[int]], dict[str, str]]:
+    """Each metric's logged steps and the run's config, as the tracker's own reader gives them."""
+    if tracker == "tensorboard":
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+        events = EventAccumulator(str(tmp_path / "run/tensorboard"))
+        events.Reload()
+        metrics = {tag: [e.step for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+        text = events.Tensors("config")[0].tensor_proto.string_val[0].decode()
+        return metrics, {k: str(v) for k, v in json.loads(text).items()}
+    if tracker == "mlflow":
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(str(tmp_path / "mlruns"))
+        run = client.search_runs([client.get_experiment_by_name("demo").experiment_id])[0]
+        return ({name: [m.step for m in client.get_metric_history(run.info.run_id, name)] for name in run.data.metrics},
+                dict(run.data.params))
+    metrics: dict[str, list[int]] = {}
+    config: dict[str, str] = {}
+    for path in (tmp_path / "run/wandb").glob("offline-run-*/run-*.wandb"):
+        for record in wandb_records(path):
+            kind = record.WhichOneof("record_type")
+            if kind == "history":
+                for item in record.history.item:
+                    if not (item.key or "/".join(item.nested_key)).startswith("_"):
+                        metrics.setdefault(item.key or "/".join(item.nested_key), []).append(record.history.step.num)
+            elif kind == "config":
+                config |= {item.key: item.value_json for item in record.config.update}
+            elif kind == "run":
+                config |= {item.key: item.value_json for item in record.run.config.update}
+    return metrics, {k: json.loads(v).get("value", v) if v.startswith("{") else json.loads(v) for k, v in config.items()
+                     if not k.startswith("_")}
+
+
+@pytest.mark.parametrize("tracker", ["tensorboard", "mlflow", "wandb"])
+def test_every_metric_and_the_config_are_tracked(tmp_path, tracker, monkeypatch):
+    """Loss, learning rate, samples/s, step time and peak device memory every 5th step, and
+    the run's config (the answers and train.py's arguments)."""
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # (MLflow's reader, as the jobs set it)
+    result = run_driver(tmp_path, 0, 10, LUMI_SCAFFOLD_TRACKING=tracker)
+    assert result.returncode == 0, result.stderr
+    metrics, config = tracked(tracker, tmp_path)
+    assert {name: steps for name, steps in metrics.items() if name in METRICS} == {name: [5, 10] for name in METRICS}
+    assert str(config["steps"]) == "10" and str(config["lr"]) == "0.1", config
 
 
 def test_a_missing_tracker_package_is_one_line_at_start(tmp_path):

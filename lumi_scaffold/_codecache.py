@@ -278,30 +278,52 @@ def _remember(key: tuple, code) -> None:
 # written, like the package's own .py files. An entry is used for the same source and name
 # only, and only in an environment with the same signature as the one it was made in: its
 # settings, filters, tests and extensions as the code cache keys them, Jinja's version,
-# and the sizes of the other modules defining them (Copier's extension, the Ansible
-# filters; constant filter calls are folded into the code). lumi_scaffold's own filters
-# come with the table in the same release, and the test compares the code itself. Any
-# other text (an older template version during `copier update`, a template changed since
-# the release) is compiled as usual.
+# and the sizes of the other modules defining the extensions and the filters and tests the
+# template uses (Copier's extension, Jinja's filters; constant filter calls are folded into
+# the code). Modules of filters it does not use (markupsafe's escape) are left out, so a
+# newer release of them, which a user's install may well bring, keeps the shipped code in
+# use. lumi_scaffold's own filters come with the table in the same release, and the test
+# compares the code itself. Any other text (an older template version during `copier
+# update`, a template changed since the release) is compiled as usual.
 _SHIPPED_MARKERS = re.compile(r"\{[{%#]")
-_shipped_table: list[tuple[str, dict[str, str]]] = []
+_shipped_table: list[tuple[str, dict[str, str], tuple[tuple[str, ...], tuple[str, ...]]]] = []
 
 
-def shipped_signature(env) -> str:
+def shipped_used() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names of the filters and tests the shipped code's template uses."""
+    return _shipped()[2]
+
+
+def _shipped() -> tuple[str, dict[str, str], tuple[tuple[str, ...], tuple[str, ...]]]:
+    if not _shipped_table:
+        try:
+            from ._template_code import CODE, SIGNATURE, USED
+        except ImportError:  # a checkout where it was never made (or made before USED): compile as usual
+            SIGNATURE, CODE, USED = "", {}, ((), ())
+        _shipped_table.append((SIGNATURE, CODE, USED))
+    return _shipped_table[0]
+
+
+def shipped_signature(env, used: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> str:
+    """The environment's signature for shipped code that uses these filters and tests
+    (default: the shipped code's)."""
     import hashlib
     import os
 
     import jinja2
 
+    filters, tests = shipped_used() if used is None else used
+    code = [*(env.filters[n] for n in filters if n in env.filters), *(env.tests[n] for n in tests if n in env.tests),
+            *map(type, env.extensions.values()), env.finalize]
     sizes = []
-    for module in sorted({getattr(obj, "__module__", None) or "" for obj in _code_from(env)}):
+    for module in sorted({getattr(obj, "__module__", None) or "" for obj in code}):
         path = getattr(sys.modules.get(module), "__file__", None)
         if module and module != "builtins" and not module.startswith("lumi_scaffold"):
             try:
                 sizes.append((module, os.stat(path).st_size if path else None))
             except OSError:
                 sizes.append((module, None))
-    return hashlib.sha256(repr((_settings(env), jinja2.__version__, sizes)).encode()).hexdigest()
+    return hashlib.sha256(repr((_settings(env), jinja2.__version__, sizes, filters, tests)).encode()).hexdigest()
 
 
 def _shipped_key(source: str, name: str | None, defer_init: bool) -> str:
@@ -311,13 +333,7 @@ def _shipped_key(source: str, name: str | None, defer_init: bool) -> str:
 
 
 def _shipped_code(env, signature: str, source: str, name, filename, defer_init: bool) -> Any:
-    if not _shipped_table:
-        try:
-            from ._template_code import CODE, SIGNATURE
-        except ImportError:  # a checkout where it was never made: compile as usual
-            SIGNATURE, CODE = "", {}
-        _shipped_table.append((SIGNATURE, CODE))
-    made_for, table = _shipped_table[0]
+    made_for, table, _ = _shipped()
     python = table.get(_shipped_key(source, name, defer_init)) if signature == made_for else None
     if python is None:
         return None
@@ -325,10 +341,10 @@ def _shipped_code(env, signature: str, source: str, name, filename, defer_init: 
     return compile(python, "<template>" if filename is None else filename, "exec")  # as Jinja compiles its code
 
 
-def shipped_code_for(template: Any) -> tuple[str, dict[str, str]]:
+def shipped_code_for(template: Any) -> tuple[str, dict[str, str], tuple[tuple[str, ...], tuple[str, ...]]]:
     """What lumi_scaffold/_template_code.py holds for the template at ``template`` (a
-    directory with copier.yml): the signature of the environment Copier builds for it, and
-    {key: Jinja's Python source} in that environment."""
+    directory with copier.yml): the signature of the environment Copier builds for it,
+    {key: Jinja's Python source} in that environment, and the filters and tests it uses."""
     import shutil
     import tempfile
     from pathlib import Path
@@ -360,11 +376,24 @@ def shipped_code_for(template: Any) -> tuple[str, dict[str, str]]:
         shutil.copytree(under, copy / under.relative_to(root), ignore=shutil.ignore_patterns("__pycache__", "*.py[co]"),
                         dirs_exist_ok=True)
         env = Worker(src_path=str(copy), dst_path=Path(tmp) / "out", defaults=True, unsafe=True, quiet=True).jinja_env
-        table = {_shipped_key(text, name, False): env.compile(text, name, None, raw=True)
-                 for name, text in sorted(files.items())}
-        table |= {_shipped_key(text, None, False): env.compile(text, None, None, raw=True)
-                  for text in sorted(strings) if _SHIPPED_MARKERS.search(text)}
-        return shipped_signature(env), dict(sorted(table.items()))
+        sources = [(name, text) for name, text in sorted(files.items())]
+        sources += [(None, text) for text in sorted(strings) if _SHIPPED_MARKERS.search(text)]
+        table = {_shipped_key(text, name, False): env.compile(text, name, None, raw=True) for name, text in sources}
+        used = _used(env, [text for _, text in sources])
+        return shipped_signature(env, used), dict(sorted(table.items())), used
+
+
+def _used(env, sources: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The filters and tests these sources call, by name."""
+    from jinja2 import nodes
+
+    filters: set[str] = set()
+    tests: set[str] = set()
+    for text in sources:
+        tree = env.parse(text)
+        filters |= {node.name for node in tree.find_all(nodes.Filter)}
+        tests |= {node.name for node in tree.find_all(nodes.Test)}
+    return tuple(sorted(filters)), tuple(sorted(tests))
 
 
 def _builtin_framework_texts() -> set[str]:
@@ -389,11 +418,11 @@ def _builtin_framework_texts() -> set[str]:
 
 
 def _write(template: Any, out: Any) -> int:
-    signature, table = shipped_code_for(template)
+    signature, table, used = shipped_code_for(template)
     lines = ['"""Made by `python -m lumi_scaffold._codecache` from copier.yml and project-templates/:',
              "Jinja's Python for this template (see _codecache). Do not edit; remake it after",
              'changing a template (tests/test_codecache.py says when)."""', "",
-             f"SIGNATURE = {signature!r}", "CODE = {"]
+             f"SIGNATURE = {signature!r}", f"USED = {used!r}", "CODE = {"]
     lines += [f"    {key!r}: {python!r}," for key, python in table.items()]
     lines += ["}", ""]
     out.write_text("\n".join(lines), encoding="utf-8")

@@ -16,7 +16,7 @@ from .helpers import read_tree, render
 def no_shipped(monkeypatch):
     """As without lumi_scaffold/_template_code.py: every Jinja string and file is compiled
     (the disk cache's tests)."""
-    monkeypatch.setattr(_codecache, "_shipped_table", [("", {})])
+    monkeypatch.setattr(_codecache, "_shipped_table", [("", {}, ((), ()))])
 
 
 def _count_compiles(monkeypatch) -> list[str]:
@@ -221,9 +221,9 @@ def test_the_shipped_code_is_this_templates():
 
     from .helpers import REPO
 
-    signature, made = _codecache.shipped_code_for(REPO)
+    signature, made, used = _codecache.shipped_code_for(REPO)
     fix = "a template changed: remake the shipped code with `python -m lumi_scaffold._codecache`"
-    assert sorted(made) == sorted(_template_code.CODE), fix
+    assert sorted(made) == sorted(_template_code.CODE) and used == _template_code.USED, fix
     if signature == _template_code.SIGNATURE:
         assert made == _template_code.CODE, fix
 
@@ -238,7 +238,7 @@ def test_a_copy_takes_the_shipped_code_and_writes_the_same_files(template, tmp_p
     assert [s for s in compiled if "{{" in s or "{%" in s] == []
 
     monkeypatch.setattr(_codecache, "COMPILED", {})
-    monkeypatch.setattr(_codecache, "_shipped_table", [("", {})])  # no shipped code
+    monkeypatch.setattr(_codecache, "_shipped_table", [("", {}, ((), ()))])  # no shipped code
     compiled.clear()
     assert read_tree(render(template, tmp_path / "b")) == shipped
     assert len([s for s in compiled if "{{" in s or "{%" in s]) > 50
@@ -261,3 +261,36 @@ def test_shipped_code_is_not_used_in_another_environment(monkeypatch):
     assert _codecache.shipped_signature(env) != _template_code.SIGNATURE
     env.from_string(source)
     assert compiled == [source]
+
+
+def test_the_shipped_code_outlives_a_newer_module_the_template_does_not_use(tmp_path, monkeypatch):
+    """The template uses no filter of markupsafe's (escape): a newer markupsafe, which a
+    user's install may well bring, keeps the shipped code in use. A change to the module of
+    a filter it uses (Jinja's own) does not."""
+    import os
+    import shutil
+
+    import jinja2.filters
+    import markupsafe
+    from copier._main import Worker
+
+    from lumi_scaffold import _template_code
+
+    from .helpers import REPO
+
+    shutil.copy2(REPO / "copier.yml", tmp_path / "copier.yml")  # (the environment comes from copier.yml)
+    env = Worker(src_path=str(tmp_path), dst_path=tmp_path / "out", defaults=True, unsafe=True, quiet=True).jinja_env
+    assert _codecache.shipped_signature(env) == _template_code.SIGNATURE
+    assert "escape" not in _template_code.USED[0] and "join" in _template_code.USED[0]
+    real = os.stat
+
+    def grown(module):
+        def stat(path, *args, **kwargs):
+            info = real(path, *args, **kwargs)
+            return os.stat_result((*info[:6], info.st_size + 1, *info[7:])) if path == module.__file__ else info
+        return stat
+
+    monkeypatch.setattr(os, "stat", grown(markupsafe))
+    assert _codecache.shipped_signature(env) == _template_code.SIGNATURE
+    monkeypatch.setattr(os, "stat", grown(jinja2.filters))
+    assert _codecache.shipped_signature(env) != _template_code.SIGNATURE

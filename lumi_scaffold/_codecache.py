@@ -286,25 +286,29 @@ def _remember(key: tuple, code) -> None:
 # compares the code itself. Any other text (an older template version during `copier
 # update`, a template changed since the release) is compiled as usual.
 _SHIPPED_MARKERS = re.compile(r"\{[{%#]")
-_shipped_table: list[tuple[str, dict[str, str], tuple[tuple[str, ...], tuple[str, ...]]]] = []
+Used = tuple[tuple[str, ...], tuple[str, ...]]  # the names of the filters and tests a template uses
+_shipped_table: list[tuple[str, dict[str, str], Used]] = []
 
 
-def shipped_used() -> tuple[tuple[str, ...], tuple[str, ...]]:
+def shipped_used() -> Used:
     """The names of the filters and tests the shipped code's template uses."""
     return _shipped()[2]
 
 
-def _shipped() -> tuple[str, dict[str, str], tuple[tuple[str, ...], tuple[str, ...]]]:
+def _shipped() -> tuple[str, dict[str, str], Used]:
     if not _shipped_table:
+        entry: tuple[str, dict[str, str], Used]
         try:
-            from ._template_code import CODE, SIGNATURE, USED
-        except ImportError:  # a checkout where it was never made (or made before USED): compile as usual
-            SIGNATURE, CODE, USED = "", {}, ((), ())
-        _shipped_table.append((SIGNATURE, CODE, USED))
+            from . import _template_code as made
+
+            entry = (made.SIGNATURE, made.CODE, made.USED)
+        except ImportError:  # a checkout where it was never made: compile as usual
+            entry = ("", {}, ((), ()))
+        _shipped_table.append(entry)
     return _shipped_table[0]
 
 
-def shipped_signature(env, used: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> str:
+def shipped_signature(env, used: Used | None = None) -> str:
     """The environment's signature for shipped code that uses these filters and tests
     (default: the shipped code's)."""
     import hashlib
@@ -341,7 +345,7 @@ def _shipped_code(env, signature: str, source: str, name, filename, defer_init: 
     return compile(python, "<template>" if filename is None else filename, "exec")  # as Jinja compiles its code
 
 
-def shipped_code_for(template: Any) -> tuple[str, dict[str, str], tuple[tuple[str, ...], tuple[str, ...]]]:
+def shipped_code_for(template: Any) -> tuple[str, dict[str, str], Used]:
     """What lumi_scaffold/_template_code.py holds for the template at ``template`` (a
     directory with copier.yml): the signature of the environment Copier builds for it,
     {key: Jinja's Python source} in that environment, and the filters and tests it uses."""
@@ -383,7 +387,7 @@ def shipped_code_for(template: Any) -> tuple[str, dict[str, str], tuple[tuple[st
         return shipped_signature(env, used), dict(sorted(table.items())), used
 
 
-def _used(env, sources: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _used(env, sources: list[str]) -> Used:
     """The filters and tests these sources call, by name."""
     from jinja2 import nodes
 

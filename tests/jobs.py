@@ -70,6 +70,9 @@ def job_env(cluster, work: Path, site_root: Path, **extra: str) -> dict[str, str
         "DATA_DIR": str(work / "no-data"),
         "NODE_TMP": str(work / "node-tmp"),
         "KERNEL_CACHE_STORE": str(work / "kernel-caches"),  # (the default is on the site's /scratch)
+        # One compute thread per rank: up to 8 ranks share this machine's 2 cores, and
+        # OpenMP's spinning threads would otherwise take turns with every other test.
+        "OMP_NUM_THREADS": "1",
         **extra,
     })
 

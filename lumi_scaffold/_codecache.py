@@ -299,9 +299,9 @@ def _shipped() -> tuple[str, dict[str, str], Used]:
     if not _shipped_table:
         entry: tuple[str, dict[str, str], Used]
         try:
-            from . import _template_code as made
+            from ._template_code import CODE, SIGNATURE, USED
 
-            entry = (made.SIGNATURE, made.CODE, made.USED)
+            entry = (SIGNATURE, CODE, USED)
         except ImportError:  # a checkout where it was never made: compile as usual
             entry = ("", {}, ((), ()))
         _shipped_table.append(entry)

@@ -15,9 +15,7 @@ Everything runs on this machine in one go, so the ratios compare like with like:
   project-templates/ of --template, so uncommitted work is measured as it is on disk);
   runs are interleaved floor, ours, floor, ours... and the ratio judged is the median of
   the per-round ratios (paired, so slow drifts in the machine's load cancel); the ratio
-  of the medians is shown beside it. The judged copy is a user's default: no
-  LUMI_SCAFFOLD_CACHE_DIR (the compiled-code cache is opt-in); a row opting in is shown
-  beside it, and so is Copier's per-file floor (the one question with every file of our
+  of the medians is shown beside it. Copier's per-file floor is shown beside it (the one question with every file of our
   default project, each one line of Jinja: what Copier spends on a template of our
   shape). Every command runs with .pyc files, as an installed package has them
   (PYTHONDONTWRITEBYTECODE is dropped; they go to a temp PYTHONPYCACHEPREFIX).
@@ -81,7 +79,9 @@ REPO = Path(__file__).resolve().parent.parent
 # (measurement key) -> (target, kind): "ratio" targets compare to a reference, "seconds"
 # targets are absolute.
 TARGETS = {
-    "copy": (1.3, "ratio"),
+    # A regression guard, not a speed goal (0.4.0 retired the 1.3x goal and the machinery
+    # it took; docs/performance.md): a user copies once, and 1 s is nobody's problem.
+    "copy": (3.0, "ratio"),
     "update": (2.5, "ratio"),
     "matrix": (60.0, "seconds"),
     "help": (0.3, "seconds"),
@@ -89,7 +89,6 @@ TARGETS = {
     "behaviour": (120.0, "seconds"),  # tests/test_job_behaviour.py, one pytest run
     "trainings": (240.0, "seconds"),  # tests/test_slurm_jobs.py, one pytest run
 }
-CACHE_ENV = "LUMI_SCAFFOLD_CACHE_DIR"  # the opt-in compiled-code cache (lumi_scaffold/_codecache.py)
 JOB_MODULES = {"behaviour": "tests/test_job_behaviour.py", "trainings": "tests/test_slurm_jobs.py"}
 
 GIT_ENV = {
@@ -285,9 +284,7 @@ class Side:
 
 
 def bench_cli(root: Path, template_src: Path, runs: int, env: dict[str, str], with_floor_update: bool,
-              variant: Path | None = None, cache: Path | None = None) -> list[Row]:
-    """``env`` is a user's default: no LUMI_SCAFFOLD_CACHE_DIR. With ``cache``, one more
-    side opts in to the compiled-code cache there (shown, not judged)."""
+              variant: Path | None = None) -> list[Row]:
     copier = script("copier")
     sides = [
         Side("floor", "one-file template (floor)", make_floor_template(root / "floor-template", env), env),
@@ -302,11 +299,6 @@ def bench_cli(root: Path, template_src: Path, runs: int, env: dict[str, str], wi
         venv = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(variant), env.get("PYTHONPATH")]))}
         sides.append(Side("variant", f"lumi-scaffold defaults, variant {variant}",
                           make_our_template(variant, root / "variant-template", venv), venv))
-    if cache is not None:
-        # An opted-in user's second and later copies (the warm-up copy below fills the cache).
-        cached = {**env, CACHE_ENV: str(cache)}
-        sides.append(Side("cache", f"lumi-scaffold defaults, {CACHE_ENV} set (opt-in)",
-                          make_our_template(template_src, root / "cache-template", cached), cached, judged=False))
 
     # Projects at v1 to update from (generated and committed once, copied fresh per run).
     for side in sides:
@@ -617,8 +609,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="append", choices=["cli", "matrix", "startup", "jobs", "yaml"],
                    help="run only these parts (repeatable); jobs is never run unless named")
     p.add_argument("--no-floor-update", action="store_true", help="skip timing Copier's update floor")
-    p.add_argument("--no-cache-row", action="store_true",
-                   help=f"skip the copies that opt in to the compiled-code cache ({CACHE_ENV}; shown, not judged)")
     p.add_argument("--variant", type=Path, default=None,
                    help="a scratch checkout with a candidate fix: its copier.yml, project-templates/ and (through "
                         "PYTHONPATH) lumi_scaffold/ are timed in the same copy, update and start-up rounds, interleaved")
@@ -642,18 +632,14 @@ def main(argv: list[str] | None = None) -> int:
     settings_dir = Path(tempfile.mkdtemp(prefix="lumi-bench-settings-"))
     settings = settings_dir / "copier-settings.yml"
     settings.write_text("{}\n")
-    # The judged copies are a user's default: no compiled-code cache (LUMI_SCAFFOLD_CACHE_DIR
-    # is opt-in, lumi_scaffold/_codecache.py); one more row opts in, in the bench's own
-    # directory (shown, not judged). Python keeps compiled modules as an installed package
+    # Python keeps compiled modules as an installed package
     # has them (pip writes .pyc files at install): PYTHONDONTWRITEBYTECODE in the caller's
     # shell would make every copy compile lumi_scaffold and the plugins from source (~70 ms),
     # so it is dropped, and the .pyc files go to a temp PYTHONPYCACHEPREFIX, not into the
     # source trees; the warm-up copies fill it.
-    cache = settings_dir / "cache"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", CACHE_ENV)}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env |= {**GIT_ENV, "COPIER_SETTINGS_PATH": str(settings), "PYTHONPYCACHEPREFIX": str(settings_dir / "pycache")}
     os.environ["COPIER_SETTINGS_PATH"] = str(settings)  # in-process renders too
-    os.environ[CACHE_ENV] = str(cache)  # the matrix: one process renders thousands, the cache is shared in memory
 
     rows: list[Row] = []
     t0 = time.perf_counter()
@@ -665,8 +651,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows += bench_startup(runs * 2, env, args.variant)
             if "cli" in parts:
                 print("bench: copier copy / update (CLI)", file=sys.stderr, flush=True)
-                rows += bench_cli(root, template, runs, env, not args.no_floor_update, args.variant,
-                                  None if args.no_cache_row else cache)
+                rows += bench_cli(root, template, runs, env, not args.no_floor_update, args.variant)
             if "matrix" in parts:
                 print("bench: answer matrix (in-process)", file=sys.stderr, flush=True)
                 rows += bench_matrix(root, template, sample, args.workers, singles=max(5, runs))

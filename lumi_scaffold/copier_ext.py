@@ -17,7 +17,6 @@ from jinja2.ext import Extension
 from jinja2.runtime import Context
 
 from . import HOME_URL, plugins, questions, sources
-from ._codecache import share_compiled_code
 from .errors import RefusedAnswer, LumiScaffoldError
 
 _warned = False
@@ -307,4 +306,58 @@ class LumiExtension(Extension):
         super().__init__(environment)
         environment.globals.update(_GLOBALS, lumi_home_url=HOME_URL)
         environment.filters.update(_FILTERS)
-        share_compiled_code(environment)
+        _share_compiled_code(environment)
+
+
+# Copier builds a new Jinja environment for every copy (three for an update) and compiles
+# the same template strings and files in each. Within one process (the test matrix,
+# check_conformance, an update) the compiled code is shared between environments of the
+# same settings, filters and extensions: it depends on nothing else (Jinja runs filters on
+# constants while compiling, and extensions take part in parsing). Nothing is kept across
+# processes: a user's one copy compiles its template once (docs/performance.md).
+_COMPILED: dict[tuple, Any] = {}
+_COMPILED_MAX = 8192
+
+
+def _settings(env) -> tuple:
+    def callables(table) -> tuple:
+        return tuple(sorted((name, _where(func), str(getattr(func, "jinja_pass_arg", ""))) for name, func in table.items()))
+
+    autoescape = env.autoescape
+    return (
+        env.block_start_string, env.block_end_string, env.variable_start_string, env.variable_end_string,
+        env.comment_start_string, env.comment_end_string, env.line_statement_prefix, env.line_comment_prefix,
+        env.trim_blocks, env.lstrip_blocks, env.newline_sequence, env.keep_trailing_newline, env.optimized,
+        env.is_async, env.finalize is None, str(getattr(env.finalize, "jinja_pass_arg", "")), type(env).__qualname__,
+        tuple(sorted(env.extensions)), autoescape if not callable(autoescape) else _where(autoescape),
+        callables(env.filters), callables(env.tests),
+    )
+
+
+def _where(func) -> str:
+    return f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', type(func).__qualname__)}"
+
+
+def _share_compiled_code(env) -> None:
+    original = env.compile
+    settings: list[tuple] = []  # taken at the first compile: the environment is still being built now
+
+    def compile(source, name=None, filename=None, raw=False, defer_init=False):
+        if raw or not isinstance(source, str):
+            return original(source, name, filename, raw, defer_init)
+        if not settings:
+            settings.append(_settings(env))
+        key = (settings[0], source, name, filename, defer_init)
+        code = _COMPILED.get(key)
+        if code is None:
+            code = original(source, name, filename, raw, defer_init)
+            if len(_COMPILED) >= _COMPILED_MAX:
+                _COMPILED.clear()
+            _COMPILED[key] = code
+        else:
+            # Extensions' preprocess hooks have side effects (Copier's yield tag resets its
+            # state there): they run on a hit too; only parsing and code generation are saved.
+            env.preprocess(source, name, filename)
+        return code
+
+    env.compile = compile

@@ -25,8 +25,6 @@ def _isolated(monkeypatch, tmp_path_factory):
     settings = tmp_path_factory.getbasetemp() / "copier-settings.yml"
     settings.write_text("{}\n")
     monkeypatch.setenv("COPIER_SETTINGS_PATH", str(settings))
-    # Compiled template code: the opt-in disk cache (_codecache), one per test session.
-    monkeypatch.setenv("LUMI_SCAFFOLD_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "lumi-scaffold-cache"))
     monkeypatch.delenv(plugins.ENV_LOAD, raising=False)
     monkeypatch.setenv(TEST_SITES_ENV, "1")
     # The example plugins under plugins/ are tested in tests/test_plugin_packages.py and

@@ -1,5 +1,5 @@
 """The Jinja extension's answers-file filter writes what Copier's to_nice_yaml writes.
-(The compiled-code cache: tests/test_codecache.py.)"""
+(In-process sharing of compiled code: test_compiled_code_is_shared_and_changes_nothing.)"""
 
 from __future__ import annotations
 
@@ -60,3 +60,49 @@ def test_lumi_yaml_differential(template, tmp_path):
     project = render(template, tmp_path / "p")
     data = yaml.safe_load((project / ".copier-answers.yml").read_text())
     assert copier_ext.lumi_yaml(data) == to_nice_yaml(data)
+
+
+def _count_compiles(monkeypatch) -> list[str]:
+    """Every template string Jinja really compiles (parse and code generation)."""
+    import jinja2
+
+    seen: list[str] = []
+    original = jinja2.Environment.compile
+
+    def compile(self, source, name=None, filename=None, raw=False, defer_init=False):
+        if not raw and isinstance(source, str):
+            seen.append(source)
+        return original(self, source, name, filename, raw, defer_init)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", compile)
+    return seen
+
+
+def test_compiled_code_is_shared_and_changes_nothing(template, tmp_path, monkeypatch):
+    """A second copy in one process compiles nothing and writes the same bytes as the first
+    (compiled fresh, nothing shared)."""
+    monkeypatch.setattr(copier_ext, "_COMPILED", {})
+    compiled = _count_compiles(monkeypatch)
+    first = read_tree(render(template, tmp_path / "a"))
+    assert len(compiled) > 50
+    compiled.clear()
+    second = read_tree(render(template, tmp_path / "b"))
+    assert compiled == []
+    assert second == first
+
+
+def test_shared_code_follows_the_filters_of_each_environment(monkeypatch):
+    """Jinja runs filters on constants while compiling: an environment whose filter of the
+    same name is another function does not get the other's code."""
+    import jinja2
+
+    monkeypatch.setattr(copier_ext, "_COMPILED", {})
+
+    def env(f):
+        e = jinja2.Environment()
+        e.filters["f"] = f
+        copier_ext._share_compiled_code(e)
+        return e
+
+    assert env(str.upper).from_string('{{ "Hello"|f }}').render() == "HELLO"
+    assert env(str.lower).from_string('{{ "Hello"|f }}').render() == "hello"

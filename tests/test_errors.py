@@ -80,7 +80,7 @@ def imports_of_the_package() -> dict[str, set[str]]:
     """Each lumi_scaffold module and the package modules it imports, at the top or inside
     a function (a lazy import closes a cycle too)."""
     package = REPO / "lumi_scaffold"
-    names = {p.stem for p in package.glob("*.py") if p.stem != "_template_code"}
+    names = {p.stem for p in package.glob("*.py")}
     graph: dict[str, set[str]] = {}
     for name in names:
         found = set()

@@ -28,9 +28,6 @@ Everything runs on this machine in one go, so the ratios compare like with like:
   render_many with 2 workers and the Copier shortcuts of tests/copier_shortcuts.py, as
   tests/test_render.py renders it) and lint_projects over them, timed separately; plus the
   median of single in-process renders (warm) for the per-combination cost.
-* The two libyaml fast paths, per copy: building the catalogue in a fresh process with
-  the data-file fast path and with ruamel alone (judged: it must save > 50 ms per copy to
-  stay), and the answers file through ``lumi_yaml`` against libyaml's emitter (removed).
 * ``--only jobs`` (root, Slurm from Debian, CPU PyTorch and JAX, as the test suite needs):
   the behavioural matrix of generated jobs (tests/test_job_behaviour.py: every job kind,
   launcher and framework on the local Slurm, each rank's world recorded by a probe) and
@@ -505,66 +502,6 @@ def bench_startup(runs: int, env: dict[str, str], variant: Path | None = None) -
     return rows
 
 
-# ---------------------------------------------------------------- YAML fast paths
-
-NO_FAST_PARSER = "import lumi_scaffold.datafile as d; d._fast_load = lambda text: d._DECLINED; "
-
-
-def bench_yaml(root: Path, template_src: Path, runs: int, env: dict[str, str]) -> list[Row]:
-    """What the two libyaml fast paths save per copy (each copy is one process).
-
-    Parser (lumi_scaffold/datafile.py): a fresh process building the catalogue, as every
-    ``copier copy`` does once, against the same with the fast path declining every file
-    (ruamel reads them all, as without it); interleaved, median of the paired differences.
-    Emitter (the ``lumi_yaml`` filter, once per copy for the answers file): the answers
-    data of a default project through lumi_yaml (the pure-Python emitter Copier's
-    ``to_nice_yaml`` uses) against libyaml's emitter, the fast path that was removed for
-    saving less than the bar (median of 50 calls each)."""
-    import yaml
-
-    from lumi_scaffold.copier_ext import lumi_yaml
-    from lumi_scaffold.testing import render_project
-
-    py = sys.executable
-    discover = "from lumi_scaffold.plugins import get_catalogue; get_catalogue()"
-    run([py, "-c", NO_FAST_PARSER + discover], env=env)  # warm .pyc files (ruamel's too)
-    t: dict[str, list[float]] = {}
-    for i in range(runs * 2):
-        sides = [("fast", discover), ("ruamel", NO_FAST_PARSER + discover)]
-        for key, code in sides[i % 2:] + sides[:i % 2]:
-            t.setdefault(key, []).append(run([py, "-c", code], env=env, key=f"yaml:{key}"))
-    saved = [b - a for a, b in zip(t["fast"], t["ruamel"])]
-    saved_cpu = [b - a for a, b in zip(CPU["yaml:fast"], CPU["yaml:ruamel"])]
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        project = render_project(template_src, root / "yaml-project", {})
-    data = yaml.safe_load((project / ".copier-answers.yml").read_text())
-
-    def timed(dump) -> float:
-        samples = []
-        for _ in range(50):
-            start = time.perf_counter()
-            dump(data)
-            samples.append(time.perf_counter() - start)
-        return median(samples)
-
-    pure_emit = timed(lumi_yaml)
-    fast_emit = timed(lambda d: yaml.dump(d, Dumper=yaml.CDumper, indent=4, allow_unicode=True, default_flow_style=False))
-    threshold = 0.050  # issue 14: a fast path stays only if it saves more than this per copy
-    return [
-        Row("catalogue build, fresh process, libyaml fast path", median(t["fast"]), "get_catalogue()",
-            samples=t["fast"], cpu=median(CPU["yaml:fast"])),
-        Row("catalogue build, fresh process, ruamel only", median(t["ruamel"]), "fast path declining every file",
-            samples=t["ruamel"], cpu=median(CPU["yaml:ruamel"])),
-        Row("  saved per copy by the fast parser", median(saved), f"paired; cpu {median(saved_cpu) * 1000:.0f} ms",
-            f"> {threshold * 1000:.0f} ms to keep", median(saved) > threshold, saved, median(saved_cpu)),
-        Row("answers file, pure-Python emitter (lumi_yaml)", pure_emit, f"{len(yaml.dump(data))} bytes of YAML"),
-        Row("answers file, libyaml emitter (removed)", fast_emit, f"saved {(pure_emit - fast_emit) * 1000:.0f} ms per copy; "
-            f"issue 14's bar: {threshold * 1000:.0f} ms"),
-    ]
-
-
 # ---------------------------------------------------------------- output
 
 
@@ -606,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer runs and a sample of 100 combinations of the matrix")
     p.add_argument("--sample", type=int, default=None, help="render only N combinations of the matrix (projected to the full one)")
     p.add_argument("--workers", type=int, default=2, help="matrix workers (default 2: the 2-core target)")
-    p.add_argument("--only", action="append", choices=["cli", "matrix", "startup", "jobs", "yaml"],
+    p.add_argument("--only", action="append", choices=["cli", "matrix", "startup", "jobs"],
                    help="run only these parts (repeatable); jobs is never run unless named")
     p.add_argument("--no-floor-update", action="store_true", help="skip timing Copier's update floor")
     p.add_argument("--variant", type=Path, default=None,
@@ -627,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"{template} has no copier.yml and project-templates/")
     runs = args.runs or (3 if args.quick else 7)
     sample = args.sample or (100 if args.quick else None)
-    parts = args.only or ["startup", "cli", "matrix", "yaml"]
+    parts = args.only or ["startup", "cli", "matrix"]
 
     settings_dir = Path(tempfile.mkdtemp(prefix="lumi-bench-settings-"))
     settings = settings_dir / "copier-settings.yml"
@@ -655,9 +592,6 @@ def main(argv: list[str] | None = None) -> int:
             if "matrix" in parts:
                 print("bench: answer matrix (in-process)", file=sys.stderr, flush=True)
                 rows += bench_matrix(root, template, sample, args.workers, singles=max(5, runs))
-            if "yaml" in parts:
-                print("bench: YAML fast paths", file=sys.stderr, flush=True)
-                rows += bench_yaml(root, template, runs, env)  # after the matrix: it renders in this process
             if "jobs" in parts:
                 print("bench: generated jobs on the local Slurm (pytest)", file=sys.stderr, flush=True)
                 rows += bench_jobs(1 if args.quick else max(1, runs // 3))

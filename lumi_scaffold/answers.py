@@ -2,9 +2,8 @@
 every command (new, update, lint, doctor, explain, and the testing helpers).
 
 A YAML problem is one line naming the file, the line and the fix, never a traceback. The
-file is read through libyaml where it can be (a tenth of the time ruamel takes,
-:func:`lumi_scaffold.datafile.plain_yaml`), and by ruamel, which words the errors,
-where it cannot.
+file is read by ruamel (YAML 1.2, safe), the one YAML parser of the package, which words the
+errors.
 """
 
 from __future__ import annotations
@@ -23,14 +22,12 @@ _YAML_FIX = "plain `question: answer` lines, each question once, no !tags"
 
 def load_yaml(path: Path, what: str, fix: str = _YAML_FIX) -> Any:
     """A YAML file (safe: no tags), or one line naming the file, the line and the problem."""
-    from .datafile import plain_yaml
-
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise UsageError(f"{what} {path}: cannot read it: {reason}") from None
-    return plain_yaml(text, lambda text: _careful_load(text, f"{what} {path}", fix))
+    return _careful_load(text, f"{what} {path}", fix)
 
 
 def _careful_load(text: str, shown: str, fix: str) -> Any:

@@ -3,31 +3,25 @@
 Plugin authors write sites and frameworks as YAML and load them with
 :func:`load_data_file`; a mistake is reported at the line where it was made.
 
-Two parsers, one meaning. ruamel.yaml's round-trip loader keeps every node's position,
-which the error messages need, but it is pure Python and was most of the catalogue's
-build time (63 of 85 ms, docs/performance.md). So a file is first read from libyaml's events
-(PyYAML's ``CSafeLoader``, when present), typing plain scalars exactly as ruamel's YAML
-1.2 loader does for the simple cases and *declining* everything else (``0o17``,
-``1_000``, dates, ``.inf``, merge keys, duplicate keys, tags, anchors, directives,
-tabs...).
-When it declines, when the file is not what the model wants, or when validation
-fails, the file is parsed again with ruamel and everything is reported from there.
+One parser: ruamel.yaml's round-trip loader (YAML 1.2), which keeps every node's
+position for the error messages. (Until 0.3.1 a libyaml fast path read the simple files
+first and had to type every scalar as ruamel does; the 60 ms it saved per catalogue build
+served a retired copy-speed goal, docs/performance.md.)
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from .errors import DataFileError
 
-__all__ = ["error_messages", "load_data_file", "locate", "plain_yaml", "validation_lines"]
+__all__ = ["error_messages", "load_data_file", "locate", "validation_lines"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -38,123 +32,6 @@ def _yaml():
     yaml = YAML(typ="rt", pure=True)
     yaml.allow_duplicate_keys = False
     return yaml
-
-
-# Plain scalars the fast path types itself, with the same result as ruamel's YAML 1.2
-# core schema: true/false, null/~/empty, decimal ints without leading zeros or "_",
-# and decimal floats of the form 1.5.
-_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
-_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
-_SIMPLE_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
-_SIMPLE_FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
-# What else ruamel's YAML 1.2 resolver types (written as supersets of its patterns):
-# ints in other bases or with "_", other floats, .inf/.nan, dates, "<<" and "=".
-_MAYBE_TYPED = re.compile(
-    r"[-+]?(?:0[bBoOxX]?[0-9a-fA-F_]*|[0-9_]+(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?"
-    r"|\.[0-9_]+(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF|nan|NaN|NAN))\Z"
-    r"|[0-9]{4}-[0-9]|<<\Z|=\Z"
-)
-# Characters libyaml accepts where ruamel does not, or reads differently (tabs in plain
-# scalars, CR, stray byte-order marks, NEL and the Unicode line and paragraph separators).
-_UNUSUAL = ("\t", "\r", "\ufeff", "\x85", "\u2028", "\u2029")
-_MAX_DEPTH = 200
-
-
-class _Decline(Exception):
-    """The fast path leaves this text to ruamel."""
-
-
-def _scalar(value: str, implicit: tuple[bool, bool]) -> Any:
-    if not implicit[0]:  # quoted or block scalar
-        return value
-    if value in _BOOLS:
-        return _BOOLS[value]
-    if value in _NULLS:
-        return None
-    if _SIMPLE_INT.match(value):
-        return int(value)
-    if _SIMPLE_FLOAT.match(value):
-        return float(value)
-    if _MAYBE_TYPED.match(value):
-        raise _Decline(f"plain scalar {value!r}")
-    return value
-
-
-def _from_events(events) -> Any:
-    """Plain dicts, lists and scalars from libyaml's events, declining anything beyond
-    one document of untagged, unanchored block or flow collections and scalars."""
-    import yaml
-
-    stack: list[tuple[Any, list]] = []  # (container, [pending key]) per open collection
-    result: list[Any] = []
-    documents = 0
-
-    def add(value: Any) -> None:
-        if not stack:
-            result.append(value)
-            return
-        container, key = stack[-1]
-        if isinstance(container, list):
-            container.append(value)
-        elif not key:
-            if not isinstance(value, (str, int, float, bool, type(None))) or value in container:
-                raise _Decline(f"complex or duplicate key {value!r}")
-            key.append(value)
-        else:
-            container[key.pop()] = value
-
-    for event in events:
-        if isinstance(event, yaml.ScalarEvent):
-            if event.tag is not None or event.anchor is not None:
-                raise _Decline("tag or anchor")
-            if event.style in ("|", ">") and not event.value.strip():
-                raise _Decline("empty block scalar")  # ruamel may read a '#' line as its content
-            add(_scalar(event.value, event.implicit))
-        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            if event.tag is not None or event.anchor is not None:
-                raise _Decline("tag or anchor")
-            if len(stack) >= _MAX_DEPTH:
-                raise _Decline("deep nesting")
-            if stack and isinstance(stack[-1][0], dict) and not stack[-1][1]:
-                raise _Decline("a collection as a mapping key")
-            container: Any = {} if isinstance(event, yaml.MappingStartEvent) else []
-            add(container)
-            stack.append((container, []))
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            stack.pop()
-        elif isinstance(event, yaml.AliasEvent):
-            raise _Decline("alias")
-        elif isinstance(event, yaml.DocumentStartEvent):
-            documents += 1
-            if documents > 1 or event.version is not None or event.tags:
-                raise _Decline("directives or several documents")
-    return result[0] if result else None
-
-
-def _fast_load(text: str) -> Any:
-    """The data in ``text`` as plain dicts and lists, or ``_DECLINED``."""
-    if any(char in text for char in _UNUSUAL):
-        return _DECLINED
-    try:
-        import yaml
-
-        loader = yaml.CSafeLoader
-    except (ImportError, AttributeError):  # PyYAML without libyaml: ruamel it is
-        return _DECLINED
-    try:
-        return _from_events(yaml.parse(text, Loader=loader))
-    except Exception:  # noqa: BLE001 - a YAML error, _Decline, anything odd: ruamel decides
-        return _DECLINED
-
-
-_DECLINED = object()
-
-
-def plain_yaml(text: str, careful: Callable[[str], Any]) -> Any:
-    """The data in ``text`` read through libyaml where the fast reader takes it, else
-    ``careful(text)`` (a ruamel reader that words the errors)."""
-    fast = _fast_load(text)
-    return careful(text) if fast is _DECLINED else fast
 
 
 def locate(root: Any, loc: tuple[Any, ...], *, at_key: bool = False) -> tuple[int, int]:
@@ -270,18 +147,10 @@ def load_data_file(path: str | Path, model: type[M], *, many: bool = False, **ov
         raise DataFileError(shown, [f"{shown}: cannot read: {exc.strerror}"]) from None
     except UnicodeDecodeError as exc:
         raise DataFileError(shown, [f"{shown}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"]) from None
-    fast = _fast_load(text)
-    if fast is not _DECLINED and isinstance(fast, list if many else dict):
-        try:
-            if many:
-                return [_validate(model, item, overrides) for item in fast]
-            return _validate(model, fast, overrides)
-        except ValidationError:
-            pass  # parsed again below, for messages with line numbers
-    return _load_careful(text, shown, model, many, overrides)
+    return _load(text, shown, model, many, overrides)
 
 
-def _load_careful(text: str, shown: str, model: type[M], many: bool, overrides: dict[str, Any]) -> Any:
+def _load(text: str, shown: str, model: type[M], many: bool, overrides: dict[str, Any]) -> Any:
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
     from ruamel.yaml.error import MarkedYAMLError
 

@@ -107,63 +107,22 @@ def test_overrides_fill_fields(tmp_path):
     assert load_data_file(path, Partition, max_nodes=2).max_nodes == 2
 
 
-# --- the libyaml fast path must mean what ruamel's loader means -------------------------
+# --- one parser: ruamel's YAML 1.2 meaning everywhere ------------------------------------
 
-def _plain(value):
-    """ruamel's CommentedMap/CommentedSeq/Scalar* as plain Python, for comparison."""
-    if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    for kind in (int, float, str):
-        if isinstance(value, kind):
-            return kind(value)
-    return value
+YAML_12 = [("a: yes", "yes"), ("a: on", "on"), ("a: 0o17", 15), ("a: 1_000", 1000), ("a: 2026-05-13", __import__("datetime").date(2026, 5, 13)),
+           ("a: '02:00:00'", "02:00:00"), ("a: 3-00:00:00", "3-00:00:00"), ("a: 2.10.*", "2.10.*"), ("a: ~", None)]
 
 
-def _both(text):
-    """(fast path result, ruamel's data or the exception it raised)."""
-    from lumi_scaffold import datafile
+@pytest.mark.parametrize(("text", "value"), YAML_12)
+def test_data_files_and_answers_files_read_yaml_1_2(tmp_path, text, value):
+    """A plugin's data file and a project's answers file mean the same: YAML 1.2 (`yes`
+    is text, as a Slurm time is), read by the one parser."""
+    from lumi_scaffold.answers import load_yaml
 
-    try:
-        careful = _plain(datafile._yaml().load(text))
-    except Exception as exc:  # e.g. DuplicateKeyError: the fast path must decline
-        careful = exc
-    return datafile._fast_load(text), careful
-
-
-TRICKY = [
-    "a: yes", "a: on", "a: No", "a: true", "a: FALSE", "a: ~", "a:", "a: null", "a: Null",
-    "a: 0", "a: -7", "a: +7", "a: 007", "a: 0o17", "a: 0x1F", "a: 0b101", "a: 1_000",
-    "a: 1.5", "a: -0.25", "a: 1.", "a: .5", "a: 1e3", "a: 1.0e-3", "a: .inf", "a: .NaN",
-    "a: 2026-05-13", "a: 2026-05-13 12:14:30", "a: 1:00:00", "a: 3-00:00:00", "a: '02:00:00'",
-    "a: 2.10.*", "a: 0.4.35", "a: 0x00fe000000000000", "a: '0x00fe000000000000'", "a: v1.2",
-    "a: =", "a: [1, b, 2.5, 'c']", "a: {b: 1}", "- 1\n- x\n- {y: z}", "a: !!str 5", "a: !!int '7'",
-    "a: !!float '1.5'", "a: !custom x", "a: !!binary aGk=", "a: &x 1\nb: *x", "base: &b {x: 1}\nm:\n  <<: *b\n  y: 2",
-    "a: 1\na: 2", "? [1, 2]\n: x", "1: one\n2.5: two\ntrue: three", "a: |\n  line 1\n  line 2\n", "a: >-\n  folded\n  text\n",
-    "a: \"tab\\there\"", "a: ünïcode", "a: 'it''s'", "a: '  spaced  '", "",
-]
-
-
-@pytest.mark.parametrize("text", TRICKY)
-def test_fast_path_agrees_with_ruamel_or_declines(text):
-    from lumi_scaffold import datafile
-
-    fast, careful = _both(text)
-    assert fast is datafile._DECLINED or fast == careful, (fast, careful)
-
-
-def test_fast_path_takes_the_common_cases():
-    """Guards the speed-up itself: the scalars our data files use are not declined."""
-    from lumi_scaffold import datafile
-
-    text = "a: yes\nb: 2\nc: 1.5\nd: true\ne: ~\nf: '02:00:00'\ng: 2.10.*\nh: [x, 'y']\ni: {j: k}\n"
-    assert datafile._fast_load(text) == {"a": "yes", "b": 2, "c": 1.5, "d": True, "e": None, "f": "02:00:00",
-                                         "g": "2.10.*", "h": ["x", "y"], "i": {"j": "k"}}
-    for declined in ("a: 0o17", "a: 2026-05-13", "a: 1\na: 2", "a: !custom x"):
-        assert datafile._fast_load(declined) is datafile._DECLINED, declined
+    path = tmp_path / "a.yaml"
+    path.write_text(text + "\n")
+    loaded = load_yaml(path, "answers file")["a"]
+    assert loaded == value and type(loaded) is type(value)
 
 
 def _data_files():
@@ -174,21 +133,24 @@ def _data_files():
                   for p in root.glob(pattern))
 
 
-@pytest.mark.parametrize("path", _data_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_every_shipped_data_file_reads_the_same_both_ways(path):
-    from lumi_scaffold import datafile
-
-    fast, careful = _both(path.read_text(encoding="utf-8"))
-    assert fast == careful
-
-
 def test_shipped_data_files_found():
     names = {p.name for p in _data_files()}
     assert {"lumi.yaml", "pytorch.yaml", "jax.yaml", "profilers.yaml", "frontier.yaml", "deepspeed.yaml"} <= names
 
 
-def test_validation_error_after_the_fast_path_still_has_positions(tmp_path):
-    """The fast path parses this file fine; validation fails; the message comes from ruamel's parse."""
+def test_the_package_has_one_yaml_parser():
+    """No module reads YAML through PyYAML or libyaml (lumi_yaml writes the answers file
+    with PyYAML's emitter, as Copier's own filter does: a writer, not a second meaning)."""
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1] / "lumi_scaffold"
+    for path in package.rglob("*.py"):
+        text = path.read_text()
+        for reader in ("CSafeLoader", "yaml.safe_load", "yaml.load(", "yaml.parse(", "SafeLoader"):
+            assert reader not in text, f"{path.relative_to(package)} reads YAML with {reader}"
+
+
+def test_validation_error_has_positions(tmp_path):
     path = tmp_path / "part.yaml"
     path.write_text("name: small-g\nallocation: by-resource\nmax_nodes: 0\nmax_walltime: '3-00:00:00'\n")
     with pytest.raises(DataFileError) as info:
@@ -202,21 +164,6 @@ def test_not_utf8(tmp_path):
     with pytest.raises(DataFileError) as info:
         load_data_file(path, Partition)
     assert info.value.lines == [f"{path}: not UTF-8 text (invalid continuation byte at byte 8); save it as UTF-8"]
-
-
-# Found in review: inputs where libyaml and ruamel part ways; each must be declined.
-REVIEW = [
-    "a: -_1", "a: +_0", "-_1: a", "%YAML 1.1\n---\na: yes", "%YAML 1.1\n---\na: 1:20", "%TAG !l! tag:x:\n---\na: !l!x 1",
-    "a: !", "- !", "! : x", "a: ! 5", "a: !<lumi-fast:int> 1_0", "a:\t1", "a: b\tc", "a: 1\n\ufeff", "- a\x85- b",
-    "a: |\n  x\u2028y\n", "&a [*a]", "  > #c+|\r#", "\n|\n#+! 1#", "a: " + "[" * 300 + "]" * 300, "---\na: 1\n---\nb: 2",
-]
-
-
-@pytest.mark.parametrize("text", REVIEW, ids=range(len(REVIEW)))
-def test_review_cases_are_declined(text):
-    from lumi_scaffold import datafile
-
-    assert datafile._fast_load(text) is datafile._DECLINED
 
 
 def test_very_deep_nesting_does_not_crash(tmp_path):

@@ -1,0 +1,121 @@
+"""The templates' contract with the plugin_data model: every ``plugin_data.<path>`` that a
+template, copier.yml or a plugin's rendered example reads names a field of
+:class:`lumi_scaffold.plugin_data.PluginData` (or a method of the value there). Copier
+renders an undefined name as empty text, so without this a misspelt field would quietly
+drop a line from every generated project.
+
+What the scan cannot see: a path reached through a variable (``{% set job =
+plugin_data.job %}`` then ``job.x``) is checked up to the variable only.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from lumi_scaffold.plugin_data import PluginData
+
+REPO = Path(__file__).resolve().parents[1]
+TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
+PATH = re.compile(r"(?<![\w.])plugin_data((?:\.[A-Za-z_]\w*)+)")
+
+
+def template_files() -> list[Path]:
+    """The files Jinja renders with plugin_data in scope: the project template, copier.yml,
+    the built-in plugins' examples and the example plugins' data and examples (their text
+    fields go through ``lumi_render``)."""
+    found = [p for p in (REPO / "project-templates").rglob("*") if p.is_file()] + [REPO / "copier.yml"]
+    found += sorted((REPO / "lumi_scaffold/default_plugins").rglob("*.py")) + sorted(
+        (REPO / "lumi_scaffold/default_plugins").glob("*.yaml"))
+    found += [p for p in (REPO / "plugins").rglob("*") if p.is_file() and p.suffix in (".py", ".yaml", ".jinja", ".md")
+              and "tests" not in p.parts]
+    return sorted(found)
+
+
+def used_paths(text: str) -> set[tuple[str, ...]]:
+    return {tuple(m.group(1)[1:].split(".")) for tag in TAG.findall(text) for m in PATH.finditer(tag)}
+
+
+def _options(tp) -> list:
+    """The types a field may hold: Optional and unions split, Annotated unwrapped."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _options(typing.get_args(tp)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [o for arg in typing.get_args(tp) if arg is not type(None) for o in _options(arg)]
+    return [tp]
+
+
+def problem(tp, names: tuple[str, ...], seen: str = "plugin_data") -> str | None:
+    """None when ``names`` can be read from a value of type ``tp``, else why not."""
+    if not names:
+        return None
+    name, rest = names[0], names[1:]
+    reasons = []
+    for option in _options(tp):
+        origin = typing.get_origin(option)
+        if isinstance(option, type) and issubclass(option, BaseModel):
+            fields = {f.alias or n: f for n, f in option.model_fields.items()} | option.model_fields
+            if name in fields:
+                reason = problem(fields[name].annotation, rest, f"{seen}.{name}")
+            elif callable(getattr(option, name, None)) and not name.startswith("_"):
+                reason = None  # a method of the model (the dict Copier gives templates has none, though)
+            else:
+                reason = f"{seen} ({option.__name__}) has no field {name!r}"
+        elif origin is dict:
+            key_type, value_type = typing.get_args(option)
+            if name in ("items", "keys", "values", "get"):
+                reason = None
+            else:
+                try:
+                    TypeAdapter(key_type).validate_python(name)
+                    reason = problem(value_type, rest, f"{seen}.{name}")
+                except ValidationError:
+                    reason = f"{seen} takes no key {name!r}"
+        elif origin is list:
+            reason = None if hasattr(list, name) else f"{seen} is a list: no {name!r}"
+        elif origin is typing.Literal or option is str:
+            reason = None if hasattr(str, name) else f"{seen} is text: no {name!r}"
+        elif option is typing.Any:
+            reason = None
+        else:
+            reason = f"{seen} is {getattr(option, '__name__', option)}: no {name!r}"
+        if reason is None:
+            return None
+        reasons.append(reason)
+    return "; ".join(reasons)
+
+
+def test_the_scan_sees_the_templates():
+    """Guards the scan itself: it finds the paths the job files are made of."""
+    paths = {p for f in template_files() for p in used_paths(f.read_text(encoding="utf-8", errors="replace"))}
+    assert len(paths) > 100
+    assert ("job", "signal_lead") in paths and ("container", "path") in paths and ("site", "rccl_check", "name") in paths
+
+
+@pytest.mark.parametrize("path", template_files(), ids=lambda p: str(p.relative_to(REPO)))
+def test_every_plugin_data_path_a_template_reads_exists(path):
+    wrong = {".".join(names): why for names in used_paths(path.read_text(encoding="utf-8", errors="replace"))
+             if (why := problem(PluginData, names))}
+    assert not wrong, f"{path.relative_to(REPO)} reads plugin_data paths the model does not have: {wrong}"
+
+
+@pytest.mark.parametrize(("text", "verdict"), [
+    ("{{ plugin_data.job.signal_lead }}", None),
+    ("{{ plugin_data.job.signal_laed }}", "plugin_data.job (JobFields) has no field 'signal_laed'"),
+    ("{% for k, c in plugin_data.job.cost.items() %}", None),
+    ("{{ plugin_data.job.shapes.train.nodes }}", None),
+    ("{{ plugin_data.job.shapes.train.nodez }}", "plugin_data.job.shapes.train (Shape) has no field 'nodez'"),
+    ("{{ plugin_data.site.rccl_check.name }}", None),
+    ("{{ plugin_data.partition.purpose.rstrip('.') }}", None),
+    ("{{ plugin_data.container.modules.name }}", "plugin_data.container.modules is a list: no 'name'"),
+    ("{{ plugin_data.tracking.nmae }}", "plugin_data.tracking (TrackingFacts) has no field 'nmae'"),
+])
+def test_a_misspelt_path_is_found(text, verdict):
+    [names] = used_paths(text)
+    assert problem(PluginData, names) == verdict

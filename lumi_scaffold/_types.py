@@ -133,6 +133,28 @@ def check_plain_name_or_empty(value: str) -> str:
     return _check_plain_name(value) if value else value
 
 
+def check_plain_word(value: str) -> str:
+    """A word written unquoted into scripts: a shell word with no ``${NAME}`` references."""
+    check_shell_word(value)
+    if "$" in value or not value:
+        raise ValueError(f"{value!r} is written unquoted into scripts: give a plain word with no ${{NAME}} references")
+    return value
+
+
+def check_name_word(value: str) -> str:
+    """A name written unquoted after a command (``module load``, ``cotainr build``): a plain
+    word that starts with a letter or digit. Lmod's ``name/version`` (``rocm/6.2.4``) is one."""
+    check_plain_word(value)
+    if not value[:1].isalnum():
+        raise ValueError(f"{value!r} is a name written unquoted after a command (module load, cotainr build): "
+                         "it must start with a letter or digit, not look like an option")
+    return value
+
+
+def _name_word_or_empty(value: str) -> str:
+    return check_name_word(value) if value else value
+
+
 def _abs_path_or_empty(value: str) -> str:
     return check_abs_path(value) if value else value
 
@@ -152,4 +174,9 @@ SlurmOption = Annotated[str, AfterValidator(check_slurm_option)]
 CpuMask = Annotated[str, AfterValidator(check_cpu_mask)]
 PlainNameOrEmpty = Annotated[str, AfterValidator(check_plain_name_or_empty)]
 PythonName = Annotated[str, AfterValidator(_check_python_name)]
+NameWord = Annotated[str, AfterValidator(check_name_word)]
+NameWordOrEmpty = Annotated[str, AfterValidator(_name_word_or_empty)]
+# A Slurm partition or QOS name as a site gives it (Slurm allows dots, digits first,
+# capitals and _ there): the same type at plugin load and in plugin_data.
+SlurmName = Annotated[str, AfterValidator(_check_plain_name)]
 

@@ -14,8 +14,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_serializer, model_validator
 
-from ._types import (PACKAGE, VERSION, AbsPath, CpuMask, EnvName, Ident, Requirement, ShellWord, Slug, SlurmOption, SlurmTime,
-                     brace_variable, check_abs_path, check_requirement, check_shell_word, check_one_line, slurm_time_seconds)
+from ._types import (PACKAGE, VERSION, AbsPath, CpuMask, EnvName, Ident, NameWord, Package, Requirement, ShellWord, Slug, SlurmName,
+                     SlurmOption, SlurmTime, brace_variable, check_abs_path, check_plain_word, check_requirement,
+                     check_shell_word, check_one_line, slurm_time_seconds)
 
 __all__ = [
     "AccountRule",
@@ -299,10 +300,10 @@ class Partition(Model):
     """A Slurm partition (or a partition plus QOS) and the limits a generated job must respect."""
 
     name: Slug = Field(description="Name used in answers; also the --partition value unless slurm_partition is set.")
-    slurm_partition: Slug | None = Field(
-        default=None, description="The --partition value when it differs from name (e.g. a QOS entry on batch)."
-    )
-    qos: Slug | None = Field(default=None, description="--qos value jobs need (e.g. Frontier's debug QOS).")
+    slurm_partition: SlurmName | None = Field(
+        default=None, description="The --partition value when it differs from name (e.g. a QOS entry on batch); "
+        "Slurm's own spelling (dots, capitals, _ too).")
+    qos: SlurmName | None = Field(default=None, description="--qos value jobs need (e.g. Frontier's debug QOS).")
     allocation: Literal["whole-node", "by-resource"] = Field(
         description="'whole-node': every job gets whole nodes; 'by-resource': GPUs, cores and memory are shared."
     )
@@ -406,22 +407,6 @@ class StorageArea(Model):
         return path if self.per_user else f"{path}/${{USER}}"
 
 
-def _plain_word(value: str) -> str:
-    check_shell_word(value)
-    if "$" in value or not value:
-        raise ValueError(f"{value!r} is written unquoted into scripts: give a plain word with no ${{NAME}} references")
-    return value
-
-
-def _name_word(value: str) -> str:
-    _plain_word(value)
-    if not value[:1].isalnum():
-        raise ValueError(f"{value!r} is a name written unquoted after a command (module load, cotainr build): "
-                         "it must start with a letter or digit, not look like an option")
-    return value
-
-
-NameWord = Annotated[str, AfterValidator(_name_word)]
 
 
 class EnvModule(Model):
@@ -880,7 +865,7 @@ class ContainerImage(Model):
         description="Package versions the image ships, exactly as its Python reports them (local and dev suffixes "
         "included), for the README; the venv is held to the image's own versions, read at setup.",
     )
-    versions_unconfirmed: list[str] = Field(
+    versions_unconfirmed: list[Package] = Field(
         default_factory=list,
         description="Names in versions whose exact version string is UNCONFIRMED (a wildcard like 2.10.* always is).",
     )
@@ -970,7 +955,7 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def _train_arg(value: str) -> str:
-    _plain_word(value.replace("{project_dir}", "project"))
+    check_plain_word(value.replace("{project_dir}", "project"))
     return value
 
 

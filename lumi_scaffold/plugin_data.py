@@ -24,8 +24,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
-from ._types import (AbsPath, AbsPathOrEmpty, CpuMask, EnvName, Ident, OneLine, Package, PlainNameOrEmpty, PythonName,
-                     Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_abs_path, path_variable)
+from ._types import (AbsPath, AbsPathOrEmpty, CpuMask, EnvName, Ident, NameWordOrEmpty, OneLine, Package, PlainNameOrEmpty,
+                     PythonName, Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_abs_path, path_variable)
 from .errors import PluginDataError
 from .jobs import JOB_KINDS, Binding, Cost, Shape, shape_from_options
 from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
@@ -174,7 +174,7 @@ class ContainerFacts(_Part):
     run_verb: Literal["exec", "run"]
     activate_var: EnvName | Literal[""] = ""
     module_use: AbsPathOrEmpty = ""
-    module: PlainNameOrEmpty = ""
+    module: NameWordOrEmpty = Field("", description="The one module older templates load (an Lmod name/version too).")
     modules: list[EnvModule] = []
     binds: list[AbsPath] = []
     mpi_srun_options: list[SlurmOption] = []

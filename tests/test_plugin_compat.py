@@ -158,3 +158,45 @@ def test_a_check_that_0_2_did_not_make_warns_first_and_the_plugin_still_works():
     data = resolve({"project_name": "demo", "site": "shared", "account": "project_465000000", "framework": "pytorch",
                    "container": "custom", "container_path": "/project/project_465000000/pytorch.sif"}, cat)
     assert data["partition"]["name"] == "small-g"
+
+
+LMOD_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    import lumi_site_frontier
+    from lumi_scaffold import plugins
+    from lumi_scaffold.lint import lint_project
+    from lumi_scaffold.testing import render_project
+
+    answers = {"project_name": "demo", "site": "frontier", "account": "abc123", "framework": "pytorch"}
+    project = render_project(sys.argv[1], Path(sys.argv[2]) / "lmod", answers)
+    print(json.dumps({"problems": [str(p) for p in plugins.get_catalogue().problems], "module": lumi_site_frontier.__file__,
+                      "lint": lint_project(project, plugins.get_catalogue()),
+                      "job_env": (project / "scripts/job-env.sh").read_text()}))
+""")
+
+
+def test_a_0_2_site_whose_modules_are_lmod_name_version_renders(tmp_path):
+    """The Frontier plugin as released with 0.2, its modules written as Lmod's name/version
+    (a third party's 0.2 site loaded `singularity/4.1.0-slurm`): it loaded cleanly under
+    0.3, then every copy failed (`container.module: must be a plain name`)."""
+    source = shutil.copytree(RELEASED / "lumi-site-frontier", tmp_path / "src" / "lumi-site-frontier")
+    data = source / "lumi_site_frontier" / "frontier.yaml"
+    text = data.read_text()
+    assert "      - name: rocm\n" in text and "      - name: rccl-net-plugin\n" in text
+    data.write_text(text.replace("      - name: rocm\n", "      - name: rocm/6.2.4\n")
+                    .replace("      - name: rccl-net-plugin\n", "      - name: singularity/4.1.0-slurm\n"))
+    target = tmp_path / "site-packages"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--no-compile", "--disable-pip-version-check", "--target", str(target), str(source)],
+                   check=True, capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if k not in (plugins.ENV_DISABLE, plugins.ENV_LOAD)}
+    env["PYTHONPATH"] = os.pathsep.join([str(target), str(REPO)])
+    result = subprocess.run([sys.executable, "-c", LMOD_SCRIPT, str(template_copy(tmp_path / "template")), str(tmp_path)],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert Path(report["module"]).is_relative_to(target)
+    assert [p for p in report["problems"] if "frontier" in p] == []
+    assert report["lint"] == []
+    assert "module load rocm/6.2.4\n" in report["job_env"] and "module load singularity/4.1.0-slurm\n" in report["job_env"]

@@ -383,6 +383,9 @@ class StorageArea(Model):
     data: bool = Field(default=False, description="Offer this area as a place for training data.")
     note: str = Field(default="", description="Quota, retention, billing: one line.")
     source: str = ""
+    user_level: bool | None = Field(
+        default=None, description="true: the path is already each user's own directory (a variable such as "
+        "${WORKDIR} that is set per user), so no /${USER} is added; default: per user where the path holds ${USER}.")
 
     _text = field_validator("note", "source")(check_one_line)
 
@@ -398,8 +401,9 @@ class StorageArea(Model):
 
     @property
     def per_user(self) -> bool:
-        """Whether the path already names the user's own directory (``${USER}`` in it)."""
-        return "${USER}" in self.path
+        """Whether the path already names the user's own directory: ``user_level``, or by
+        default ``${USER}`` in it."""
+        return "${USER}" in self.path if self.user_level is None else self.user_level
 
     def user_dir(self, account: str, project: str | None = None) -> str:
         """The user's directory in this area: the path itself where it is per user."""

@@ -46,6 +46,21 @@ def test_the_project_comes_from_the_account_and_per_user_areas_get_one_user(cat)
     assert "scratch: /scratch/pawsey0001/${USER}" in next(iter(choices("data_location", ANSWERS, cat)))
 
 
+@pytest.mark.parametrize("user_level, expected", [(True, "${WORKDIR}"), (None, "${WORKDIR}/${USER}")])
+def test_an_area_under_a_per_user_variable_gets_no_second_user_level(monkeypatch, user_level, expected):
+    """$WORKDIR is each user's own directory on some sites: an area that says so
+    (user_level: true) gets no /${USER} (before 0.4.0: ${WORKDIR}/${USER}/...). Test data:
+    the Setonix-like scratch moved under a variable."""
+    site = setonix_like().sites["setonix-like"]
+    storage = [a.model_copy(update={"path": "${WORKDIR}", "user_level": user_level}) if a.name == "scratch" else a
+               for a in site.storage]
+    cat = setonix_like(storage=storage)
+    monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
+    data = resolve({**ANSWERS, "framework": "pytorch"}, cat)
+    assert data["output_root"] == f"{expected}/demo/outputs"
+    assert all(c["value"].startswith(f"{expected}/cache/") for c in data["caches"])
+
+
 def test_gres_requests_no_memory_and_the_partitions_own_options(cat):
     data = resolve({**ANSWERS, "framework": "pytorch", "partition": "gpu-highmem"}, cat)
     train = data["job"]["slurm"]["train"]

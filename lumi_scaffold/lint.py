@@ -81,46 +81,67 @@ def read_header(path: Path) -> dict[str, str]:
 
 
 def check_headers(project: Path, site_name: str, cat: Catalogue) -> list[str]:
-    """#SBATCH options that the site would refuse (partition, time, nodes, GPUs, account)."""
+    """#SBATCH options that the site would refuse (partition, time, nodes, GPUs, account).
+
+    A job file is checked against the partition entry it was made for: where several
+    entries share one Slurm partition (and QOS), the project's own entry (the ``partition``
+    answer) for its jobs and the site's partial-node entry for the smoke test come first,
+    and a job that fits any of them passes; a refusal names the entry."""
     site = cat.sites.get(site_name)
     if site is None:
         return [f"site {site_name!r} is not in the catalogue"]
+    chosen = str(read_answers(project, missing_ok=True).get("partition") or "")
     problems = []
     for path in sorted((project / "jobs").glob("*.sbatch")):
         opts = read_header(path)
-
-        def bad(message: str) -> None:
-            problems.append(f"{path.name}: {message}")
-
-        candidates = [p for p in site.partitions if p.slurm_name == opts.get("partition") and (p.qos or "") == opts.get("qos", "")]
-        part = candidates[0] if candidates else None
-        if part is None:
-            bad(f"partition {opts.get('partition')!r} is not a {site.name} partition")
-            continue
-        if not site.account.matches(opts.get("account", "")):
-            bad(f"account {opts.get('account')!r} does not match {site.account.pattern}")
-        node = site.node_of(part.name)
-        nodes, gpus = int(opts.get("nodes", "1")), gpus_of(opts)
-        limit = part.walltime_limit(nodes)
-        if slurm_time_seconds(opts.get("time", "0:00:00")) > slurm_time_seconds(limit):
-            bad(f"time {opts['time']} exceeds {part.name}'s {limit} for {nodes} node(s), its limit in the catalogue "
-                f"installed now. Fix: a shorter #SBATCH --time in {path.name} (lumi-scaffold update -d walltime=... for the project)")
-        if nodes > part.max_nodes:
-            bad(f"{nodes} nodes exceed {part.name}'s {part.max_nodes}, its limit in the catalogue installed now. "
-                f"Fix: lumi-scaffold update -d nodes=... (or another partition)")
-        if not 0 < gpus <= node.gpus:
-            bad(f"{gpus} GPUs per node outside 1..{node.gpus}")
-        tasks, cpus = int(opts.get("ntasks-per-node", "1")), int(opts.get("cpus-per-task", "1"))
-        if tasks * cpus > node.usable_cores:
-            bad(f"{tasks} tasks x {cpus} CPUs exceed the {node.usable_cores} usable cores")
         kind = kind_of_file(f"jobs/{path.name}")
-        if part.allocation == "whole-node" and gpus != node.gpus and site.has_partial_nodes and not (kind and kind.partial_node):
-            bad(f"{part.name} is whole-node but the job asks for {gpus} GPUs")
-        memory = Memory.parse(opts, site.memory_follows_gpus).per_node_gb(gpus)
-        if memory and node.mem_per_node_gb and memory > node.mem_per_node_gb:
-            bad(f"{memory} GB of memory per node exceed the {node.mem_per_node_gb} GB a {part.name} node has")
-        if "output" not in opts:
-            bad("no --output (logs would land in the submit directory)")
+        preferred = site.partial_node_partition if kind and kind.partition == "smoke" else chosen
+        candidates = sorted((p for p in site.partitions
+                             if p.slurm_name == opts.get("partition") and (p.qos or "") == opts.get("qos", "")),
+                            key=lambda p: p.name != preferred)
+        if not candidates:
+            problems.append(f"{path.name}: partition {opts.get('partition')!r} is not a {site.name} partition")
+            continue
+        found = [_refusals(path, opts, site, part) for part in candidates]
+        if all(found):
+            problems += found[0]
+    return problems
+
+
+def _refusals(path: Path, opts: dict[str, str], site, part) -> list[str]:
+    """What the partition entry ``part`` refuses in the job file ``path``."""
+    problems: list[str] = []
+
+    def bad(message: str) -> None:
+        problems.append(f"{path.name}: {message}")
+
+    entry = part.name if part.name == part.slurm_name else f"{part.name} (Slurm partition {part.slurm_name})"
+    if not site.account.matches(opts.get("account", "")):
+        bad(f"account {opts.get('account')!r} does not match {site.account.pattern}")
+    node = site.node_of(part.name)
+    nodes, gpus = int(opts.get("nodes", "1")), gpus_of(opts)
+    limit = part.walltime_limit(nodes)
+    if slurm_time_seconds(opts.get("time", "0:00:00")) > slurm_time_seconds(limit):
+        bad(f"time {opts['time']} exceeds {entry}'s {limit} for {nodes} node(s), its limit in the catalogue "
+            f"installed now. Fix: a shorter #SBATCH --time in {path.name} (lumi-scaffold update -d walltime=... for the project)")
+    if nodes > part.max_nodes:
+        bad(f"{nodes} nodes exceed {entry}'s {part.max_nodes}, its limit in the catalogue installed now. "
+            f"Fix: lumi-scaffold update -d nodes=... (or another partition)")
+    if not 0 < gpus <= node.gpus:
+        bad(f"{gpus} GPUs per node outside 1..{node.gpus}")
+    tasks, cpus = int(opts.get("ntasks-per-node", "1")), int(opts.get("cpus-per-task", "1"))
+    if tasks * cpus > node.usable_cores:
+        bad(f"{tasks} tasks x {cpus} CPUs exceed the {node.usable_cores} usable cores")
+    kind = kind_of_file(f"jobs/{path.name}")
+    if part.allocation == "whole-node" and gpus != node.gpus and site.has_partial_nodes and not (kind and kind.partial_node):
+        bad(f"{entry} is whole-node but the job asks for {gpus} GPUs. Fix: ask for all {node.gpus} "
+            f"(lumi-scaffold update -d gpus_per_node={node.gpus}), or choose a partition entry that shares nodes "
+            "(lumi-scaffold update -d partition=<name>)")
+    memory = Memory.parse(opts, site.memory_follows_gpus).per_node_gb(gpus)
+    if memory and node.mem_per_node_gb and memory > node.mem_per_node_gb:
+        bad(f"{memory} GB of memory per node exceed the {node.mem_per_node_gb} GB a {entry} node has")
+    if "output" not in opts:
+        bad("no --output (logs would land in the submit directory)")
     return problems
 
 

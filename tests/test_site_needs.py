@@ -146,3 +146,24 @@ def test_site_options_may_not_repeat_what_the_answers_give():
     with pytest.raises(ValueError, match="docker://, oras://"):
         ContainerImage(id="x", site="s", framework="f", title="t", path="/x.sif", generation="g", status="recommended",
                        pull_from="docker://x; touch y")
+
+
+def test_two_entries_on_one_slurm_partition_are_linted_by_entry(monkeypatch, tmp_path):
+    """Two catalogue entries share one Slurm partition (and QOS), as docs/catalogue.md allows:
+    a project's job is checked against its own entry, not the first with that Slurm name
+    (before 0.4.0: `gpu-whole is whole-node but the job asks for 2 GPUs` for a project on
+    `gpu`). Test data: a whole-node entry put first on the Setonix-like `gpu` partition."""
+    base = setonix_like().sites["setonix-like"]
+    whole = base.partition("gpu").model_copy(update={"name": "gpu-whole", "slurm_partition": "gpu",
+                                                      "allocation": "whole-node"})
+    cat = setonix_like(partitions=[whole, *base.partitions])
+    monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
+    shared = render(REPO, tmp_path / "shared", **{**ANSWERS, "framework": "pytorch", "partition": "gpu", "gpus_per_node": 2})
+    assert "#SBATCH --partition=gpu\n" in (shared / "jobs" / "train.sbatch").read_text()
+    assert lint_projects([shared], cat) == []
+    # A job that fits no entry of its Slurm partition is refused for its own entry, with a fix.
+    train = shared / "jobs" / "train.sbatch"
+    train.write_text(train.read_text().replace("#SBATCH --nodes=1", "#SBATCH --nodes=9"))
+    [problem] = lint_projects([shared], cat)
+    assert problem.endswith("train.sbatch: 9 nodes exceed gpu's 8, its limit in the catalogue installed now. "
+                            "Fix: lumi-scaffold update -d nodes=... (or another partition)")

@@ -18,9 +18,9 @@ __version__ = "0.3.0"
 # The version of what plugins may rely on: hooks and their arguments, the catalogue's YAML
 # fields, the Jinja globals and filters, lumi_scaffold.testing (docs/plugins/compatibility.md).
 # (major, minor): a minor version only adds; a major one may remove, after a minor version
-# that warned. A plugin that needs a newer one says so with LUMI_SCAFFOLD_API = "1.1" in its
-# module, and is then reported by name instead of failing. 1.0: lumi-scaffold 0.2; 1.1: 0.3.
-PLUGIN_API = (1, 1)
+# that warned. A plugin that needs a newer one says so with LUMI_SCAFFOLD_API = "1.2" in its
+# module, and is then reported by name instead of failing. 1.0: lumi-scaffold 0.2; 1.1: 0.3; 1.2: 0.4.
+PLUGIN_API = (1, 2)
 
 # The project's home, the one place it is set: the docs site, `lumi-scaffold new`'s
 # published template and every generated README take it from here, and tests check that
@@ -37,6 +37,7 @@ __all__ = [
     "PLUGIN_API",
     "Profiler",
     "Site",
+    "Source",
     "TemplateFile",
     "__version__",
     "hookimpl",

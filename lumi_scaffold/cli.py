@@ -175,7 +175,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                 }
                 for p in cat.plugins
             ],
-            "problems": [{"plugin": p.plugin, "message": p.message} for p in cat.problems],
+            "problems": [{"plugin": p.plugin, "message": p.message, "kind": p.kind} for p in cat.problems],
         }
         print(json.dumps(payload, indent=2))
     else:
@@ -188,8 +188,12 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             for name in p.registered.get("site", []):
                 print(f"  site {name}: {reviewed(cat, name)}")
         for problem in cat.problems:
-            print(f"{'WARNING' if problem.kind == 'warning' else 'BROKEN'} {problem.plugin}: {problem.message}")
-    return 1 if cat.problems and args.strict else 0
+            print(f"{_PROBLEM_LABELS.get(problem.kind, 'BROKEN')} {problem.plugin}: {problem.message}")
+    return 1 if [p for p in cat.problems if p.kind != "note"] and args.strict else 0
+
+
+# A note (an optional image whose site's plugin is not installed) is no fault of the plugin.
+_PROBLEM_LABELS = {"warning": "WARNING", "note": "NOTE"}
 
 
 def _check_destination(dest: Path) -> None:
@@ -492,7 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plugins", help="list loaded plugins, what they registered, and broken ones")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--strict", action="store_true", help="exit 1 if any plugin is broken")
+    p.add_argument("--strict", action="store_true", help="exit 1 if any plugin is broken or warned about (notes do not count)")
     p.set_defaults(func=cmd_plugins)
 
     p = sub.add_parser("new", help="generate a project (copier copy with clean errors)")

@@ -28,7 +28,8 @@ def _catalogue() -> plugins.Catalogue:
     if cat.problems and not _warned:
         _warned = True
         for problem in cat.problems:
-            print(f"lumi-scaffold: warning: {problem}", file=sys.stderr)
+            if problem.kind != "note":
+                print(f"lumi-scaffold: warning: {problem}", file=sys.stderr)
     return cat
 
 
@@ -128,7 +129,7 @@ def lumi_check(ctx: Context, name: str) -> str:
 def lumi_resolve(ctx: Context) -> dict[str, Any]:
     answers, cat = _answers(ctx), _catalogue()
     try:
-        return questions.resolve(answers, cat)
+        data = questions.resolve(answers, cat)
     except ValueError:
         # An answer Copier let through after its validator refused it (copier update checks
         # a recorded answer and drops it silently) is named as Copier would have; else the
@@ -137,6 +138,26 @@ def lumi_resolve(ctx: Context) -> dict[str, Any]:
             if message := questions.check(name, value, answers, cat):
                 raise RefusedAnswer(f"Validation error for question {name!r}: {message}") from None
         raise
+    _try_plugin_texts(ctx, cat, data)
+    return data
+
+
+def _try_plugin_texts(ctx: Context, cat: plugins.Catalogue, data: dict[str, Any]) -> None:
+    """Render this project's plugin texts (its framework's scripts, its plugin files) once
+    while the answers are computed, before Copier writes any file: a plugin's text that
+    fails with these answers (an undefined name) stops the copy with nothing written, also
+    into a directory that existed before (which Copier does not remove)."""
+    values = {**ctx.get_all(), "plugin_data": data}
+    fw = cat.frameworks.get(str(ctx.get("framework")))
+    if fw is not None:
+        plugin = cat.provenance.get(("framework", fw.name), "?")
+        for what, script in (("example", "train.py"), ("smoke_test", "smoke_test.py")):
+            _render_plugin_text(ctx, getattr(fw, what), plugin, f"Framework {fw.name!r} {what} (the project's {script})",
+                                values)
+    owners = {"site": str(ctx.get("site")), "framework": str(ctx.get("framework"))}
+    for file in cat.files:
+        if owners[file.owner] == file.owner_name:
+            _render_plugin_text(ctx, file.content, cat.plugin_of_file(file), f"{file.directory}/{file.name}", values)
 
 
 def lumi_notices(plugin_data: Any) -> list[str]:
@@ -155,22 +176,22 @@ def lumi_framework_text(ctx: Context, what: str) -> str:
     return _render_plugin_text(ctx, getattr(fw, what), cat.provenance.get(("framework", fw.name), "?"), where)
 
 
-def _render_plugin_text(ctx: Context, text: str, plugin: str, where: str) -> str:
-    """Render plugin-supplied Jinja; any error becomes one message naming the plugin, the
-    file and the line (Copier then removes the half-written project)."""
+def _render_plugin_text(ctx: Context, text: str, plugin: str, where: str, values: dict[str, Any] | None = None) -> str:
+    """Render plugin-supplied Jinja (with ``values``, by default the context's); any error
+    becomes one message naming the plugin, the file and the line."""
     from jinja2 import TemplateSyntaxError
 
     from .errors import LumiScaffoldError, PluginTemplateError
 
     try:
-        return ctx.environment.from_string(text).render(ctx.get_all())
+        return ctx.environment.from_string(text).render(ctx.get_all() if values is None else values)
     except LumiScaffoldError:
         raise
     except Exception as exc:  # noqa: BLE001 - whatever the plugin's text does, it is reported, not a traceback
         line = exc.lineno if isinstance(exc, TemplateSyntaxError) else _template_line(exc)
         reason = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-        fix = ("write a literal {{, {% or {# as {% raw %}...{% endraw %}, or close the tag"
-               if isinstance(exc, TemplateSyntaxError) else "use only the project's answers and plugin_data in the text")
+        fix = (plugins.RAW_FIX if isinstance(exc, TemplateSyntaxError)
+               else "use only the project's answers and plugin_data in the text")
         raise _copier_aware(PluginTemplateError)(plugin, where, line, reason, fix) from None
 
 
@@ -221,10 +242,13 @@ def lumi_sources(ctx: Context) -> list[dict[str, str]]:
         if all("/".join(parts).split("/")):
             texts.append(text)
     texts += [f["content"] for d in ("scripts", "config") for f in lumi_plugin_files(ctx, d)]
-    fw = _catalogue().frameworks.get(str(ctx.get("framework")))
+    cat = _catalogue()
+    fw = cat.frameworks.get(str(ctx.get("framework")))
     texts += [fw.example, fw.smoke_test] if fw else []
     # The texts' keys as lumi_cite leaves them for this site; the data's all (the site's own).
-    return sources.cited_in(texts, ctx.get("plugin_data"), site=str(ctx.get("site")))
+    registered = {key: {"title": s.title, "url": s.url, "read": s.read or "(date not given)"}
+                  for key, s in cat.sources.items()}
+    return sources.cited_in(texts, ctx.get("plugin_data"), site=str(ctx.get("site")), registered=registered)
 
 
 def _render_part(env: Any, part: str, values: dict[str, Any]) -> str:

@@ -47,3 +47,9 @@ def register_template_files(register):
     Each file belongs to a site or framework and is written only into projects that
     use it; its text is a Jinja template rendered with the project's answers.
     """
+
+
+@hookspec
+def register_sources(register):
+    """Register the sources your data and files cite: ``register(Source(key=..., title=...,
+    url=..., read=...))``. Projects list them like the built-in ones (plugin API 1.2)."""

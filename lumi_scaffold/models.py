@@ -38,6 +38,7 @@ __all__ = [
     "SiteNote",
     "StorageArea",
     "WalltimeBin",
+    "Source",
     "TemplateFile",
 ]
 
@@ -896,6 +897,9 @@ class ContainerImage(Model):
     known_issues: list[KnownIssue] = Field(
         default_factory=list, description="Known problems of the image in some job shapes: the questionnaire labels "
         "it, and copy, update, doctor and explain name the issue where the project's shape is affected.")
+    optional: bool = Field(
+        default=False, description="The image is for another plugin's site or framework, which may not be installed: "
+        "without it the image is left out with a note, and the plugin is not broken.")
     note: str = ""
     source: str = ""
 
@@ -983,6 +987,10 @@ class Framework(Model):
         min_length=1, description="Packages whose container versions go into constraints.txt."
     )
     requirements: list[Requirement] = Field(default_factory=list, description="Packages the example needs in the venv.")
+    runs_on: Slug | None = Field(
+        default=None, description="Another framework whose images serve this one too (Lightning or DeepSpeed on "
+        "PyTorch's): every site's images for it are offered for this framework, with their pins, and this framework's "
+        "requirements go into the venv on top; `lumi-scaffold update` moves a project when the site moves them.")
     train_args: list[TrainArg] = Field(
         default_factory=list,
         description="Arguments the jobs pass to the training script, before the user's own; {project_dir} stands for "
@@ -1043,6 +1051,37 @@ def _unique(field: str, names: list[str]) -> None:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"{field} names must be unique; repeated: {dupes}")
+
+
+_SOURCE_KEY = re.compile(r"^[A-Z][A-Z0-9]+(?:-[A-Za-z0-9]+)*$")
+_URL = re.compile(r"^https?://[^\s<>()\[\]]+$")
+
+
+class Source(Model):
+    """A source a plugin's data or files cite (``[KEY]`` in a comment, ``source: KEY`` in
+    data), listed in the README of every project that cites it, like the built-in ones."""
+
+    key: str = Field(description="The key cited, e.g. CINES or ADASTRA-UG: capitals and digits, then -parts.")
+    title: str = Field(description="One line: what the source is.")
+    url: str = Field(description="Where to read it (http:// or https://).")
+    read: str = Field(default="", description="When it was read (e.g. 2026-11-20), for the README.")
+
+    _text = field_validator("title", "read")(check_one_line)
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        if not _SOURCE_KEY.match(value):
+            raise ValueError(f"{value!r} is not a source key: capitals and digits, then -parts (CINES, ADASTRA-UG)")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not _URL.match(value):
+            raise ValueError(f"{value!r} is not an http(s) address without spaces or brackets (it is written into a "
+                             "Markdown link)")
+        return value
 
 
 class TemplateFile(Model):

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from . import hookspecs
 from .datafile import error_messages
 from .errors import DataFileError, PluginProblem
-from .models import ContainerImage, Framework, Profiler, Site, TemplateFile
+from .models import ContainerImage, Framework, Profiler, Site, Source, TemplateFile
 
 __all__ = [
     "DEFAULT_PLUGINS",
@@ -64,6 +64,7 @@ KINDS: dict[str, tuple[str, type[Any], str, str]] = {
     "register_profilers": ("profiler", Profiler, "profilers", "name"),
     "register_containers": ("container", ContainerImage, "containers", "id"),
     "register_template_files": ("template file", TemplateFile, "files", "name"),
+    "register_sources": ("source", Source, "sources", "key"),
 }
 KIND_ATTRS = {kind: attr for kind, _model, attr, _key in KINDS.values()}
 
@@ -90,19 +91,30 @@ class Catalogue:
     profilers: dict[str, Profiler] = field(default_factory=dict)
     containers: dict[str, ContainerImage] = field(default_factory=dict)
     files: list[TemplateFile] = field(default_factory=list)
+    sources: dict[str, Source] = field(default_factory=dict)
     plugins: list[PluginInfo] = field(default_factory=list)
     problems: list[PluginProblem] = field(default_factory=list)
     provenance: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def images(self, site: str, framework: str, *, include_removed: bool = False) -> list[ContainerImage]:
-        return [
-            c
-            for c in self.containers.values()
-            if c.site == site and c.framework == framework and (include_removed or c.status != "removed")
-        ]
+        """The images offered for ``framework`` on ``site``: its own, then those of the
+        framework it runs on (``Framework.runs_on``) that ship every package it pins."""
+        own = [c for c in self.containers.values()
+               if c.site == site and c.framework == framework and (include_removed or c.status != "removed")]
+        fw = self.frameworks.get(framework)
+        if fw is None or not fw.runs_on or fw.runs_on not in self.frameworks:
+            return own
+        taken = {c.id for c in own}
+        return own + [c for c in self.images(site, fw.runs_on, include_removed=include_removed)
+                      if c.id not in taken and c.framework == fw.runs_on and set(fw.pinned_packages) <= set(c.versions)]
 
     def recommended_image(self, site: str, framework: str) -> ContainerImage | None:
+        """The framework's own recommended image on ``site``, else the one of the framework it runs on."""
         return next((c for c in self.images(site, framework) if c.status == "recommended"), None)
+
+    def serves(self, image: ContainerImage, framework: str) -> bool:
+        """Whether ``image`` is offered for ``framework`` (its own, or its base framework's)."""
+        return any(c.id == image.id for c in self.images(image.site, framework, include_removed=True))
 
     def frameworks_for(self, site: str) -> list[str]:
         """Frameworks offered on ``site``: those with an image there (recommended, or only
@@ -338,6 +350,7 @@ def build_catalogue(
                         info.registered.setdefault(kind, []).append(getattr(obj, key))
     _refuse_contested(cat, owners, by_name)
     _cross_check(cat)
+    _check_cited_sources(cat)
     return cat
 
 
@@ -414,6 +427,11 @@ def _add(cat: Catalogue, attr: str, kind: str, key: str, obj: Any, plugin: str,
         return True
     store = getattr(cat, attr)
     owners.setdefault((kind, name), []).append(plugin)
+    if kind == "source" and name in _bibliography():
+        cat.problems.append(PluginProblem(plugin, f"source {name!r} is in lumi-scaffold's own bibliography; yours is "
+                                                  "ignored. Fix: cite it as it is, or register it under another key",
+                                          kind="warning"))
+        return False
     if name in store:
         if kind not in CONTESTED_REFUSED:
             owner = cat.provenance[(kind, name)]
@@ -457,15 +475,90 @@ def _drop(cat: Catalogue, kind: str, attr: str, name: str, message: str) -> None
     getattr(cat, attr).pop(name, None)
 
 
+def _jinja_syntax_error(text: str) -> tuple[int, str] | None:
+    """(line, message) of the first Jinja syntax error in ``text``, or None. Copier renders
+    plugin text with Jinja's default delimiters (copier.yml sets no _envops)."""
+    from jinja2 import Environment, TemplateSyntaxError
+
+    try:
+        Environment().parse(text)
+    except TemplateSyntaxError as exc:
+        return exc.lineno, (exc.message or "syntax error").rstrip(".")
+    return None
+
+
+RAW_FIX = "write a literal {{, {% or {# as {% raw %}...{% endraw %}, or close the tag"
+
+
+def _check_plugin_templates(cat: Catalogue) -> None:
+    """Plugin texts that Jinja renders into projects (a framework's example and smoke test,
+    template files) are parsed when the plugin loads: a syntax error is refused here, with
+    its line, not at the first copy (``plugins --strict`` fails on it)."""
+    for framework in list(cat.frameworks.values()):
+        for what, script in (("example", "train.py"), ("smoke_test", "smoke_test.py")):
+            if error := _jinja_syntax_error(getattr(framework, what)):
+                _drop(cat, "framework", "frameworks", framework.name,
+                      f"its {what} (the project's {script}), line {error[0]}: {error[1]}. Fix: {RAW_FIX}")
+                break
+    for file in list(cat.files):
+        if error := _jinja_syntax_error(file.content):
+            cat.problems.append(PluginProblem(cat.plugin_of_file(file), (
+                f"template file {file.directory}/{file.name} (for {file.owner} {file.owner_name!r}), line {error[0]}: "
+                f"{error[1]}; not written into projects. Fix: {RAW_FIX}")))
+            cat.files.remove(file)
+
+
+def _bibliography() -> dict[str, Any]:
+    from .sources import bibliography
+
+    return bibliography()
+
+
+def _check_cited_sources(cat: Catalogue) -> None:
+    """Each key a plugin cites (``source`` fields of its data, ``[KEY]`` in its files and
+    example scripts) is in the bibliography or registered by a plugin; else one note."""
+    from .sources import keys_in_data, keys_in_field, keys_in_text
+
+    known = set(_bibliography()) | set(cat.sources)
+    cited: dict[str, set[str]] = {}
+    for kind, attr in (("site", "sites"), ("framework", "frameworks"), ("container", "containers"),
+                       ("profiler", "profilers")):
+        for name, obj in getattr(cat, attr).items():
+            keys = keys_in_data(obj.model_dump())
+            if kind == "framework":
+                keys |= keys_in_text(obj.example) | keys_in_text(obj.smoke_test)
+            cited.setdefault(cat.provenance.get((kind, name), "?"), set()).update(keys)
+    for file in cat.files:
+        cited.setdefault(cat.plugin_of_file(file), set()).update(keys_in_text(file.content) | keys_in_field(file.source))
+    for plugin, keys in sorted(cited.items()):
+        if unknown := sorted(keys - known):
+            cat.problems.append(PluginProblem(plugin, (
+                f"cites {', '.join(f'[{k}]' for k in unknown)}, which neither lumi-scaffold's bibliography nor any plugin "
+                "registers, so projects cannot list it. Fix: register it with register_sources (key, title, url, read)"),
+                kind="note"))  # a plugin that worked keeps working: shown, not counted by --strict or conformance
+
+
 def _cross_check(cat: Catalogue) -> None:
     """Checks that span objects from several plugins; failing objects are dropped."""
+    _check_plugin_templates(cat)
     for framework in list(cat.frameworks.values()):
         unknown = [p for p in framework.profilers if p not in cat.profilers]
         if unknown:
             _drop(cat, "framework", "frameworks", framework.name, f"profilers {unknown} are not registered; known: {sorted(cat.profilers)}")
+    for framework in cat.frameworks.values():
+        if framework.runs_on and framework.runs_on not in cat.frameworks:
+            cat.problems.append(PluginProblem(cat.provenance.get(("framework", framework.name), "?"), (
+                f"framework {framework.name!r} runs on {framework.runs_on!r} images, and no installed plugin registers "
+                f"{framework.runs_on!r}: it is offered only with its own images and a user's own image"), kind="note"))
     for image in list(cat.containers.values()):
         site, fw = cat.sites.get(image.site), cat.frameworks.get(image.framework)
-        if site is None:
+        if image.optional and (site is None or fw is None):
+            absent = f"site {image.site!r}" if site is None else f"framework {image.framework!r}"
+            cat.problems.append(PluginProblem(cat.provenance.get(("container", image.id), "?"), (
+                f"container {image.id!r} left out: {absent} is not registered (optional: its plugin is not installed)"),
+                kind="note"))
+            cat.containers.pop(image.id)
+        elif site is None:
             _drop(cat, "container", "containers", image.id, f"site {image.site!r} is not registered; known: {sorted(cat.sites)}")
         elif fw is None:
             _drop(cat, "container", "containers", image.id, f"framework {image.framework!r} is not registered; known: {sorted(cat.frameworks)}")
@@ -486,11 +579,11 @@ def _cross_check(cat: Catalogue) -> None:
                 f"known: {sorted(cat.frameworks)} (a typo, or a framework plugin that is not installed)"))
     for image in list(cat.containers.values()):
         target = cat.containers.get(image.replaced_by) if image.replaced_by else None
-        if image.replaced_by and (target is None or (target.site, target.framework) != (image.site, image.framework)):
+        if image.replaced_by and (target is None or target.site != image.site or not cat.serves(target, image.framework)):
             _drop(cat, "container", "containers", image.id, f"replaced_by={image.replaced_by!r} is not an image for the same site and framework")
     pairs = sorted({(c.site, c.framework) for c in cat.containers.values()})
     for site_name, fw_name in pairs:
-        images = cat.images(site_name, fw_name)
+        images = [c for c in cat.images(site_name, fw_name) if c.framework == fw_name]  # its own
         recommended = [c.id for c in images if c.status == "recommended"]
         pair = f"{site_name}/{fw_name}"
         if len(recommended) > 1:

@@ -90,10 +90,12 @@ def keys_in_data(data: Any) -> set[str]:
     return set()
 
 
-def cited_in(texts: Iterable[str], data: Any = None, site: str | None = None) -> list[dict[str, str]]:
+def cited_in(texts: Iterable[str], data: Any = None, site: str | None = None,
+             registered: Mapping[str, Mapping[str, str]] | None = None) -> list[dict[str, str]]:
     """The known sources cited in ``texts`` (only those :func:`citable` for ``site``, when
-    given) and ``data``, sorted by key, each as {key, title, url, read}."""
-    known = bibliography()
+    given) and ``data``, sorted by key, each as {key, title, url, read}; ``registered``:
+    the plugins' own sources (register_sources), beside the bibliography."""
+    known = {**(registered or {}), **bibliography()}
     keys = {key for text in texts for key in keys_in_text(text) if site is None or citable(key, site)}
     keys |= keys_in_data(data)
     return [{"key": key, "title": known[key]["title"], "url": known[key]["url"], "read": known[key]["read"]}

@@ -314,7 +314,7 @@ def _pairs(cat: Catalogue, plugin_name: str) -> list[tuple[str, str]]:
     for image_id in reg.get("container", []):
         image = cat.containers.get(image_id)
         if image is not None:
-            pairs |= {(s, f) for s, f in offered if (s, f) == (image.site, image.framework)}
+            pairs |= {(s, f) for s, f in offered if s == image.site and cat.serves(image, f)}  # runs_on too
     for tf in _plugin_files(cat, plugin_name):
         pairs |= {(s, f) for s, f in offered if (s if tf.owner == "site" else f) == tf.owner_name}
     for profiler in reg.get("profiler", []):
@@ -331,7 +331,16 @@ def plugin_matrix(cat: Catalogue, plugin_name: str) -> list[dict[str, Any]]:
     """Every answer combination whose project the plugin adds or changes: its sites with
     every framework offered there, its frameworks on every site, its images, the owners
     of its template files, the frameworks that list its profilers."""
-    return [a for site, fw in _pairs(cat, plugin_name) for a in answer_matrix(cat, sites=[site], frameworks=[fw])]
+    registered = set(_registered(cat, plugin_name).get("container", []))
+
+    def own_or_alias(answers: dict[str, Any]) -> bool:
+        # An image a framework gets from the one it runs on (Framework.runs_on) is covered
+        # by "recommended"; the base framework's own matrix renders every one of them.
+        image = cat.containers.get(str(answers["container"]))
+        return image is None or image.id in registered or image.framework == answers["framework"]
+
+    return [a for site, fw in _pairs(cat, plugin_name) for a in answer_matrix(cat, sites=[site], frameworks=[fw])
+            if own_or_alias(a)]
 
 
 def _shown(answers: dict[str, Any]) -> str:
@@ -358,7 +367,7 @@ def check_conformance(catalogue: Catalogue, plugin_name: str, *, template: Path 
     """
     cat = catalogue
     loaded = [p.name for p in cat.plugins]
-    out = [f"problem: {p.message}" for p in cat.problems if p.plugin == plugin_name]
+    out = [f"problem: {p.message}" for p in cat.problems if p.plugin == plugin_name and p.kind != "note"]
     if plugin_name not in loaded:
         return out + [f"plugin {plugin_name!r} is not loaded; loaded plugins: {loaded}"]
     reg = _registered(cat, plugin_name)

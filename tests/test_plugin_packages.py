@@ -70,10 +70,11 @@ def test_installed_plugins_add_their_choices():
     cat = plugins.get_catalogue()
     assert "frontier" in _values(choices("site", {}, cat))
     assert "deepspeed" in _values(choices("framework", {"site": "lumi"}, cat))
-    assert "laif-deepspeed-20260513" in _values(choices("container", {"site": "lumi", "framework": "deepspeed"}, cat))
+    # DeepSpeed runs on the PyTorch images (runs_on): LUMI's are offered for it.
+    assert "laif-multitorch-20260513" in _values(choices("container", {"site": "lumi", "framework": "deepspeed"}, cat))
     assert [p for p in cat.problems if p.plugin in (FRONTIER, DEEPSPEED)] == []
     versions = cat.plugin_versions()
-    assert versions[FRONTIER] == versions[DEEPSPEED] == "0.2.0"
+    assert (versions[FRONTIER], versions[DEEPSPEED]) == ("0.2.0", "0.3.0")
     # No central Frontier image [OLCF-CT]: every framework, each with the user's own image.
     assert _values(choices("framework", {"site": "frontier"}, cat)) == ["pytorch", "jax", "deepspeed"]
     assert _values(choices("container", {"site": "frontier", "framework": "deepspeed"}, cat)) == ["custom"]
@@ -114,9 +115,11 @@ def test_every_combination_they_add_renders_and_lints_clean(monkeypatch):
     monkeypatch.setattr(testing, "render_many", render_many)
     cat = plugin_catalogue(STAND_IN, installed=True)
     deepspeed = plugin_matrix(cat, DEEPSPEED)
-    assert len([a for a in deepspeed if a["site"] == "lumi"]) == 288  # 4 containers x 3 areas x 2 x 3 profilers x 4 shapes
-    # On Frontier DeepSpeed runs from the user's own image only.
-    assert {a["container"] for a in deepspeed if a["site"] == "frontier"} == {"custom"}
+    # PyTorch's images (runs_on) are covered by "recommended": 3 containers x 3 areas x 2 x 3 profilers x 4 shapes
+    assert len([a for a in deepspeed if a["site"] == "lumi"]) == 216
+    # On Frontier DeepSpeed runs on the (stand-in) PyTorch image there, or the user's own: the
+    # two plugins do not know each other (runs_on).
+    assert {a["container"] for a in deepspeed if a["site"] == "frontier"} == {"recommended", "custom"}
     assert {a["partition"] for a in plugin_matrix(cat, FRONTIER)} == {"batch", "extended", "debug"}
     assert check_conformance(cat, DEEPSPEED) == []
     assert check_conformance(cat, FRONTIER) == []

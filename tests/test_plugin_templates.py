@@ -46,42 +46,64 @@ def new(template, dest, capsys, *answers: str) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize(
-    ("content", "line", "reason", "fix"),
-    [
-        ("#!/bin/bash\necho ok\necho {{ project_name\n", 3, "TemplateSyntaxError: unexpected end of template",
-         "as {% raw %}...{% endraw %}"),
-        ("#!/bin/bash\n\n\necho {{ project_name.nope() }}\n", 4, "UndefinedError: 'str object' has no attribute 'nope'",
-         "use only the project's answers and plugin_data"),
-    ],
-    ids=["syntax", "runtime"],
-)
-def test_broken_plugin_file_is_one_line_and_leaves_nothing(template, tmp_path, capsys, content, line, reason, fix):
+def test_a_plugin_file_that_fails_with_the_answers_is_one_line_and_leaves_nothing(template, tmp_path, capsys):
     dest = tmp_path / "p"
-    with isolated_catalogue(files_plugin(content)):
+    with isolated_catalogue(files_plugin("#!/bin/bash\n\n\necho {{ project_name.nope() }}\n")):
         code, err = new(template, dest, capsys, *ANSWERS)
     assert code == 1
-    assert err.startswith(f"lumi-scaffold: error: plugin 'lumi-extra-files': scripts/extra.sh, line {line}: {reason}"), err
-    assert fix in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("lumi-scaffold: error: plugin 'lumi-extra-files': scripts/extra.sh, line 4: "
+                          "UndefinedError: 'str object' has no attribute 'nope'"), err
+    assert "use only the project's answers and plugin_data" in err and len(err.splitlines()) == 1
+    assert "Traceback" not in err
     assert not dest.exists()
 
 
-def test_an_empty_destination_is_left_empty(template, tmp_path, capsys):
+SYNTAX = "#!/bin/bash\necho ok\necho {{ project_name\n"
+
+
+def test_a_syntax_error_in_a_plugin_file_is_refused_when_the_plugin_loads(template, tmp_path, capsys):
+    """Parsed at load: `plugins --strict` names the file and line; copies go on without it."""
+    with isolated_catalogue(files_plugin(SYNTAX)) as cat:
+        assert [str(p) for p in cat.problems] == [
+            "plugin 'lumi-extra-files': template file scripts/extra.sh (for framework 'pytorch'), line 3: unexpected "
+            "end of template, expected 'end of print statement'; not written into projects. Fix: write a literal {{, "
+            "{% or {# as {% raw %}...{% endraw %}, or close the tag"]
+        assert cat.files == []
+        code, err = new(template, tmp_path / "p", capsys, *ANSWERS)
+    assert code == 0, err
+    assert "warning: plugin 'lumi-extra-files': template file scripts/extra.sh" in err
+    assert not (tmp_path / "p" / "scripts" / "extra.sh").exists()
+
+
+@pytest.mark.parametrize("how", ["lumi-scaffold new", "copier copy"])
+def test_a_destination_that_existed_is_left_as_it_was(template, tmp_path, capsys, how):
+    """Copier removes a project it created when a copy fails, not a directory that was there:
+    the plugin's text is tried before any file is written."""
     dest = tmp_path / "empty"
     dest.mkdir()
-    with isolated_catalogue(files_plugin("{% if %}")):
-        code, err = new(template, dest, capsys, *ANSWERS)
-    assert code == 1 and "scripts/extra.sh, line 1" in err
+    with isolated_catalogue(files_plugin("{{ nosuch.attr }}")):
+        if how == "lumi-scaffold new":
+            code, err = new(template, dest, capsys, *ANSWERS)
+            assert code == 1 and "scripts/extra.sh, line 1: UndefinedError: 'nosuch' is undefined" in err
+        else:
+            with pytest.raises(PluginTemplateError):
+                copier.run_copy(str(template), str(dest), data={"account": "project_465000000", "framework": "pytorch"},
+                                defaults=True, unsafe=True, quiet=True)
     assert dest.is_dir() and list(dest.iterdir()) == []
 
 
-def test_broken_framework_example_names_plugin_and_script(template, tmp_path, capsys):
+def test_a_broken_framework_example_is_refused_at_load_or_names_plugin_and_script(template, tmp_path, capsys):
+    with isolated_catalogue(framework_plugin('"""Example."""\nprint("{{ x }")\n')) as cat:
+        assert "myfw" not in cat.frameworks
+        assert str(cat.problems[0]) == (
+            "plugin 'lumi-framework-myfw': framework 'myfw': its example (the project's train.py), line 2: unexpected "
+            "'}'. Fix: write a literal {{, {% or {# as {% raw %}...{% endraw %}, or close the tag")
     dest = tmp_path / "p"
-    with isolated_catalogue(framework_plugin('"""Example."""\nprint("{{ x }")\n')):
+    with isolated_catalogue(framework_plugin('"""Example."""\nprint("{{ x.y }}")\n')):
         code, err = new(template, dest, capsys, "-d", "account=project_465000000", "-d", "framework=myfw")
     assert code == 1, err
     assert err.startswith("lumi-scaffold: error: plugin 'lumi-framework-myfw': Framework 'myfw' example "
-                          "(the project's train.py), line 2: TemplateSyntaxError: unexpected '}'"), err
+                          "(the project's train.py), line 2: UndefinedError: 'x' is undefined"), err
     assert not dest.exists()
 
 
@@ -89,7 +111,7 @@ def test_plain_copier_copy_gets_a_message_copier_prints_without_traceback(templa
     """Copier's own CLI prints a copier UserMessageError's message alone."""
     from copier.errors import UserMessageError
 
-    with isolated_catalogue(files_plugin("{{ 1 +  }}")), pytest.raises(PluginTemplateError) as info:
+    with isolated_catalogue(files_plugin("{{ 1 + nosuch.x }}")), pytest.raises(PluginTemplateError) as info:
         copier.run_copy(str(template), str(tmp_path / "p"), data={"account": "project_465000000", "framework": "pytorch"},
                         defaults=True, unsafe=True, quiet=True)
     assert isinstance(info.value, UserMessageError) and info.value.message == str(info.value)

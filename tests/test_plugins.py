@@ -265,7 +265,8 @@ def test_plugins_command_lists_builtins_and_broken_plugin(fake_site_packages):
     assert "Traceback" not in result.stdout + result.stderr
     assert run_cli("plugins", "--strict", pythonpath=fake_site_packages).returncode == 1
     payload = json.loads(run_cli("plugins", "--json", pythonpath=fake_site_packages).stdout)
-    assert payload["problems"] == [{"plugin": "broken", "message": "cannot load: ModuleNotFoundError: No module named 'nope_nope'"}]
+    assert payload["problems"] == [{"plugin": "broken", "message": "cannot load: ModuleNotFoundError: No module named 'nope_nope'",
+                                    "kind": "error"}]
     assert {p["name"] for p in payload["plugins"]} >= {"lumi", "pytorch", "jax", "profilers"}
     assert next(p for p in payload["plugins"] if p["name"] == "lumi")["reviewed"] == {"lumi": "2026-11-24"}
 

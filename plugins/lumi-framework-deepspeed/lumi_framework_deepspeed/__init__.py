@@ -1,15 +1,17 @@
-"""lumi-scaffold framework plugin: DeepSpeed on the LUMI AI Factory image.
+"""lumi-scaffold framework plugin: DeepSpeed on the PyTorch images of every site.
 
 Registers the framework (deepspeed.yaml, with the smoke test and example training script
-from examples/), its LUMI image (containers.yaml) and config/ds_config.json, the engine
-configuration the example reads.
+from examples/), which runs on the images sites register for PyTorch (runs_on: pytorch),
+the retired entry of the LUMI image it used to copy (containers.yaml), and
+config/ds_config.json, the engine configuration the example reads.
 """
 
 from pathlib import Path
 
 from lumi_scaffold import ContainerImage, Framework, TemplateFile, hookimpl, load_data_file
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
+LUMI_SCAFFOLD_API = "1.2"  # Framework.runs_on (lumi-scaffold 0.4)
 HERE = Path(__file__).parent
 
 

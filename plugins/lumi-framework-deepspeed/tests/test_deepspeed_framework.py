@@ -37,20 +37,24 @@ def test_registers_framework_image_and_config(catalogue):
     assert "deepspeed" in catalogue.frameworks_for("lumi")
 
 
-def test_image_is_the_recommended_laif_pytorch_image(catalogue):
-    """The LAIF full image ships DeepSpeed; when lumi-scaffold moves its recommended PyTorch
-    image, this plugin must follow (this test fails until it does)."""
+def test_it_runs_on_the_pytorch_images_and_follows_them(catalogue):
+    """DeepSpeed runs on the images sites register for PyTorch (runs_on): the recommended
+    one is PyTorch's, so it moves when lumi-scaffold moves PyTorch's; the entry this plugin
+    copied until 0.3 is retired, and names the same image under its PyTorch id."""
     deepspeed, pytorch = (catalogue.recommended_image("lumi", f) for f in ("deepspeed", "pytorch"))
-    assert deepspeed.path == pytorch.path
-    assert deepspeed.versions == pytorch.versions
-    assert deepspeed.generation == pytorch.generation == "laif"
+    assert deepspeed is pytorch
+    assert [c.id for c in catalogue.images("lumi", "deepspeed")] == [c.id for c in catalogue.images("lumi", "pytorch")]
+    retired = catalogue.containers["laif-deepspeed-20260513"]
+    assert retired.status == "removed" and retired.replaced_by == "laif-multitorch-20260513"
+    assert retired.path == catalogue.containers[retired.replaced_by].path
 
 
 def test_every_project_renders_and_lints_clean(catalogue):
     matrix = plugin_matrix(catalogue, PLUGIN)
     assert {a["framework"] for a in matrix} == {"deepspeed"}
-    assert {a["container"] for a in matrix} == {"recommended", "laif-deepspeed-20260513", "custom", "cotainr"}
-    assert len(matrix) == 288  # 4 containers x 3 data areas x 2 prestage x 3 profilers x 4 job shapes
+    # PyTorch's images are covered by "recommended" (PyTorch's own matrix renders each one).
+    assert {a["container"] for a in matrix} == {"recommended", "custom", "cotainr"}
+    assert len(matrix) == 216  # 3 containers x 3 data areas x 2 prestage x 3 profilers x 4 job shapes
     assert check_conformance(catalogue, PLUGIN) == []
 
 

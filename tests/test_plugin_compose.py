@@ -1,0 +1,136 @@
+"""Plugins from different authors compose (docs/plugins/composing.md): a site plugin with
+its own PyTorch image and a framework plugin that runs on PyTorch images (Lightning-like),
+written here without knowing each other, installed together. The framework is offered on
+the site with the site's image and pins, its projects render, lint clean and pass
+conformance, and when the site moves its image, `lumi-scaffold update` moves the project.
+
+TEST DATA: the site is the Setonix-like fixture (tests/fixtures/setonix-like.yaml) renamed;
+its image path and versions are made up.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import types
+import warnings
+from pathlib import Path
+
+import copier
+import pytest
+
+from lumi_scaffold import ContainerImage, Framework, Site, cli, hookimpl, load_data_file
+from lumi_scaffold.testing import check_conformance, isolated_catalogue, lint_projects, render_project
+
+from .helpers import DEFAULTS, REPO, template_copy
+
+FIXTURES = Path(__file__).parent / "fixtures"
+EXAMPLES = REPO / "lumi_scaffold" / "default_plugins" / "examples"
+OLD, NEW = "/software/projects/{p}/containers/torch-2.7.sif", "/software/projects/{p}/containers/torch-2.8.sif"
+
+
+def site_plugin(image_path: str) -> tuple[str, object]:
+    """A site author's plugin: the site and its own PyTorch image (nothing about Lightning)."""
+
+    @hookimpl
+    def register_sites(register):
+        site = load_data_file(FIXTURES / "setonix-like.yaml", Site)
+        register(site.model_copy(update={"name": "campus", "title": "Campus MI250X cluster (test data)",
+                                         "display_name": "Campus"}))
+
+    @hookimpl
+    def register_containers(register):
+        register(ContainerImage(id="campus-pytorch", site="campus", framework="pytorch", title="Campus PyTorch (test)",
+                                path=image_path.format(p="pawsey0001"), generation="pulled", status="recommended",
+                                versions={"torch": "2.7.1", "numpy": "2.1.3"}))
+
+    return "lumi-site-campus", types.SimpleNamespace(register_sites=register_sites,
+                                                     register_containers=register_containers)
+
+
+def framework_plugin() -> tuple[str, object]:
+    """A framework author's plugin: Lightning-like, on any site's PyTorch images (nothing
+    about the campus site)."""
+
+    @hookimpl
+    def register_frameworks(register):
+        register(Framework(
+            name="lightning", title="Lightning-like (test)", launchers=["srun"], runs_on="pytorch",
+            distributed_init="torch.distributed through the trainer, env:// with MASTER_ADDR", needs_master_addr=True,
+            pinned_packages=["torch"], requirements=["lightning"],
+            smoke_test=(EXAMPLES / "pytorch_smoke.py").read_text(), example=(EXAMPLES / "pytorch_train.py").read_text()))
+
+    return "lumi-framework-lightning", types.SimpleNamespace(register_frameworks=register_frameworks)
+
+
+ANSWERS = {"project_name": "demo", "site": "campus", "account": "pawsey0001-gpu", "framework": "lightning"}
+
+
+def test_the_framework_is_offered_on_the_site_with_its_image_and_pins(tmp_path):
+    with isolated_catalogue(site_plugin(OLD), framework_plugin()) as cat:
+        assert [str(p) for p in cat.problems] == []
+        assert "lightning" in cat.frameworks_for("campus")
+        assert cat.recommended_image("campus", "lightning").id == "campus-pytorch"
+        assert cat.container_options("campus", "lightning") == ["recommended", "campus-pytorch", "custom"]
+        project = render_project(template_copy(tmp_path / "t"), tmp_path / "p", ANSWERS)
+        assert lint_projects([project], cat) == []
+        # The framework's conformance renders it on every site it is offered on, this one included.
+        assert check_conformance(cat, "lumi-framework-lightning") == []
+    assert OLD.format(p="pawsey0001") in (project / "scripts" / "job-env.sh").read_text()
+    assert "The catalogue says it ships: numpy 2.1.3, torch 2.7.1." in (project / "constraints.txt").read_text()
+    assert "lightning" in (project / "requirements.txt").read_text().split()  # the framework's, on top
+
+
+def test_without_the_base_framework_it_is_a_note_not_broken():
+    """A framework on another framework's images, where no plugin registers that one, is
+    offered with its own images only; `plugins --strict` does not fail on the note."""
+    fw = framework_plugin()[1].register_frameworks
+
+    @hookimpl
+    def register_frameworks(register):
+        fw(lambda f: register(f.model_copy(update={"runs_on": "mxnet"})))
+
+    with isolated_catalogue(("lumi-framework-lightning", types.SimpleNamespace(register_frameworks=register_frameworks))) as cat:
+        [note] = [p for p in cat.problems if p.plugin == "lumi-framework-lightning"]
+    assert note.kind == "note" and "runs on 'mxnet' images, and no installed plugin registers 'mxnet'" in note.message
+
+
+def test_an_optional_image_for_a_site_that_is_not_installed_is_a_note():
+    @hookimpl
+    def register_containers(register):
+        register(ContainerImage(id="adastra-lightning", site="adastra", framework="pytorch", title="x",
+                                path="/opt/x.sif", generation="g", status="recommended", optional=True,
+                                versions={"torch": "2.7.1"}))
+
+    with isolated_catalogue(("lumi-extra", types.SimpleNamespace(register_containers=register_containers))) as cat:
+        [note] = [p for p in cat.problems if p.plugin == "lumi-extra"]
+        assert "adastra-lightning" not in cat.containers
+    assert note.kind == "note" and "site 'adastra' is not registered (optional" in note.message
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+@pytest.fixture
+def template_repo(tmp_path) -> Path:
+    repo = template_copy(tmp_path / "template")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "v1")
+    _git(repo, "tag", "v1.0.0")
+    return repo
+
+
+def test_when_the_site_moves_its_image_an_update_moves_the_project(template_repo, tmp_path):
+    project = tmp_path / "p"
+    with isolated_catalogue(site_plugin(OLD), framework_plugin()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        copier.run_copy(str(template_repo), str(project), data={**DEFAULTS, **ANSWERS}, defaults=True, unsafe=True,
+                        quiet=True, vcs_ref="v1.0.0", settings=copier.Settings())
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "generated")
+    with isolated_catalogue(site_plugin(NEW), framework_plugin()):
+        assert cli.main(["update", str(project), "-q"]) == 0
+    job_env = (project / "scripts" / "job-env.sh").read_text()
+    assert NEW.format(p="pawsey0001") in job_env and OLD.format(p="pawsey0001") not in job_env

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -213,6 +215,18 @@ def test_rocm_smi_names_visible_devices(tmp_path: Path) -> None:
 
 
 # --- harness (no cluster needed) ----------------------------------------------------------
+def test_the_fast_tier_leaves_out_every_test_on_a_slurm_cluster() -> None:
+    """README: `python -m pytest -m "not slurm and not slow"` runs no job on Slurm, also for a
+    test that takes a cluster fixture without the marker (tests/test_kernel_caches.py's)."""
+    repo, name = SLURM_DIR.parents[1], "test_second_job_finds_the_first_jobs_kernel_caches"
+    assert f"def {name}(slurm_cluster_local2n," in (repo / "tests/test_kernel_caches.py").read_text()
+    collected = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "--collect-only",
+                                "-q", "-m", "not slurm and not slow", "tests/test_kernel_caches.py"],
+                               cwd=repo, capture_output=True, text=True, timeout=300)
+    assert name not in collected.stdout, collected.stdout
+    assert re.search(r"\b1 deselected\b", collected.stdout), collected.stdout + collected.stderr
+
+
 # ------------------------------------------------------------------ the suite's installer
 
 _FAKE_APT = """#!/bin/bash

@@ -16,7 +16,7 @@ from jinja2 import pass_context
 from jinja2.ext import Extension
 from jinja2.runtime import Context
 
-from . import HOME_URL, plugins, questions, sources
+from . import home_url, plugins, questions, sources
 from ._codecache import share_compiled_code
 from .errors import RefusedAnswer, LumiScaffoldError
 
@@ -305,6 +305,6 @@ class LumiExtension(Extension):
 
     def __init__(self, environment) -> None:
         super().__init__(environment)
-        environment.globals.update(_GLOBALS, lumi_home_url=HOME_URL)
+        environment.globals.update(_GLOBALS, lumi_home_url=home_url())
         environment.filters.update(_FILTERS)
         share_compiled_code(environment)

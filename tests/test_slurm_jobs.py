@@ -237,11 +237,11 @@ def test_helper_steps_hold_none_of_the_resources_the_training_step_asks_for(slur
                                                                              site_root, launcher):
     """stage_data's and restore_caches' helper steps (one task per node) must not hold the job's
     CPUs, memory and GPUs: Slurm frees a step's resources node by node after it ends, and a
-    step that asks for all of them (srun inherits the job's --mem, --gpus-per-node and
-    --cpus-per-task) on a node not yet freed was refused ("Memory required by task is not
-    available", torchrun's 56 CPUs per task) or kept waiting (srun's 7 per task). Here both
-    helpers are kept running on both nodes while a step with the training step's request
-    starts: it must start at once."""
+    step that asks for all of them (srun takes the job's --mem and --gpus-per-node from the
+    environment, job-env.sh passes --cpus-per-task on) on a node not yet freed was refused
+    ("Memory required by task is not available", torchrun's 56 CPUs per task) or kept
+    waiting (srun's 7 per task). Here both helpers are kept running on both nodes while a
+    step with the training step's request starts: it must start at once."""
     project = render(template, tmp_path / "p", nodes=2, prestage=True, launcher=launcher,
                      dataset_archive="/scratch/project_465000000/train.tar")
     assert (project / "scripts/caches.sh").is_file()  # restore_caches starts its step

@@ -22,11 +22,28 @@ __version__ = "0.3.0"
 # module, and is then reported by name instead of failing. 1.0: lumi-scaffold 0.2; 1.1: 0.3; 1.2: 0.4.
 PLUGIN_API = (1, 2)
 
-# The project's home, the one place it is set: the docs site, `lumi-scaffold new`'s
-# published template and every generated README take it from here, and tests check that
-# the READMEs and docs that cannot import it say the same. PLACEHOLDER until the project
-# has a public repository: change it here and run tests/test_docs_site.py.
-HOME_URL = "https://github.com/org/lumi-scaffold"
+# The project's home: the first of these Project-URL labels in the installed package's
+# metadata (pyproject.toml [project.urls]); "" while it names none (the package is not
+# published yet), and then the generated README and the docs site leave the link out.
+# Labels compare as PEP 753 normalizes them (lower case, no punctuation or spaces).
+HOME_URL_LABELS = ("homepage", "repository", "source")
+
+
+def home_url() -> str:
+    """The project's home address from the package metadata, or "" when it has none."""
+    import importlib.metadata
+    import re
+
+    try:
+        entries = importlib.metadata.metadata("lumi-scaffold").get_all("Project-URL") or []
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        return ""
+    urls: dict[str, str] = {}
+    for entry in entries:
+        label, _, url = entry.partition(",")
+        urls.setdefault(re.sub(r"[^a-z0-9]", "", label.lower()), url.strip())
+    return next((urls[label] for label in HOME_URL_LABELS if urls.get(label)), "")
+
 
 __all__ = [
     "ContainerGeneration",
@@ -40,6 +57,7 @@ __all__ = [
     "Source",
     "TemplateFile",
     "__version__",
+    "home_url",
     "hookimpl",
     "load_data_file",
 ]
@@ -47,6 +65,8 @@ __all__ = [
 
 def __getattr__(name: str):
     # Lazy re-exports keep `import lumi_scaffold` (and the CLI's start-up) cheap.
+    if name == "HOME_URL":  # read when asked: home_url()
+        return home_url()
     if name == "load_data_file":
         from .datafile import load_data_file
 

@@ -487,6 +487,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}. Fix: see {self.prog} --help\n")
 
 
+def cmd_template(args: argparse.Namespace) -> int:
+    from .bundle import SOURCE, refresh
+
+    refresh()
+    print(SOURCE)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -541,6 +549,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("lint", help="bash -n, shellcheck and #SBATCH checks on a generated project")
     p.add_argument("project", nargs="?", default=".")
     p.set_defaults(func=cmd_lint)
+
+    p = sub.add_parser("template", help="write the installed template to ~/.cache/lumi-scaffold/template.bundle "
+                                        "for plain Copier, and print that path",
+                       description="Plain Copier: copier copy --trust '~/.cache/lumi-scaffold/template.bundle' "
+                                   "my-project (quoted: Copier records the path with ~, the same for your group)")
+    p.set_defaults(func=cmd_template)
 
     p = sub.add_parser("completion", help="print a bash or zsh completion script (eval it in your shell's rc file)",
                        description='Add to ~/.bashrc: eval "$(lumi-scaffold completion bash)"; '

@@ -16,7 +16,7 @@ from jinja2 import pass_context
 from jinja2.ext import Extension
 from jinja2.runtime import Context
 
-from . import HOME_URL, plugins, questions, sources
+from . import home_url, plugins, questions, sources
 from .errors import RefusedAnswer, LumiScaffoldError
 
 _warned = False
@@ -328,7 +328,7 @@ class LumiExtension(Extension):
 
     def __init__(self, environment) -> None:
         super().__init__(environment)
-        environment.globals.update(_GLOBALS, lumi_home_url=HOME_URL)
+        environment.globals.update(_GLOBALS, lumi_home_url=home_url())
         environment.filters.update(_FILTERS)
         _share_compiled_code(environment)
 

@@ -401,7 +401,7 @@ def _render_and_lint(cat: Catalogue, plugin_name: str, template: Path | str | No
         if template_root() is None:
             return ["cannot render: this lumi_scaffold has no template (neither a source checkout nor a wheel "
                     "with lumi_scaffold/_template); pass template= or set LUMI_SCAFFOLD_TEMPLATE "
-                    "(a checkout of lumi-scaffold, or gh:org/lumi-scaffold)"]
+                    "(a checkout of lumi-scaffold, or gh:<your-org>/lumi-scaffold)"]
         template = template_source()
     if multiprocessing.get_start_method() != "fork":
         workers = 1  # spawned workers would not see the catalogue swapped in below

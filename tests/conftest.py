@@ -90,6 +90,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if item.get_closest_marker("slurm") or any(name.startswith("slurm_cluster") for name in fixtures):
+            # A test on a Slurm cluster is a `slurm` test, marked or not: -m "not slurm" (the
+            # README's fast tier) leaves it out, as it leaves out the marked ones.
+            item.add_marker(pytest.mark.slurm)
             item.add_marker(pytest.mark.xdist_group("slurm"))
             slurm.append(item)
         elif item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in _WHEEL_MODULES:

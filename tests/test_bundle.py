@@ -6,6 +6,8 @@ venv: tests/test_install.py."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,22 @@ def test_new_renders_the_package_template_and_records_a_source_everyone_can_use(
     assert new(tmp_path / "p") == 0
     assert answers(tmp_path / "p") == {"_commit": "v0.3.0", "_src_path": "~/.cache/lumi-scaffold/template.bundle"}
     assert (home / ".cache/lumi-scaffold/template.bundle").read_bytes() == package.bundle.read_bytes()
+    assert (tmp_path / "p/jobs/train.sbatch").is_file()
+
+
+def test_plain_copier_copies_from_the_bundle_lumi_scaffold_template_writes(package, tmp_path, home, capsys):
+    """README's plain-Copier path: `lumi-scaffold template` writes the installed package's
+    template where the projects record it, and `copier copy --trust '~/...'` renders from it
+    and records the same ~ path (Copier expands it; everyone's own cache)."""
+    assert cli.main(["template"]) == 0
+    assert capsys.readouterr().out == "~/.cache/lumi-scaffold/template.bundle\n"
+    assert (home / ".cache/lumi-scaffold/template.bundle").read_bytes() == package.bundle.read_bytes()
+    data = [arg for key, value in DEFAULTS.items() for arg in ("-d", f"{key}={value}")]
+    copied = subprocess.run([sys.executable, "-m", "copier", "copy", "--trust", "--defaults", "--quiet", *data,
+                             "~/.cache/lumi-scaffold/template.bundle", str(tmp_path / "p")],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert copied.returncode == 0, copied.stderr
+    assert answers(tmp_path / "p") == {"_commit": "v0.3.0", "_src_path": "~/.cache/lumi-scaffold/template.bundle"}
     assert (tmp_path / "p/jobs/train.sbatch").is_file()
 
 

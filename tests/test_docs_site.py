@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lumi_scaffold import HOME_URL, hookspecs, models, plugin_data
+from lumi_scaffold import home_url, hookspecs, models, plugin_data
 
 from .helpers import REPO
 
@@ -60,7 +60,8 @@ def test_site_builds_strictly_with_a_page_per_question_model_and_hook(tmp_path):
     for name in vars(hookspecs):
         if name.startswith("register_"):
             assert f'id="{name}"' in hooks, name
-    assert f'href="{HOME_URL}"' in (site / "index.html").read_text()
+    home = (site / "index.html").read_text()
+    assert (f'href="{home_url()}"' in home) if home_url() else ("lumi-scaffold/blob/" not in home)
     for page in ("install", "first-project", "updating", "catalogue", "hooks", "performance", "sources",
                  "plugins", "reference/plugin-data"):
         assert (site / page / "index.html").is_file(), page
@@ -141,27 +142,41 @@ def test_hookspecs_page_has_each_spec_with_its_docstring():
         assert lumi_docs._md(spec_.__doc__) in page
 
 
-def test_links_out_of_the_site_point_at_the_repository_and_missing_ones_are_reported():
+HOME = "https://example.org/lumi/lumi-scaffold"
+
+
+def test_links_out_of_the_site_point_at_the_repository_and_missing_ones_are_reported(monkeypatch):
+    monkeypatch.setattr(lumi_docs, "home_url", lambda: HOME)
     docs = REPO / "docs"
     text = ("[log](../CHANGELOG.md#030) [dir](../plugins/lumi-site-local/) [page](hooks.md#x) "
             "[web](https://example.org/a.md) [gone](../NO-SUCH-FILE.md)")
     out, missing = lumi_docs.repo_links(text, docs / "updating.md", docs)
-    assert f"[log]({HOME_URL}/blob/main/CHANGELOG.md#030)" in out
-    assert f"[dir]({HOME_URL}/tree/main/plugins/lumi-site-local)" in out
+    assert f"[log]({HOME}/blob/main/CHANGELOG.md#030)" in out
+    assert f"[dir]({HOME}/tree/main/plugins/lumi-site-local)" in out
     assert "[page](hooks.md#x)" in out and "[web](https://example.org/a.md)" in out  # MkDocs's checks; none
     assert missing == ["../NO-SUCH-FILE.md"] and "[gone](../NO-SUCH-FILE.md)" in out
     # From a page one folder down the same links point into docs/: a page (MkDocs reports it
     # missing) and a folder that is not there.
     out, missing = lumi_docs.repo_links(text, docs / "plugins" / "index.md", docs)
     assert "[log](../CHANGELOG.md#030)" in out and missing == ["../plugins/lumi-site-local/"]
+    # While the package metadata names no home: the text and the file's path, no link.
+    monkeypatch.setattr(lumi_docs, "home_url", lambda: "")
+    out, missing = lumi_docs.repo_links(text, docs / "updating.md", docs)
+    assert out.startswith("log (`CHANGELOG.md` in the lumi-scaffold repository) "
+                          "dir (`plugins/lumi-site-local` in the lumi-scaffold repository) [page](hooks.md#x)"), out
+    assert missing == ["../NO-SUCH-FILE.md"]
 
 
-def test_the_sites_repository_link_is_home_url():
+def test_the_sites_repository_link_is_the_home_url_of_the_package_metadata(monkeypatch):
     class Config:
         repo_url = repo_name = edit_uri = None
 
+    monkeypatch.setattr(lumi_docs, "home_url", lambda: HOME)
     config = lumi_docs.on_config(Config())
-    assert config.repo_url == HOME_URL and HOME_URL.endswith(config.repo_name)
+    assert (config.repo_url, config.repo_name, config.edit_uri) == (HOME, "lumi/lumi-scaffold", "edit/main/docs/")
+    monkeypatch.setattr(lumi_docs, "home_url", lambda: "")
+    config = lumi_docs.on_config(Config())
+    assert (config.repo_url, config.repo_name, config.edit_uri) == (None, None, None)
 
 
 # ---------------------------------------------------------------- hand-written commands

@@ -320,7 +320,7 @@ def _can_mount_namespaces() -> bool:
 
 
 @pytest.mark.skipif(not _can_mount_namespaces(), reason="the stand-in mounts binds in a mount namespace (root, unshare)")
-def test_a_packed_venv_is_one_squashfs_file_the_jobs_bind_at_user_software(template, tmp_path, laif):
+def test_a_packed_venv_is_one_squashfs_file_the_jobs_bind_at_user_software(template, tmp_path, laif, mksquashfs):
     """setup-venv.sh --pack builds the venv at /user-software and packs it with mksquashfs
     [AIG-02]; a job's container binds venv.sqsh there (image-src=/) and run.sh uses it
     instead of venv/, with the image's packages unchanged."""
@@ -334,7 +334,7 @@ def test_a_packed_venv_is_one_squashfs_file_the_jobs_bind_at_user_software(templ
         "ERROR: --pack needs mksquashfs (no-such-mksquashfs), not found on this node. Fix: install squashfs-tools, "
         "or run without --pack."] and not (project / "venv.sqsh").exists()
     packed = subprocess.run(["bash", "scripts/setup-venv.sh", "--pack"], cwd=project, capture_output=True, text=True,
-                            env=env, timeout=300)
+                            env={**env, "MKSQUASHFS": mksquashfs}, timeout=300)
     assert packed.returncode == 0, packed.stdout + packed.stderr
     assert "venv packed into venv.sqsh" in packed.stdout
     assert (project / "venv.sqsh").is_file() and not (project / "venv").exists() and not (project / ".venv-pack").exists()

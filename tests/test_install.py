@@ -87,10 +87,14 @@ def answers(project: Path) -> dict[str, str]:
     return dict(line.split(": ", 1) for line in lines if line.startswith("_"))
 
 
-def test_readme_install_lines_name_this_package():
+def test_readme_install_lines_install_from_a_clone_or_the_release_wheel():
+    """lumi-scaffold is not on PyPI: the README installs it from a clone or from the wheel
+    scripts/release builds (its name as tests/test_install.py's releases get it), never by a
+    package name an index would be asked for."""
     readme = (REPO / "README.md").read_text()
-    assert re.search(r"^    pipx install lumi-scaffold$", readme, re.M)
-    assert re.search(r"^    uv tool install lumi-scaffold$", readme, re.M)
+    assert re.search(r"^    pipx install \./lumi-scaffold +# or: uv tool install \./lumi-scaffold$", readme, re.M)
+    assert re.search(r"^    pipx install \./dist/lumi_scaffold-<version>-py3-none-any\.whl$", readme, re.M)
+    assert not re.search(r"(pipx|uv tool) install lumi-scaffold\b", readme)
     assert re.search(r"^    lumi-scaffold new my-project\b", readme, re.M)
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,7 +22,7 @@ import pytest
 
 # The slurm_cluster / slurm_cluster_2nodes fixtures come from tests/slurm/fixtures.py,
 # registered for all tests by `pytest_plugins` in tests/conftest.py.
-from tests.slurm.fixtures import start_or_skip
+from tests.slurm.fixtures import REQUIRE_ENV, need_tool, start_or_skip
 from tests.slurm.harness import (
     FAKEBIN,
     SLURM_DIR,
@@ -33,6 +35,7 @@ SHELL_FILES = [
     SLURM_DIR / "stop-slurm.sh",
     SLURM_DIR / "wait-job.sh",
     SLURM_DIR / "slurm-lib.sh",
+    SLURM_DIR / "ensure-tools.sh",
     FAKEBIN / "rocprof",
     FAKEBIN / "rocprofv3",
     FAKEBIN / "rocm-smi",
@@ -212,6 +215,94 @@ def test_rocm_smi_names_visible_devices(tmp_path: Path) -> None:
 
 
 # --- harness (no cluster needed) ----------------------------------------------------------
+def test_the_fast_tier_leaves_out_every_test_on_a_slurm_cluster() -> None:
+    """README: `python -m pytest -m "not slurm and not slow"` runs no job on Slurm, also for a
+    test that takes a cluster fixture without the marker (tests/test_kernel_caches.py's)."""
+    repo, name = SLURM_DIR.parents[1], "test_second_job_finds_the_first_jobs_kernel_caches"
+    assert f"def {name}(slurm_cluster_local2n," in (repo / "tests/test_kernel_caches.py").read_text()
+    collected = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "--collect-only",
+                                "-q", "-m", "not slurm and not slow", "tests/test_kernel_caches.py"],
+                               cwd=repo, capture_output=True, text=True, timeout=300)
+    assert name not in collected.stdout, collected.stdout
+    assert re.search(r"\b1 deselected\b", collected.stdout), collected.stdout + collected.stderr
+
+
+# ------------------------------------------------------------------ the suite's installer
+
+_FAKE_APT = """#!/bin/bash
+# apt-get as the installer calls it: logs its arguments; "install" puts a mksquashfs on the
+# search path (FAKE_APT_INSTALLS=1) or fails like a package apt cannot find (FAKE_APT_FAIL=1).
+printf '%s\\n' "$*" >>"${FAKE_APT_LOG}"
+case " $* " in
+    *" install "*)
+        if [ "${FAKE_APT_FAIL:-0}" = 1 ]; then
+            echo "E: Unable to locate package squashfs-tools"
+            exit 100
+        fi
+        if [ "${FAKE_APT_INSTALLS:-1}" = 1 ]; then
+            printf '#!/bin/sh\\necho "mksquashfs from squashfs-tools"\\n' >"${FAKE_APT_BIN}/mksquashfs"
+            chmod +x "${FAKE_APT_BIN}/mksquashfs"
+        fi ;;
+esac
+"""
+
+
+@pytest.fixture
+def hidden(tmp_path: Path, monkeypatch) -> Path:
+    """A search path without mksquashfs (this machine's stays out of it), holding only a
+    stand-in apt-get that logs its calls."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "apt-get").write_text(_FAKE_APT)
+    (bin_dir / "apt-get").chmod(0o755)
+    monkeypatch.setenv("FAKE_APT_LOG", str(tmp_path / "apt-calls"))
+    monkeypatch.setenv("FAKE_APT_BIN", str(bin_dir))
+    monkeypatch.delenv(REQUIRE_ENV, raising=False)
+    return bin_dir
+
+
+def _apt_calls(tmp_path: Path) -> list[str]:
+    calls = tmp_path / "apt-calls"
+    return calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_the_installer_installs_a_missing_mksquashfs_as_it_installs_slurm(hidden: Path, tmp_path: Path) -> None:
+    """The packed-venv test's mksquashfs comes from squashfs-tools through the installer that
+    start-slurm.sh uses for Slurm (apt-get, no recommends), and is found afterwards."""
+    assert shutil.which("mksquashfs", path=str(hidden)) is None
+    path = need_tool("mksquashfs", "squashfs-tools", tmp_path / "log" / "apt.log", search_path=str(hidden))
+    assert path == str(hidden / "mksquashfs")
+    assert subprocess.run([path], capture_output=True, text=True).stdout == "mksquashfs from squashfs-tools\n"
+    assert _apt_calls(tmp_path) == ["-o DPkg::Lock::Timeout=120 update -qq",
+                                    "-o DPkg::Lock::Timeout=120 install -y -qq --no-install-recommends squashfs-tools"]
+    # Present now: found at once, apt-get is not called again.
+    assert need_tool("mksquashfs", "squashfs-tools", tmp_path / "apt.log", search_path=str(hidden)) == path
+    assert len(_apt_calls(tmp_path)) == 2
+    assert "ensure-tools.sh" in (SLURM_DIR / "start-slurm.sh").read_text()  # Slurm comes through it too
+
+
+@pytest.mark.parametrize(("setup", "reason"), [
+    ("no apt-get", "ensure-tools.sh: mksquashfs missing and no apt-get to install squashfs-tools"),
+    ("apt-get fails", "ensure-tools.sh: mksquashfs missing: apt-get could not install squashfs-tools (log: {log})"),
+    ("installs nothing", "ensure-tools.sh: mksquashfs still missing after installing squashfs-tools (log: {log})"),
+])
+def test_a_tool_that_cannot_be_installed_skips_the_test_with_the_reason(hidden: Path, tmp_path: Path, monkeypatch,
+                                                                        setup: str, reason: str) -> None:
+    if setup == "no apt-get":
+        (hidden / "apt-get").unlink()
+    monkeypatch.setenv("FAKE_APT_FAIL", "1" if setup == "apt-get fails" else "0")
+    monkeypatch.setenv("FAKE_APT_INSTALLS", "0")
+    log = tmp_path / "apt.log"
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        need_tool("mksquashfs", "squashfs-tools", log, search_path=str(hidden))
+    assert str(skipped.value) == reason.format(log=log)
+    # In CI (LUMI_SCAFFOLD_REQUIRE_SLURM=1, .ci/run installs it with Slurm) the same is a failure.
+    monkeypatch.setenv(REQUIRE_ENV, "1")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        need_tool("mksquashfs", "squashfs-tools", log, search_path=str(hidden))
+    assert str(failed.value) == f"{REQUIRE_ENV}=1 but {reason.format(log=log)}"
+
+
 def test_unknown_knob_is_rejected() -> None:
     with pytest.raises(TypeError, match="gpu_count"):
         SlurmCluster("/tmp/x", gpu_count=8)

@@ -204,6 +204,65 @@ def test_failing_rank_fails_the_job_and_ends_the_chain(slurm_cluster, template, 
     assert calls[0]["bind_specs"] == ["/pfs", "/scratch", "/projappl", "/project", "/flash", "/appl"]  # one node: no CPE binds
 
 
+_HELD = """#!/bin/bash
+# Stands in for the helper step's own script: the step stays running until the job releases it.
+touch "${HOLD}/started-$(basename "$0")-${SLURMD_NODENAME}"
+for _ in $(seq 600); do
+    [ -e "${HOLD}/release" ] && exit 0
+    sleep 0.2
+done
+exit 1
+"""
+
+_BESIDE_HELPERS = """
+set -euo pipefail
+source "${SLURM_SUBMIT_DIR:-.}/scripts/job-env.sh"
+stage_data &
+restore_caches &
+for _ in $(seq 150); do  # both helpers on both nodes, or 30 s
+    [ "$(find "${HOLD}" -name 'started-*' | wc -l)" -ge 4 ] && break
+    sleep 0.2
+done
+echo "helpers running: $(find "${HOLD}" -name 'started-*' | wc -l) of 4"
+status=0
+timeout 30 srun bash -c 'echo "step ran on ${SLURMD_NODENAME}"' || status=$?
+touch "${HOLD}/release"
+wait
+echo "step status ${status}"
+"""
+
+
+@pytest.mark.parametrize("launcher", ["srun", "torchrun"])
+def test_helper_steps_hold_none_of_the_resources_the_training_step_asks_for(slurm_cluster_2nodes, template, tmp_path,
+                                                                             site_root, launcher):
+    """stage_data's and restore_caches' helper steps (one task per node) must not hold the job's
+    CPUs, memory and GPUs: Slurm frees a step's resources node by node after it ends, and a
+    step that asks for all of them (srun takes the job's --mem and --gpus-per-node from the
+    environment, job-env.sh passes --cpus-per-task on) on a node not yet freed was refused
+    ("Memory required by task is not available", torchrun's 56 CPUs per task) or kept
+    waiting (srun's 7 per task). Here both helpers are kept running on both nodes while a
+    step with the training step's request starts: it must start at once."""
+    project = render(template, tmp_path / "p", nodes=2, prestage=True, launcher=launcher,
+                     dataset_archive="/scratch/project_465000000/train.tar")
+    assert (project / "scripts/caches.sh").is_file()  # restore_caches starts its step
+    for helper in ("prestage.sh", "caches.sh"):
+        (project / "scripts" / helper).write_text(_HELD)
+    header = [line for line in (project / "jobs/train.sbatch").read_text().splitlines() if line.startswith("#SBATCH")]
+    assert "#SBATCH --mem=480G" in header or any(line.startswith("#SBATCH --mem-per-gpu=") for line in header), header
+    (project / "jobs/beside-helpers.sbatch").write_text("\n".join(["#!/bin/bash", *header]) + _BESIDE_HELPERS)
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, HOLD=str(hold))
+    job_id, result = run_job(slurm_cluster_2nodes, project, env, "jobs/beside-helpers.sbatch", timeout=180)
+    log = log_of(project, job_id)
+    assert "helpers running: 4 of 4" in log, log
+    assert sorted(p.name for p in hold.glob("started-*")) == [
+        f"started-{helper}-{node}" for helper in ("caches.sh", "prestage.sh") for node in ("nid005000", "nid005001")]
+    assert "step status 0" in log and "Memory required by task is not available" not in log, log
+    assert {"step ran on nid005000", "step ran on nid005001"} <= set(log.splitlines()), log
+    assert result.ok, log
+
+
 def test_a_job_that_cannot_stage_its_data_queues_no_next_job(slurm_cluster, template, tmp_path, site_root):
     """The chain's next job is queued only once the data is staged: a missing archive ends
     the run at its first job instead of failing N times."""

@@ -4,9 +4,11 @@
   every question (copier.yml, with the choices and defaults the built-in plugins give),
   the catalogue models (lumi_scaffold/models.py), PluginData (lumi_scaffold/plugin_data.py)
   and the hook specifications (lumi_scaffold/hookspecs.py).
-- The repository link is lumi_scaffold.HOME_URL.
+- The repository link is lumi_scaffold.home_url(), from the package metadata; none while
+  the metadata names none.
 - A relative link that leaves the site (../CHANGELOG.md, a plugin's folder) becomes a
-  link to that file in the repository, after checking that the file exists; a missing
+  link to that file in the repository (without a home address: its text and the file's
+  path in the repository), after checking that the file exists; a missing
   one is a warning, so `mkdocs build --strict` fails on it. Links between pages and their
   anchors are MkDocs's own checks (mkdocs.yml `validation:`).
 
@@ -27,7 +29,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from lumi_scaffold import HOME_URL, hookspecs, models, plugin_data, plugins, questions
+from lumi_scaffold import home_url, hookspecs, models, plugin_data, plugins, questions
 
 log = logging.getLogger("mkdocs.plugins.lumi_docs")
 REPO = Path(__file__).resolve().parents[2]
@@ -39,9 +41,11 @@ GENERATED = "Generated from `{source}` when the site is built."
 
 
 def on_config(config):
-    config.repo_url = HOME_URL
-    config.repo_name = "/".join(HOME_URL.rstrip("/").split("/")[-2:])  # owner/name
-    config.edit_uri = f"edit/{BRANCH}/docs/"
+    home = home_url()
+    if home:  # else no repository link at all
+        config.repo_url = home
+        config.repo_name = "/".join(home.rstrip("/").split("/")[-2:])  # owner/name
+        config.edit_uri = f"edit/{BRANCH}/docs/"
     return config
 
 
@@ -65,7 +69,7 @@ def on_page_markdown(markdown, page, config, files):
 
 # ---------------------------------------------------------------- links out of the site
 
-_LINK = re.compile(r"(\]\()([^)\s#]+)(#[^)\s]*)?(\))")
+_LINK = re.compile(r"\[([^\]]*)\]\(([^)\s#]+)(#[^)\s]*)?\)")
 
 
 def repo_links(markdown: str, source: Path, docs_dir: Path) -> tuple[str, list[str]]:
@@ -73,6 +77,7 @@ def repo_links(markdown: str, source: Path, docs_dir: Path) -> tuple[str, list[s
     docs/, folders, non-Markdown files) pointed at the repository; and the targets that
     do not exist."""
     missing: list[str] = []
+    home = home_url()
 
     def rewrite(match: re.Match) -> str:
         target = match.group(2)
@@ -84,9 +89,11 @@ def repo_links(markdown: str, source: Path, docs_dir: Path) -> tuple[str, list[s
         if not path.exists():
             missing.append(target)
             return match.group(0)
+        rel = path.relative_to(REPO).as_posix()
+        if not home:
+            return f"{match.group(1)} (`{rel}` in the lumi-scaffold repository)"
         kind = "tree" if path.is_dir() else "blob"
-        url = f"{HOME_URL}/{kind}/{BRANCH}/{path.relative_to(REPO).as_posix()}"
-        return f"{match.group(1)}{url}{match.group(3) or ''}{match.group(4)}"
+        return f"[{match.group(1)}]({home}/{kind}/{BRANCH}/{rel}{match.group(3) or ''})"
 
     return _LINK.sub(rewrite, markdown), missing
 

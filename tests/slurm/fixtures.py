@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.slurm.harness import SlurmCluster, SlurmError, short_directory, slurm_available
+from tests.slurm.harness import SlurmCluster, SlurmError, ensure_tool, short_directory, slurm_available
 
 REQUIRE_ENV = "LUMI_SCAFFOLD_REQUIRE_SLURM"
 # Session cluster: 64 advertised CPUs per node and task/none so full LUMI-G job shapes
@@ -55,6 +55,25 @@ def start_or_skip(directory: str | os.PathLike[str], **knobs: object) -> SlurmCl
     except (SlurmError, OSError) as exc:
         _unavailable(str(exc))
         raise  # not reached: _unavailable always raises
+
+
+def need_tool(tool: str, package: str, log: Path, search_path: str | None = None) -> str:
+    """``tool``'s path, installed from the Debian ``package`` where missing by
+    tests/slurm/ensure-tools.sh (which installs Slurm too); where it cannot be (no apt-get, not
+    root), skips the test with the installer's reason, or fails it under
+    LUMI_SCAFFOLD_REQUIRE_SLURM=1 (.ci/run, which installs both)."""
+    path, reason = ensure_tool(tool, package, log, search_path)
+    if path is None:
+        if slurm_required():
+            pytest.fail(f"{REQUIRE_ENV}=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    return path
+
+
+@pytest.fixture(scope="session")
+def mksquashfs(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """mksquashfs (squashfs-tools) for the packed-venv test (need_tool)."""
+    return need_tool("mksquashfs", "squashfs-tools", tmp_path_factory.mktemp("apt") / "apt.log")
 
 
 # One cluster per name and process, even when the fixtures are registered twice (e.g.

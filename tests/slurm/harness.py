@@ -31,6 +31,7 @@ from pathlib import Path
 
 SLURM_DIR = Path(__file__).resolve().parent
 FAKEBIN = SLURM_DIR / "fakebin"
+ENSURE_TOOLS = SLURM_DIR / "ensure-tools.sh"
 START_SCRIPT = SLURM_DIR / "start-slurm.sh"
 STOP_SCRIPT = SLURM_DIR / "stop-slurm.sh"
 WAIT_SCRIPT = SLURM_DIR / "wait-job.sh"
@@ -108,6 +109,21 @@ def slurm_available() -> tuple[bool, str]:
     if shutil.which("apt-get", path=path) and shutil.which("dpkg", path=path):
         return True, f"missing {' '.join(missing)}; start-slurm.sh will apt-get install them"
     return False, f"missing {' '.join(missing)} and no apt-get to install them"
+
+
+def ensure_tool(tool: str, package: str, log: Path, search_path: str | None = None) -> tuple[str | None, str]:
+    """``tool``'s path, installed from the Debian ``package`` where missing by ensure-tools.sh,
+    the installer start-slurm.sh uses for Slurm; (None, the installer's one-line reason) where
+    it is missing and cannot be installed. ``search_path``: where to look (default: PATH and
+    /usr/sbin, /sbin)."""
+    path = _search_path() if search_path is None else search_path
+    proc = subprocess.run(["bash", str(ENSURE_TOOLS), str(log), f"{tool}={package}"], capture_output=True,
+                          text=True, timeout=900, env={**os.environ, "ENSURE_TOOLS_PATH": path})
+    found = shutil.which(tool, path=path)
+    if proc.returncode == 0 and found:
+        return found, f"{tool} is {found}"
+    lines = proc.stderr.strip().splitlines()
+    return None, lines[-1] if lines else f"{tool} missing: ensure-tools.sh exited {proc.returncode}"
 
 
 def free_port_block(count: int, start: int = 6817, stop: int = 7817, step: int = 10) -> int:

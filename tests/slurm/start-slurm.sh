@@ -85,21 +85,11 @@ unset SLURM_CONF
 
 # --- packages ---------------------------------------------------------------------------
 ensure_packages() {
-    local bin missing=()
-    for bin in slurmctld slurmd sbatch srun scontrol sinfo squeue scancel munged mungekey; do
-        command -v "${bin}" >/dev/null 2>&1 || missing+=("${bin}")
-    done
-    [[ ${#missing[@]} -eq 0 ]] && return 0
-    command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and no apt-get to install them"
-    note "installing munge slurmctld slurmd slurm-client (missing: ${missing[*]})"
-    mkdir -p -- "${DIR}/log"
-    local aptlog="${DIR}/log/apt.log"
-    if ! DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 update -qq >"${aptlog}" 2>&1 ||
-        ! DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -qq \
-            --no-install-recommends munge slurmctld slurmd slurm-client >>"${aptlog}" 2>&1; then
-        tail -n 20 -- "${aptlog}" >&2
-        die "apt-get failed (log: ${aptlog})"
-    fi
+    # tests/slurm/ensure-tools.sh: the suite's one installer (mksquashfs comes through it too).
+    bash "$(dirname -- "${BASH_SOURCE[0]}")/ensure-tools.sh" "${DIR}/log/apt.log" \
+        slurmctld=slurmctld slurmd=slurmd sbatch=slurm-client srun=slurm-client scontrol=slurm-client \
+        sinfo=slurm-client squeue=slurm-client scancel=slurm-client munged=munge mungekey=munge ||
+        die "Slurm is not installed (above)"
 }
 ensure_packages
 

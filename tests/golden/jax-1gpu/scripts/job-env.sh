@@ -123,9 +123,11 @@ stage_data() {
 # /tmp on every node when a job starts, saved back from the first node when its
 # training ends and at the time-limit warning, so the next job does not compile the same
 # kernels again. KEEP_KERNEL_CACHES=0 sbatch ... skips both.
+# One task per node; --overlap: it holds none of the job's resources when the training step
+# starts right after it (Slurm frees a step's resources node by node).
 restore_caches() {
     if [ "${KEEP_KERNEL_CACHES:-1}" = 1 ]; then
-        srun --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 \
+        srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 \
             bash "${PROJECT_DIR}/scripts/caches.sh" restore \
             || echo "caches: not restored (above); this job compiles its kernels anew" >&2
     fi

@@ -116,7 +116,10 @@ export DATASET_ARCHIVE NODE_TMP STAGE_DIR
 # shellcheck disable=SC2034  # DATA_ARGS is read by the jobs that call stage_data
 stage_data() {
     # One task per node (--ntasks too: the step would otherwise take the job's task count).
-    srun --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 \
+    # --overlap: this helper step holds none of the job's CPUs, memory and GPUs, which Slurm
+    # frees node by node after it ends; a training step asking for all of them on a node not
+    # yet freed can be refused outright ("Memory required by task is not available").
+    srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 \
         --kill-on-bad-exit=1 bash "${PROJECT_DIR}/scripts/prestage.sh"
     DATA_ARGS=(--data "${STAGE_DIR}/data")
 }
@@ -125,9 +128,11 @@ stage_data() {
 # /tmp on every node when a job starts, saved back from the first node when its
 # training ends and at the time-limit warning, so the next job does not compile the same
 # kernels again. KEEP_KERNEL_CACHES=0 sbatch ... skips both.
+# One task per node; --overlap: it holds none of the job's resources when the training step
+# starts right after it (Slurm frees a step's resources node by node).
 restore_caches() {
     if [ "${KEEP_KERNEL_CACHES:-1}" = 1 ]; then
-        srun --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 \
+        srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 \
             bash "${PROJECT_DIR}/scripts/caches.sh" restore \
             || echo "caches: not restored (above); this job compiles its kernels anew" >&2
     fi

@@ -29,7 +29,8 @@ export SIF
 
 # lumi-aif-singularity-bindings: sets SINGULARITY_BIND for the workspaces, /appl and /var/spool/slurmd [TM-Cont, WS-06-2026, UG-PR315]
 # Where LUMI has the Local-LAIF module, it makes lumi-aif-singularity-bindings loadable; where it
-# has not (yet), `module use` its directory does: either form works.
+# has not (yet), `module use` its directory does. Which form the site documents may change
+# (UNCONFIRMED): either works here.
 if module is-avail Local-LAIF 2>/dev/null; then
     module load Local-LAIF
 else

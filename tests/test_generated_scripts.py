@@ -370,6 +370,7 @@ def test_cotainr_build_without_a_build_partition_uses_the_smoke_test_partition_a
     assert f"--partition={lumi.partial_node_partition} --qos=shortq " in build
     assert "--system=lumi-g " in build and "BASE_IMAGE" not in build
     assert "`cotainr build --system=lumi-g`" in (p / "README.md").read_text()
+    assert [m for m in lint_project(p, cat) if "build.sh" in m] == []  # bash -n and shellcheck
 
 
 def _can_mount_namespaces() -> bool:

@@ -418,6 +418,9 @@ class EnvModule(Model):
     """An environment module a job loads on the host before it starts the container."""
 
     use: AbsPath | None = Field(default=None, description="Directory for `module use`, if needed.")
+    use_module: NameWord | None = Field(
+        default=None, description="A module that makes this one loadable, loaded instead of `module use` where the "
+        "site has it (LUMI: Local-LAIF for /appl/local/laifs/modules); jobs fall back on `use` where it is missing.")
     name: NameWord = Field(description="Module to load, e.g. rccl-net-plugin or rocm/6.2.4.")
     sets_binds: bool = Field(
         default=False, description="The module sets the runtime's bind paths (SINGULARITY_BIND and the like)."
@@ -497,7 +500,20 @@ class ContainerGeneration(Model):
 class CotainrSupport(Model):
     """How a site builds images with cotainr; sites without it get no ``cotainr`` choice."""
 
-    system: NameWord = Field(description="`cotainr build --system` value, e.g. lumi-g (`cotainr info` lists them).")
+    system: NameWord | None = Field(
+        default=None, description="`cotainr build --system` value, e.g. lumi-g (`cotainr info` lists them); or give "
+        "base_image.")
+    base_image: AbsPath | None = Field(
+        default=None, description="`cotainr build --base-image` value: the image the build starts from, instead of "
+        "a system's (LUMI: a LUMI AI Factory mpich image).")
+    generation: Slug | None = Field(
+        default=None, description="The container generation the built image runs with (binds, modules, run verb, "
+        "settings left out), the base image's (LUMI: laif); default: own_image_generation.")
+    build_partition: NameWord | None = Field(
+        default=None, description="Partition container/build.sh runs the build on: a CPU partition, as the build "
+        "needs no GPU (LUMI: small); default: the partial-node GPU partition.")
+    build_cpus: int | None = Field(default=None, gt=0, description="Cores of the build; default: cpus_per_gpu.")
+    build_mem_gb: int = Field(default=100, gt=0, description="Memory of the build in GB.")
     modules: list[NameWord] = Field(
         min_length=1, description="What `module load` needs for cotainr, in order, e.g. [LUMI, cotainr]."
     )
@@ -539,7 +555,15 @@ class CotainrSupport(Model):
     def _index_for_packages(self) -> CotainrSupport:
         if self.framework_packages and not self.pip_index:
             raise ValueError("framework_packages come from pip_index: give it")
+        if (self.system is None) == (self.base_image is None):
+            raise ValueError("give one of system (cotainr build --system) or base_image (cotainr build --base-image), "
+                             f"not {'both' if self.system else 'neither'}")
         return self
+
+    @property
+    def build_from(self) -> str:
+        """The `cotainr build` option that names the base: --system=... or --base-image=..."""
+        return f"--system={self.system}" if self.system else f"--base-image={self.base_image}"
 
 
 def _log_pattern(value: str) -> str:
@@ -819,6 +843,8 @@ class Site(Model):
                 raise ValueError(f"env {setting.name}: known_issues name generations {unknown}, not among {generations}")
         if self.own_image_generation is not None and self.own_image_generation not in generations:
             raise ValueError(f"own_image_generation={self.own_image_generation!r} is not one of the generations {generations}")
+        if self.cotainr and self.cotainr.generation is not None and self.cotainr.generation not in generations:
+            raise ValueError(f"cotainr.generation={self.cotainr.generation!r} is not one of the generations {generations}")
         return self
 
     @property
@@ -845,6 +871,12 @@ class Site(Model):
         """The generation a user's own image (``container: custom`` or ``cotainr``) runs with."""
         name = self.own_image_generation or "explicit"
         return self.generation(name) or self.generations[-1]
+
+    @property
+    def cotainr_generation(self) -> ContainerGeneration:
+        """The generation a cotainr build runs with: its base image's, else the own-image one."""
+        name = self.cotainr.generation if self.cotainr else None
+        return (self.generation(name) if name else None) or self.own_generation
 
     def runs_own_image(self, framework: str) -> bool:
         """Whether ``framework`` is offered here from a user's own image even without a catalogue image."""

@@ -669,8 +669,9 @@ def _container_facts(a: Answers, site: Site, image: ContainerImage | None, multi
             pull_from=image.pull_from or "",
         )
     else:
-        generation = site.own_generation
         facts = _own_image(a, site)
+        # A cotainr build runs as its base image's generation (LUMI: a LAIF image).
+        generation = site.cotainr_generation if facts["status"] == "cotainr" else site.own_generation
     modules = generation.load_modules
     # Template versions before `modules` load one module: the bindings module, else the last.
     single = next((m for m in modules if m.sets_binds), modules[-1] if modules else None)

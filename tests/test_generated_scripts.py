@@ -290,28 +290,87 @@ FAKE_COTAINR = """#!/bin/bash
 """
 
 
-def test_cotainr_build_starts_clean_of_modules_and_bind_paths(template, tmp_path):
-    """A bindings module loaded by hand sets SINGULARITY_BIND, and the build stops on its
-    missing targets [TM-Cont]: build.sh purges the modules and unsets every bind variable
-    before cotainr starts, and asks for the workshop reference build's 100 GB [WS-06]."""
-    project = render(template, tmp_path / "p", container="cotainr")
+def _build(project: Path, tmp_path: Path, **extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Runs container/build.sh with the srun and cotainr stand-ins; returns its result and
+    the log prefix (.srun: srun's options, .cotainr: cotainr's arguments)."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(exist_ok=True)
     for name, text in (("srun", FAKE_SRUN), ("cotainr", FAKE_COTAINR)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     log = tmp_path / "build"
-    env = env_for(tmp_path, BUILD_LOG=str(log), FAKE_MODULE_LOG=str(tmp_path / "module.log"),
-                  SINGULARITY_BIND="/var/spool/slurmd,/opt/cray", SINGULARITY_BINDPATH="/pfs",
-                  APPTAINER_BIND="/appl")
+    env = env_for(tmp_path, BUILD_LOG=str(log), FAKE_MODULE_LOG=str(tmp_path / "module.log"), **extra)
     env["PATH"] = f"{bin_dir}:{env['PATH']}"
-    result = subprocess.run(["bash", "container/build.sh"], cwd=project, env=env, capture_output=True, text=True)
+    return subprocess.run(["bash", "container/build.sh"], cwd=project, env=env, capture_output=True, text=True), log
+
+
+def test_cotainr_build_starts_clean_of_modules_and_bind_paths(template, tmp_path):
+    """A bindings module loaded by hand sets SINGULARITY_BIND, and the build stops on its
+    missing targets [TM-Cont]: build.sh purges the modules and unsets every bind variable
+    before cotainr starts."""
+    project = render(template, tmp_path / "p", container="cotainr")
+    base = tmp_path / "base.sif"
+    base.write_bytes(b"")
+    result, log = _build(project, tmp_path, BASE_IMAGE=str(base), SINGULARITY_BIND="/var/spool/slurmd,/opt/cray",
+                         SINGULARITY_BINDPATH="/pfs", APPTAINER_BIND="/appl")
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "module.log").read_text().splitlines() == ["module purge", "module load LUMI cotainr"]
+    assert (tmp_path / "module.log").read_text().splitlines() == ["module purge", "module load CrayEnv cotainr"]
     cotainr = Path(f"{log}.cotainr").read_text().splitlines()
-    assert cotainr == ["build container/demo.sif --system=lumi-g --conda-env=container/environment.yml "
+    assert cotainr == [f"build container/demo.sif --base-image={base} --conda-env=container/environment.yml "
                        "--accept-licenses"]  # and no bind variable
-    assert " --mem=100G " in Path(f"{log}.srun").read_text()
+
+
+LAIF_MPICH = re.compile(r'base="\$\{BASE_IMAGE:-(/appl/local/laifs/containers/lumi-multitorch-u24r70f21m50t210-(\d{8}_\d{6})/'
+                        r'lumi-multitorch-mpich-u24r70f21m50t210-\2\.sif)\}"')
+
+
+def test_cotainr_builds_on_the_laif_rocm7_mpich_image_on_a_cpu_partition(template, tmp_path):
+    """The 2026 workshop's cotainr build [WS-06-2026], [WS-PR33]: LAIF's ROCm 7.0 mpich image
+    as --base-image (not the ROCm 6.4 lumi-g system), torch 2.10.0+rocm7.0 and triton-rocm
+    3.6.0 from the rocm7.0 index, and the build submitted to a CPU partition with no GPU
+    asked for (on small-g it is billed in GPU-hours)."""
+    project = render(template, tmp_path / "p", container="cotainr")
+    build = (project / "container/build.sh").read_text()
+    match = LAIF_MPICH.search(build)
+    assert match, build
+    assert "--system" not in build
+    environment = (project / "container/environment.yml").read_text()
+    pins = re.findall(r"^    - (.+)$", environment, re.M)
+    assert pins[:4] == ["--extra-index-url https://download.pytorch.org/whl/rocm7.0", "triton-rocm==3.6.0",
+                        "torch==2.10.0+rocm7.0", "torchvision==0.25.0+rocm7.0"], environment
+
+    base = tmp_path / "base.sif"
+    base.write_bytes(b"")
+    result, log = _build(project, tmp_path, BASE_IMAGE=str(base))
+    assert result.returncode == 0, result.stderr
+    srun = Path(f"{log}.srun").read_text().split()
+    partition = next(o.split("=", 1)[1] for o in srun if o.startswith("--partition="))
+    lumi = get_catalogue().sites["lumi"]
+    assert partition == "small" and lumi.partition(partition) is None  # not one of LUMI-G's partitions
+    assert not [o for o in srun if o.startswith(("--gpus", "--gres", "--qos"))], srun
+    assert "--cpus-per-task=32" in srun and "--mem=60G" in srun
+
+    # The default base, where it is missing: one line naming it and the fix, nothing submitted.
+    Path(f"{log}.srun").unlink()
+    result, log = _build(project, tmp_path)
+    assert result.returncode == 2 and not Path(f"{log}.srun").exists()
+    assert result.stderr.count("\n") == 1 and match.group(1) in result.stderr and "Fix: give a current one with BASE_IMAGE=" in result.stderr
+
+
+def test_cotainr_build_without_a_build_partition_uses_the_smoke_test_partition_and_qos(template, tmp_path, monkeypatch):
+    """A site whose cotainr data names no build partition builds where the smoke test runs,
+    QOS included (found in review), from its --system."""
+    cat = get_catalogue()
+    lumi = cat.sites["lumi"]
+    parts = [p.model_copy(update={"qos": "shortq"}) if p.name == lumi.partial_node_partition else p for p in lumi.partitions]
+    cotainr = lumi.cotainr.model_copy(update={"build_partition": None, "base_image": None, "system": "lumi-g"})
+    monkeypatch.setitem(cat.sites, "lumi", lumi.model_copy(update={"partitions": parts, "cotainr": cotainr}))
+    p = render(template, tmp_path / "p", container="cotainr")
+    build = (p / "container/build.sh").read_text()
+    assert f"--partition={lumi.partial_node_partition} --qos=shortq " in build
+    assert "--system=lumi-g " in build and "BASE_IMAGE" not in build
+    assert "`cotainr build --system=lumi-g`" in (p / "README.md").read_text()
+    assert [m for m in lint_project(p, cat) if "build.sh" in m] == []  # bash -n and shellcheck
 
 
 def _can_mount_namespaces() -> bool:
@@ -356,3 +415,109 @@ def test_a_packed_venv_is_one_squashfs_file_the_jobs_bind_at_user_software(templ
                            'python -c "import plain_fake"'], cwd=project, capture_output=True, text=True,
                           env={**env, "VENV_PACK": ""}, timeout=120)
     assert bare.returncode != 0 and "No module named 'plain_fake'" in bare.stderr
+
+
+# TEST STAND-IN for Lmod's `module`, as a shell function so that it can change the job's
+# environment as Lmod does: lumi-aif-singularity-bindings loads only once its directory is
+# on MODULEPATH (by `module use`, or by loading Local-LAIF where the site has it), and then
+# sets SINGULARITY_BIND. Every call goes to MODULE_CALLS.
+STAND_IN_MODULE = r"""
+module() {
+    printf '%s\n' "$*" >>"${MODULE_CALLS}"
+    case "$1" in
+        purge) unset MODULEPATH ;;
+        use) MODULEPATH="$2${MODULEPATH:+:${MODULEPATH}}" ;;
+        is-avail) [ "$2" = Local-LAIF ] && [ "${HAS_LOCAL_LAIF}" = 1 ] ;;
+        load)
+            shift
+            for name in "$@"; do
+                case "${name}" in
+                    Local-LAIF) [ "${HAS_LOCAL_LAIF}" = 1 ] || return 1
+                                MODULEPATH="/appl/local/laifs/modules${MODULEPATH:+:${MODULEPATH}}" ;;
+                    lumi-aif-singularity-bindings)
+                        [[ ":${MODULEPATH:-}:" == *:/appl/local/laifs/modules:* ]] || { echo "no module ${name}" >&2; return 1; }
+                        export SINGULARITY_BIND=/pfs,/scratch,/projappl,/project,/flash,/appl,/var/spool/slurmd ;;
+                    *) return 1 ;;
+                esac
+            done ;;
+        *) return 1 ;;
+    esac
+}
+"""
+
+
+@pytest.mark.parametrize("container", ["recommended", "cotainr"])
+@pytest.mark.parametrize("has_local_laif", [True, False], ids=["Local-LAIF", "module-use"])
+def test_job_env_loads_the_laif_bindings_module_in_either_module_form(template, tmp_path, container, has_local_laif):
+    """Where LUMI has Local-LAIF, job-env.sh loads it (the 2026 workshop's form
+    [WS-06-2026]); where not, `module use /appl/local/laifs/modules` (the user guide's, while
+    [UG-PR315] is open). Either way the bindings module loads and sets the binds, for LAIF
+    images and for a cotainr image alike."""
+    project = render(template, tmp_path / "p", container=container)
+    calls = tmp_path / "calls"
+    env = env_for(tmp_path, MODULE_CALLS=str(calls), HAS_LOCAL_LAIF="1" if has_local_laif else "0")
+    script = STAND_IN_MODULE + 'set -euo pipefail; source scripts/job-env.sh; echo "BIND=${SINGULARITY_BIND}"'
+    result = subprocess.run(["bash", "-c", script], cwd=project, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "BIND=/pfs,/scratch,/projappl,/project,/flash,/appl,/var/spool/slurmd" in result.stdout.splitlines()
+    first = ["load Local-LAIF"] if has_local_laif else ["use /appl/local/laifs/modules"]
+    assert calls.read_text().splitlines() == ["purge", "is-avail Local-LAIF", *first, "load lumi-aif-singularity-bindings"]
+
+
+def test_cotainr_image_runs_as_a_laif_image(template, tmp_path):
+    """A cotainr image built on the LAIF base runs like LAIF images [WS-06-2026]:
+    `singularity run` with the bindings module and no legacy binds, and run.sh exports no
+    NCCL_NET_GDR_LEVEL, which hangs LAIF ROCm 7 jobs [LAIF-I30], on one node or two."""
+    for nodes in (1, 2):
+        project = render(template, tmp_path / f"p{nodes}", container="cotainr", nodes=nodes)
+        env = env_for(tmp_path, MODULE_CALLS=str(tmp_path / "calls"), HAS_LOCAL_LAIF="1")
+        script = STAND_IN_MODULE + 'set -euo pipefail; source scripts/job-env.sh; printf "%s\\n" "${CONTAINER[@]}"'
+        result = subprocess.run(["bash", "-c", script], cwd=project, env=env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        # The container command (its binds: the image generation's only, no legacy CPE binds).
+        assert result.stdout.splitlines()[-5:] == ["singularity", "run", "--bind", "/pfs", env["SIF"]], result.stdout
+        run = subprocess.run(["bash", "scripts/run.sh", "env"], cwd=project, capture_output=True, text=True,
+                             env=env_for(tmp_path))
+        assert run.returncode == 0, run.stderr
+        exported = dict(line.split("=", 1) for line in run.stdout.splitlines() if "=" in line)
+        assert "NCCL_NET_GDR_LEVEL" not in exported and exported["NCCL_SOCKET_IFNAME"] == "hsn0,hsn1,hsn2,hsn3"
+
+
+def test_run_sh_gives_each_job_its_own_node_local_tmpdir(template, tmp_path):
+    """As LAIF's DDP tests set TMPDIR per job [LAIF-T]: in a job, every rank's temporary
+    files (Python's tempfile here) go to one directory of that job and node in node-local
+    /tmp, private to the user; another job, or another node of the job, gets another; outside
+    a job, TMPDIR is left alone."""
+    project = render(template, tmp_path / "p")
+    job = 900000 + os.getpid() % 100000
+    probe = ["bash", "scripts/run.sh", "python", "-c", "import os, tempfile; d = tempfile.gettempdir(); "
+             "print(d, oct(os.stat(d).st_mode & 0o777), os.stat(d).st_uid == os.getuid())"]
+    user = os.environ.get("USER") or subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+    made = []
+    try:
+        seen = {}
+        for job_id, node, rank in ((job, 0, 0), (job, 0, 1), (job, 1, 8), (job + 1, 0, 0)):
+            env = env_for(tmp_path, SLURM_JOB_ID=str(job_id), SLURM_NODEID=str(node), SLURM_PROCID=str(rank),
+                          USER=user, TMPDIR=str(tmp_path))
+            result = subprocess.run(probe, cwd=project, env=env, capture_output=True, text=True)
+            assert result.returncode == 0, result.stderr
+            path, mode, mine = result.stdout.split()[-3:]
+            made.append(path)
+            seen[(job_id, node, rank)] = path
+            assert path == f"/tmp/{user}-tmp-{job_id}-{node}" and mode == "0o700" and mine == "True"
+        assert seen[(job, 0, 0)] == seen[(job, 0, 1)]  # the ranks of one node share it
+        assert len({seen[(job, 0, 0)], seen[(job, 1, 8)], seen[(job + 1, 0, 0)]}) == 3
+        outside = subprocess.run(probe, cwd=project, env=env_for(tmp_path, TMPDIR=str(tmp_path)), capture_output=True, text=True)
+        assert outside.stdout.split()[-3] == str(tmp_path)
+        if os.geteuid() == 0:  # a directory of that name made by another user: one line, no run
+            taken = Path(f"/tmp/{user}-tmp-{job + 2}-0")
+            taken.mkdir()
+            made.append(str(taken))
+            os.chown(taken, 65534, 65534)
+            env = env_for(tmp_path, SLURM_JOB_ID=str(job + 2), SLURM_NODEID="0", USER=user)
+            result = subprocess.run(probe, cwd=project, env=env, capture_output=True, text=True)
+            assert result.returncode == 2 and result.stdout == ""
+            assert result.stderr.count("\n") == 1 and f"TMPDIR={taken} could not be made, or is another user's" in result.stderr
+    finally:
+        for path in made:
+            subprocess.run(["rm", "-rf", path])

@@ -64,10 +64,11 @@ def test_second_job_finds_the_first_jobs_kernel_caches(slurm_cluster_local2n, te
     # (job ids restart with every cluster, so /tmp could hold an older session's files).
     node_tmp = tmp_path / "node-local"
     node_tmp.mkdir()
-    for script in ("scripts/run.sh", "scripts/caches.sh"):
+    # The MIOpen, Triton and TorchInductor directories (and run.sh's per-job TMPDIR).
+    for script, paths in (("scripts/run.sh", 4), ("scripts/caches.sh", 3)):
         path = project / script
         text = path.read_text()
-        assert text.count('"/tmp/${USER}-') == 3, script  # the MIOpen, Triton and TorchInductor directories
+        assert text.count('"/tmp/${USER}-') == paths, script
         path.write_text(text.replace('"/tmp/${USER}-', f'"{node_tmp}/${{USER}}-'))
     env = job_env(cluster, tmp_path, site_root)
     store = Path(env["KERNEL_CACHE_STORE"])

@@ -61,6 +61,13 @@ def test_builtin_lumi_site_validates(lumi_data):
         (lambda d: d["cotainr"]["framework_packages"].__setitem__("pytorch", ["torch==2.9.*"]), "must be pinned exactly"),
         (lambda d: d["cotainr"].__setitem__("pip_index", "http://x.org/a b"), "must be an https URL"),
         (lambda d: d["cotainr"].__setitem__("pip_index", None), "framework_packages come from pip_index"),
+        # cotainr builds from a system or a base image, one of them; runs as a known generation
+        (lambda d: d["cotainr"].__setitem__("system", "lumi-g"), "give one of system (cotainr build --system) or base_image"),
+        (lambda d: d["cotainr"].__setitem__("base_image", None), "give one of system (cotainr build --system) or base_image"),
+        (lambda d: d["cotainr"].__setitem__("base_image", "laifs/x.sif"), "must be an absolute path"),
+        (lambda d: d["cotainr"].__setitem__("generation", "byo"), "cotainr.generation='byo' is not one of the generations"),
+        (lambda d: d["cotainr"].__setitem__("build_partition", "small; rm -rf ~"), "may only contain"),
+        (lambda d: d["generations"][0]["modules"][0].__setitem__("use_module", "--help"), "must start with a letter or digit"),
         (lambda d: d["rccl_check"].__setitem__("tcp", "NET/Socket'; rm -rf ~"), "must be a grep -E pattern"),
         (lambda d: d["env"][0].__setitem__("scope", "sometimes"), "Input should be 'all', 'multi-node' or 'off'"),
         (lambda d: d.__setitem__("own_image_generation", "byo"), "own_image_generation='byo' is not one of the generations"),

@@ -259,7 +259,10 @@ def test_cotainr_is_offered_only_where_the_site_has_it():
     assert default("container", BASE, cat) == "recommended"
     assert "cotainr" in choices("container", BASE, cat).values()
     data = resolve({**BASE, "container": "cotainr"}, cat)
-    assert data["container"]["cotainr"]["system"] == "lumi-g" and data["container"]["path"] == "container/demo.sif"
+    assert data["container"]["path"] == "container/demo.sif"
+    # Built on LAIF's mpich image, it runs as a LAIF image (binds module, `run`). [WS-06-2026]
+    assert "/lumi-multitorch-mpich-" in data["container"]["cotainr"]["base_image"]
+    assert (data["container"]["generation"], data["container"]["run_verb"]) == ("laif", "run")
     if "local" not in cat.sites:
         pytest.skip("needs the local site plugin (pip install -e plugins/lumi-site-local)")
     local = {**BASE, "site": "local", "account": "local", "partition": "debug"}  # images, but no cotainr

@@ -282,17 +282,6 @@ def test_cli_new_generates_with_defaults(template, tmp_path):
     assert re.search(r"^plugin_data:", (tmp_path / "p/.copier-answers.yml").read_text(), re.M)
 
 
-def test_cotainr_build_uses_the_smoke_test_qos(template, tmp_path, monkeypatch):
-    """container/build.sh runs where the smoke test runs, QOS included (found in review)."""
-    cat = get_catalogue()
-    lumi = cat.sites["lumi"]
-    parts = [p.model_copy(update={"qos": "shortq"}) if p.name == lumi.partial_node_partition else p for p in lumi.partitions]
-    monkeypatch.setitem(cat.sites, "lumi", lumi.model_copy(update={"partitions": parts}))
-    p = render(template, tmp_path / "p", container="cotainr")
-    assert f"--partition={lumi.partial_node_partition} --qos=shortq " in (p / "container/build.sh").read_text()
-    assert "#SBATCH --qos=shortq" in (p / "jobs/smoke-test.sbatch").read_text()
-
-
 def test_plugin_template_files_render_only_for_their_owner(template, tmp_path, monkeypatch):
     from lumi_scaffold.models import TemplateFile
 

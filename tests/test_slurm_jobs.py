@@ -10,8 +10,11 @@ the examples train, resume and chain.
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -172,8 +175,16 @@ def test_lumi_project_trains_on_eight_ranks(slurm_cluster, template, tmp_path, s
     # one per rank, and one for the progress watchdog beside them
     assert sorted("scripts/watchdog.py" in " ".join(c["cmd"]) for c in calls) == [False] * 8 + [True], calls
     assert calls[0]["bind_specs"] == ["/pfs"] and "FROM_LOGIN" not in calls[0]["env_names"]
+    # No Local-LAIF here: the LAIF modules' directory by `module use`. [UG-PR315]
     assert (tmp_path / "module.log").read_text().splitlines() == [
-        "module purge", "module use /appl/local/laifs/modules", "module load lumi-aif-singularity-bindings"]
+        "module purge", "module is-avail Local-LAIF", "module use /appl/local/laifs/modules",
+        "module load lumi-aif-singularity-bindings"]
+    # The ranks' temporary files went to the job's own directory in node-local /tmp. [LAIF-T]
+    tmpdir = Path(f"/tmp/{os.environ.get('USER') or getpass.getuser()}-tmp-{job_id}-0")
+    try:
+        assert tmpdir.is_dir() and tmpdir.stat().st_mode & 0o777 == 0o700, tmpdir
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def test_failing_rank_fails_the_job_and_ends_the_chain(slurm_cluster, template, tmp_path, site_root, dataset):

@@ -27,8 +27,15 @@ module purge
 SIF="${SIF:-/appl/local/laifs/containers/lumi-multitorch-u24r70f21m50t210-20260513_121430/lumi-multitorch-full-u24r70f21m50t210-20260513_121430.sif}"
 export SIF
 
-# lumi-aif-singularity-bindings: sets SINGULARITY_BIND for the workspaces, /appl and /var/spool/slurmd [TM-Cont]
-module use /appl/local/laifs/modules
+# lumi-aif-singularity-bindings: sets SINGULARITY_BIND for the workspaces, /appl and /var/spool/slurmd [TM-Cont, WS-06-2026, UG-PR315]
+# Where LUMI has the Local-LAIF module, it makes lumi-aif-singularity-bindings loadable; where it
+# has not (yet), `module use` its directory does. Which form the site documents may change
+# (UNCONFIRMED): either works here.
+if module is-avail Local-LAIF 2>/dev/null; then
+    module load Local-LAIF
+else
+    module use /appl/local/laifs/modules
+fi
 module load lumi-aif-singularity-bindings
 
 # Binds: real roots of symlinked file systems (Singularity does not follow symlinks in

@@ -50,6 +50,19 @@ export TOKENIZERS_PARALLELISM="false"   # Hugging Face tokenizers would fork thr
 # Not exported with this image (a known issue; lumi-scaffold doctor names it in older projects):
 # NCCL_NET_GDR_LEVEL: exporting it (PHB or SYS) can make torch.distributed jobs hang with LAIF images (reported on the ROCm 7.0 ones); leave it unset, RCCL detects the level from the PCI topology; the AI Guide dropped it with no loss of speed [LAIF-I30, AIG-PR97]
 
+# In a job, temporary files (Python's tempfile, compilers, pip) go to a directory of this job
+# and node in node-local /tmp (RAM, counted in the job's memory), not to a /tmp shared with
+# other jobs and users: LAIF's own DDP tests give each job its TMPDIR too. [LAIF-T] The node's
+# first rank makes it, the others find it; it is kept for the job's later steps on the node.
+if [ "${SLURM_JOB_ID}" != 0 ]; then
+    export TMPDIR="/tmp/${USER}-tmp-${SLURM_JOB_ID}-${SLURM_NODEID}"
+    mkdir -m 700 "${TMPDIR}" 2>/dev/null || true
+    if [ ! -d "${TMPDIR}" ] || [ ! -O "${TMPDIR}" ]; then
+        echo "TMPDIR=${TMPDIR} could not be made, or is another user's: this job's temporary files cannot go there. Fix: submit the job again (a new job id names a new directory)" >&2
+        exit 2
+    fi
+fi
+
 # MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks), so one
 # directory per node in node-local /tmp. [WS-ref], [EBC-PT]
 export MIOPEN_USER_DB_PATH="/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"

@@ -27,14 +27,25 @@ module purge
 SIF="${SIF:-${PROJECT_DIR}/container/demo.sif}"   # built by container/build.sh
 export SIF
 
+# lumi-aif-singularity-bindings: sets SINGULARITY_BIND for the workspaces, /appl and /var/spool/slurmd [TM-Cont, WS-06-2026, UG-PR315]
+# Where LUMI has the Local-LAIF module, it makes lumi-aif-singularity-bindings loadable; where it
+# has not (yet), `module use` its directory does. Which form the site documents may change
+# (UNCONFIRMED): either works here.
+if module is-avail Local-LAIF 2>/dev/null; then
+    module load Local-LAIF
+else
+    module use /appl/local/laifs/modules
+fi
+module load lumi-aif-singularity-bindings
+
 # Binds: real roots of symlinked file systems (Singularity does not follow symlinks in
 # bind paths) and what this image generation needs. [EBC-PT], [WS-09]
-BINDS="${BINDS:-/pfs,/scratch,/projappl,/project,/flash,/appl}"
+BINDS="${BINDS:-/pfs}"
 export BINDS
 
 # Every step runs through this command.
 # shellcheck disable=SC2034  # used by the jobs that source this file
-CONTAINER=(singularity exec)
+CONTAINER=(singularity run)
 if [ -n "${BINDS}" ]; then
     CONTAINER+=(--bind "${BINDS}")
 fi

@@ -2,7 +2,7 @@
 # Runs INSIDE the container: sets up the environment, then runs the command it was given.
 # Every job step goes through it, and in training torchrun starts it once more for each
 # worker (--no-python), so each rank gets the same setup:
-#   srun ... singularity exec ... "$SIF" scripts/run.sh python -m torch.distributed.run ... scripts/run.sh python -u src/demo/train.py
+#   srun ... singularity run ... "$SIF" scripts/run.sh python -m torch.distributed.run ... scripts/run.sh python -u src/demo/train.py
 # It also works outside Slurm (defaults below), e.g. for scripts/setup-venv.sh.
 set -euo pipefail
 
@@ -34,7 +34,6 @@ export LUMI_SCAFFOLD_CPUS_PER_RANK="$(( cpus > 0 ? cpus : 1 ))"   # (nproc obeys
 
 # Interconnect and runtime settings for LUMI.
 export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"   # RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
-export NCCL_NET_GDR_LEVEL="PHB"   # let RCCL use GPU-direct RDMA between GCD and NIC [WS-09, WS-2026]
 export HSA_FORCE_FINE_GRAIN_PCIE="1"   # fine-grained PCIe memory, recommended with the RCCL OFI plugin [WS-2026]
 export FI_MR_CACHE_MONITOR="userfaultfd"   # libfabric memory-registration cache monitor (userfaultfd avoids hangs seen in LAIF images; kdreg2 is announced as the default) [WS-2026, AIG-PR118]
 export FI_CXI_DISABLE_HOST_REGISTER="1"   # HPE RCCL tuning for the CXI provider [WS-2026]
@@ -45,6 +44,21 @@ export FI_CXI_RDZV_THRESHOLD="0"   # HPE RCCL tuning for the CXI provider [WS-20
 export FI_CXI_RDZV_GET_MIN="0"   # HPE RCCL tuning for the CXI provider [WS-2026]
 export FI_CXI_DEFAULT_TX_SIZE="2048"   # HPE RCCL tuning for the CXI provider [WS-2026]
 export TOKENIZERS_PARALLELISM="false"   # Hugging Face tokenizers would fork threads into DataLoader workers [WS-ref]
+# Not exported with this image (a known issue; lumi-scaffold doctor names it in older projects):
+# NCCL_NET_GDR_LEVEL: exporting it (PHB or SYS) can make torch.distributed jobs hang with LAIF images (reported on the ROCm 7.0 ones); leave it unset, RCCL detects the level from the PCI topology; the AI Guide dropped it with no loss of speed [LAIF-I30, AIG-PR97]
+
+# In a job, temporary files (Python's tempfile, compilers, pip) go to a directory of this job
+# and node in node-local /tmp (RAM, counted in the job's memory), not to a /tmp shared with
+# other jobs and users: LAIF's own DDP tests give each job its TMPDIR too. [LAIF-T] The node's
+# first rank makes it, the others find it; it is kept for the job's later steps on the node.
+if [ "${SLURM_JOB_ID}" != 0 ]; then
+    export TMPDIR="/tmp/${USER}-tmp-${SLURM_JOB_ID}-${SLURM_NODEID}"
+    mkdir -m 700 "${TMPDIR}" 2>/dev/null || true
+    if [ ! -d "${TMPDIR}" ] || [ ! -O "${TMPDIR}" ]; then
+        echo "TMPDIR=${TMPDIR} could not be made, or is another user's: this job's temporary files cannot go there. Fix: submit the job again (a new job id names a new directory)" >&2
+        exit 2
+    fi
+fi
 
 # MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks), so one
 # directory per node in node-local /tmp. [WS-ref], [EBC-PT]

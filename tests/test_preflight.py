@@ -29,6 +29,9 @@ LOCAL = {"site": "local", "account": "local", "partition": "batch", "gpus_per_no
 # its MPI launch does.
 FAKE_ALL_REDUCE_PERF = """#!/usr/bin/env python3
 import os, sys
+if sys.argv[1:] == ["-h"]:  # its usage, the options this version knows (FAKE_USAGE; none: unknown)
+    print(os.environ.get("FAKE_USAGE", ""))
+    sys.exit(0)
 if os.environ.get("NCCL_DEBUG_FILE"):
     with open(os.environ["NCCL_DEBUG_FILE"], "a") as log:
         log.write(os.environ.get("FAKE_RCCL_LINE", "") + "\\n")
@@ -163,6 +166,32 @@ def test_arguments_of_your_own_give_both_figures_and_no_verdict(slurm_cluster_2n
                        "in-place busbw of all_reduce_perf -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5 -d half: "
                        "this run differs (options -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5 -d half -n 5)."], log
     assert "PASS" not in log and "FAIL" not in log
+
+
+# The usage of an rccl-tests without -R (its options as ROCm/rccl-tests' src/common.cu of
+# commit 043eef6 lists them)
+OLD_USAGE = ("USAGE: all_reduce_perf [-t,--nthreads <num threads>] [-g,--ngpus <gpus per thread>] "
+             "[-b,--minbytes <min size in bytes>] [-e,--maxbytes <max size in bytes>] [-i,--stepbytes <increment size>] "
+             "[-f,--stepfactor <increment factor>] [-n,--iters <iteration count>] "
+             "[-m,--agg_iters <aggregated iteration count>] [-w,--warmup_iters <warmup iteration count>] "
+             "[-p,--parallel_init <0/1>] [-c,--check <0/1>] [-o,--op <sum/prod/min/max/all>] "
+             "[-d,--datatype <nccltype/all>] [-r,--root <root>] [-z,--blocking <0/1>] "
+             "[-y,--memory_type <coarse/fine/host>] [-h,--help]")
+
+
+def test_an_option_the_image_lacks_is_left_out_with_no_verdict(slurm_cluster_2nodes, template, tmp_path, site_root):
+    """An rccl-tests without -R (LUMI's check runs with -R 1 [RF-RCCL]): the benchmark runs
+    without it rather than stop at "invalid option", and gives its figure with no verdict."""
+    project = render(template, tmp_path / "p", nodes=2)
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_RCCL_LINE=OFI, FAKE_USAGE=OLD_USAGE)
+    env.update(image_with_all_reduce_perf(tmp_path, env))
+    job_id, result = run_job(slurm_cluster_2nodes, project, env, "jobs/preflight.sbatch", timeout=300)
+    log = log_of(project, job_id)
+    assert result.state == "COMPLETED", log
+    assert f"preflight: {tmp_path}/image-bin/all_reduce_perf has no -R option: left out" in log
+    assert "# fake all_reduce_perf -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -n 80 -w 5 -d half NCCL_DEBUG_SUBSYS" in log
+    assert "this run differs (options -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -n 80 -w 5 -d half)." in log
+    assert "PASS" not in log
 
 
 def test_all_reduce_perf_started_without_mpi_is_refused(slurm_cluster_2nodes, template, tmp_path, site_root):

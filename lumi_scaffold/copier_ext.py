@@ -239,7 +239,9 @@ def lumi_sources(ctx: Context) -> list[dict[str, str]]:
             parts = [_render_part(env, part, values) for part in name.split("/")]
         except Exception:  # noqa: BLE001 (a path this context cannot render is not this project's)
             continue
-        if all("/".join(parts).split("/")):
+        path = "/".join(parts)
+        path = path[:-len(".jinja")] if path.endswith(".jinja") else path  # Copier's template suffix
+        if all(path.split("/")):  # no empty part: a file (or folder) this project gets
             texts.append(text)
     texts += [f["content"] for d in ("scripts", "config") for f in lumi_plugin_files(ctx, d)]
     cat = _catalogue()

@@ -591,8 +591,17 @@ class RcclCheck(Model):
     """How a multi-node job tells from RCCL's init log (NCCL_DEBUG=INFO) whether it talks
     between nodes over the fast network or fell back to TCP sockets."""
 
-    fast: LogPattern = Field(description="A line that means the fast network is used (LUMI: NET/OFI, the aws-ofi-rccl plugin).")
-    tcp: LogPattern = Field(description="A line that means TCP sockets are used (NET/Socket).")
+    fast: LogPattern = Field(description="A line that means the fast network is used (LUMI: the OFI plugin's "
+                             "`NET/OFI Selected provider is cxi`).")
+    tcp: LogPattern = Field(description="A line that means TCP sockets are used (NET/Socket, `Using network Socket`, "
+                            "an OFI plugin on libfabric's tcp provider).")
+    final: LogPattern | None = Field(
+        default=None,
+        description="The line after which RCCL keeps its network: NCCL's `Using network <name>`, printed once per "
+        "communicator when its network is set [RCCL-net]. Given, each such line decides (by itself, or by the last "
+        "fast or tcp line before it) and nothing decides before it; absent (site data before 0.4), the last fast or "
+        "tcp line decides as soon as it appears.",
+    )
     name: str = Field(description="The fast network, for messages (Slingshot).")
     fix: str = Field(description="One line: what to check when RCCL fell back to TCP.")
     source: str = ""
@@ -618,8 +627,14 @@ class AllreduceReference(Model):
     )
     benchmark_args: list[str] = Field(
         default_factory=list,
-        description="all_reduce_perf's size and type options the figure was measured with (e.g. -b 2M -e 2048M "
-        "-f 2 -d half); the preflight measures the same way. Empty: -b 1M -e 1G -f 2.",
+        description="all_reduce_perf's options the figure was measured with (e.g. -b 2M -e 2048M -f 2 -g 1 -d half "
+        "-n 80 -w 5); the preflight measures the same way, and gives its verdict only when it ran with exactly these. "
+        "Empty: not known; the preflight measures with -b 1M -e 1G -f 2 and gives no verdict.",
+    )
+    column: Literal["out-of-place", "in-place"] = Field(
+        default="out-of-place",
+        description="The busbw column of all_reduce_perf's table the figure is read from (LUMI's ReFrame check: "
+        "in-place [RF-RCCL]).",
     )
 
     _text = field_validator("shape", "source")(check_one_line)

@@ -173,7 +173,8 @@ def test_preflight_has_one_task_per_gpu_and_the_shorter_time():
     assert data["container"]["mpi_srun_options"] == ["--mpi=pmi2"]
     reference = data["site"]["allreduce_reference"]  # LUMI's own RCCL check [RF-RCCL]
     assert (reference["busbw_gbs"], reference["size_bytes"], reference["tolerance"], reference["nodes"]) == (
-        85, 134217728, 0.05, 2) and reference["benchmark_args"] == ["-b", "2M", "-e", "2048M", "-f", "2", "-d", "half"]
+        85, 134217728, 0.05, 2) and reference["column"] == "in-place"
+    assert " ".join(reference["benchmark_args"]) == "-b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5 -d half"
     assert resolve({**BASE, "nodes": 2, "framework": "jax"}, cat)["job"]["allreduce_bench"] == "jax"
     single = resolve({**BASE, "gpus_per_node": 2, "partition": "small-g"}, cat)
     assert "preflight" not in single["job"]["slurm"] and single["job"]["allreduce_bench"] == ""

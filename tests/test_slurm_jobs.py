@@ -519,25 +519,32 @@ if os.environ.get("NCCL_DEBUG_FILE"):
 time.sleep(8)
 print("rank", os.environ["RANK"], "trained", flush=True)
 """
+# (line shapes of the real logs in tests/test_rccl_net.py, with a LUMI host prefix)
 OFI_LINES = ["nid005000:1:1 [0] NCCL INFO NET/OFI Using aws-ofi-rccl 1.4.0",
-             "nid005000:1:1 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)"]
-OFI_FAILED = "nid005000:1:1 [0] NCCL INFO NET/OFI aws-ofi-rccl initialization failed"
-SOCKET_LINE = "nid005000:1:1 [0] NCCL INFO NET/Socket : Using [0]hsn0:10.253.1.1<0>"
+             "nid005000:1:1 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)",
+             "nid005000:1:1 [0] NCCL INFO Using network AWS Libfabric"]
+OFI_FAILED = "nid005000:1:1 [0] NCCL WARN NET/OFI aws-ofi-rccl initialization failed"
+SOCKET_LINES = ["nid005000:1:1 [0] NCCL INFO NET/Socket : Using [0]hsn0:10.253.1.1<0>",
+                "nid005000:1:1 [0] NCCL INFO Using network Socket"]
+TCP_PROVIDER = ["nid005000:1:1 [0] NCCL INFO NET/OFI Selected provider is tcp, fabric is 10.253.0.0/16 (found 1 nics)",
+                "nid005000:1:1 [0] NCCL INFO Using network AWS Libfabric"]
 NO_NET_LINE = "nid005000:1:1 [0] NCCL INFO Bootstrap : Using hsn0:10.253.1.1<0>"
 
 
 @pytest.mark.parametrize("lines, state", [
     (OFI_LINES, "COMPLETED"),
-    ([OFI_LINES[0], OFI_FAILED, SOCKET_LINE], "FAILED"),
-    ([SOCKET_LINE], "FAILED"),
+    ([OFI_LINES[0], OFI_FAILED, *SOCKET_LINES], "FAILED"),
+    (SOCKET_LINES, "FAILED"),
+    (TCP_PROVIDER, "FAILED"),
     ([NO_NET_LINE], "COMPLETED"),
-], ids=["slingshot", "ofi-failed-then-socket", "tcp", "no-network-line"])
+], ids=["slingshot", "ofi-failed-then-socket", "tcp", "tcp-provider", "no-network-line"])
 def test_two_node_job_stops_when_rccl_falls_back_to_tcp(slurm_cluster_2nodes, template, tmp_path, site_root, lines,
                                                         state):
     """Without the OFI plugin RCCL uses TCP sockets between nodes and says so only in its
     init log [WS-09]: rank 0's watcher (scripts/rccl_net.py) reads what RCCL finally chose
-    and stops the job with the reason, also when the plugin loaded and failed first; a log
-    with no network line is reported. The 1-GPU smoke test logs no RCCL setup at all."""
+    (its `Using network` line) and stops the job with the reason, also when the plugin
+    loaded and failed first, or runs on libfabric's tcp provider; a log with no final
+    choice is reported. The 1-GPU smoke test logs no RCCL setup at all."""
     project = render(template, tmp_path / "p", nodes=2)
     (project / "src/demo/train.py").write_text(FAKE_RCCL)
     line = "\n".join(lines)
@@ -553,7 +560,7 @@ def test_two_node_job_stops_when_rccl_falls_back_to_tcp(slurm_cluster_2nodes, te
     if lines == OFI_LINES:
         assert "rank 0: RCCL uses Slingshot (aws-ofi-rccl plugin, cxi provider) between nodes" in log
     elif lines == [NO_NET_LINE]:
-        assert "WARNING: rank 0: RCCL logged no network line within 3 s" in log and "RCCL uses" not in log
+        assert "WARNING: rank 0: RCCL logged no final choice of network within 3 s" in log and "RCCL uses" not in log
     assert (project / "logs" / f"rccl-{job_id}-rank0.txt").read_text().strip() == line
     assert sorted(p.name for p in (project / "logs").glob("rccl-*")) == [f"rccl-{job_id}-rank0.txt"]
     (project / "src/demo/smoke_test.py").write_text(FAKE_RCCL)

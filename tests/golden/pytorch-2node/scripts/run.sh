@@ -108,18 +108,19 @@ if [ "${RCCL_DEBUG_FILES:-${LUMI_RCCL_DEBUG:-0}}" = 1 ]; then
 fi
 
 # Between nodes, RCCL must use Slingshot (aws-ofi-rccl plugin, cxi provider); when it cannot, it falls back
-# to TCP sockets, several times slower, with no error. [WS-09] In a multi-node step (not on
+# to TCP sockets, several times slower, with no error. [WS-09, LAIF-I28, RCCL-net] In a multi-node step (not on
 # the login node, nor in a 1-GPU step), rank 0 logs RCCL's network setup, and a watcher
-# (scripts/rccl_net.py: the last network line decides) stops the job when it says TCP and
-# warns when no network line came within RCCL_NET_CHECK_WAIT seconds (900 unless set).
+# (scripts/rccl_net.py: RCCL's final choice, its 'Using network' line, decides) stops the job
+# when it is TCP and warns when no final choice came within RCCL_NET_CHECK_WAIT seconds (900
+# unless set).
 # Skip the check with RCCL_NET_CHECK=0 sbatch ...
 if [ "${RANK:-}" = 0 ] && [ "${SLURM_STEP_NUM_NODES:-1}" -gt 1 ] && [ "${RCCL_NET_CHECK:-1}" = 1 ] \
     && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET}"
     export NCCL_DEBUG_FILE="${NCCL_DEBUG_FILE:-${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank0.txt}"
     python "${PROJECT_DIR}/scripts/rccl_net.py" watch --pid "$$" --wait "${RCCL_NET_CHECK_WAIT:-900}" \
-        --fast 'NET/OFI' --tcp 'NET/Socket' --name 'Slingshot (aws-ofi-rccl plugin, cxi provider)' \
-        --fix 'the image must ship aws-ofi-rccl and see the CXI libraries (binds and modules in scripts/job-env.sh)' "${NCCL_DEBUG_FILE}" &   # $$: the training process, after the exec below
+        --fast 'NET/OFI Selected (P|p)rovider is cxi' --tcp 'NET/Socket|Using network Socket|NET/OFI Selected (P|p)rovider is (tcp|sockets)' --final 'Using network' \
+        --name 'Slingshot (aws-ofi-rccl plugin, cxi provider)' --fix 'the image must ship aws-ofi-rccl and see the CXI libraries (binds and modules in scripts/job-env.sh)' "${NCCL_DEBUG_FILE}" &   # $$: the training process, after the exec below
 fi
 
 exec "$@"

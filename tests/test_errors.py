@@ -148,3 +148,22 @@ def test_cli_usage_errors_are_one_line_without_traceback(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith("lumi-scaffold: error: ") and fragment in err, (args, err)
         assert len(err.splitlines()) == 1, err
+
+
+def test_the_built_in_plugins_use_only_the_public_api():
+    """LUMI, PyTorch, JAX and the profilers are plugins like a third party's: they import
+    only what `lumi_scaffold` exports (its __all__), as llm's default plugins use llm's own
+    API; their own helpers (`._common`) are theirs."""
+    import lumi_scaffold
+
+    wrong = []
+    for path in sorted((REPO / "lumi_scaffold" / "default_plugins").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            names = [a.name for a in node.names]
+            if node.level >= 2 or (node.module or "").startswith("lumi_scaffold."):
+                wrong.append(f"{path.name}: from {'.' * node.level}{node.module or ''} import {', '.join(names)}")
+            elif node.module == "lumi_scaffold" and (private := [n for n in names if n not in lumi_scaffold.__all__]):
+                wrong.append(f"{path.name}: {private} are not in lumi_scaffold.__all__")
+    assert wrong == []

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..datafile import load_data_file
-from ..models import ContainerImage, Framework
+from lumi_scaffold import ContainerImage, Framework, load_data_file
 
 HERE = Path(__file__).parent
 
@@ -28,7 +27,7 @@ def containers(name: str) -> list[ContainerImage]:
 
 def framework_hooks(name: str):
     """The two hook implementations of a built-in framework plugin named ``name``."""
-    from .. import hookimpl
+    from lumi_scaffold import hookimpl
 
     @hookimpl
     def register_frameworks(register):

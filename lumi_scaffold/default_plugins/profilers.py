@@ -2,9 +2,7 @@
 
 from pathlib import Path
 
-from .. import hookimpl
-from ..datafile import load_data_file
-from ..models import Profiler
+from lumi_scaffold import Profiler, hookimpl, load_data_file
 
 
 @hookimpl

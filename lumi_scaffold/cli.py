@@ -17,17 +17,17 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import os
 import re
 import shutil
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from . import settings
 from .answers import load_yaml, read_answers
 from .errors import Interrupted, LumiScaffoldError, UsageError, UserMessageError, copier_message, one_line
 
-TEMPLATE_ENV = "LUMI_SCAFFOLD_TEMPLATE"
+TEMPLATE_ENV = settings.TEMPLATE
 
 
 def default_template() -> str:
@@ -35,8 +35,8 @@ def default_template() -> str:
     installed package (recorded as ``~/.cache/lumi-scaffold/template.bundle``, see bundle.py)."""
     from .bundle import SOURCE
 
-    if os.environ.get(TEMPLATE_ENV):
-        return os.environ[TEMPLATE_ENV]
+    if chosen := settings.template():
+        return chosen
     checkout = Path(__file__).resolve().parent.parent
     if (checkout / "copier.yml").is_file():
         return str(checkout)

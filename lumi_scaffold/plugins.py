@@ -5,12 +5,8 @@ entry point in the ``lumi_scaffold`` group, each in its own try/except: one brok
 plugin is reported by name and the others still load. The manager and catalogue are
 built once per process (Copier builds a Jinja environment several times per update).
 
-Environment switches:
-
-``LUMI_SCAFFOLD_PLUGINS``
-    Comma-separated entry-point names to load; empty loads no third-party plugin.
-``LUMI_SCAFFOLD_DISABLE_PLUGINS``
-    Comma-separated plugin names (built-in ones too, e.g. ``jax``) to skip.
+Environment switches: ``LUMI_SCAFFOLD_PLUGINS`` and ``LUMI_SCAFFOLD_DISABLE_PLUGINS``
+(:mod:`lumi_scaffold.settings`).
 """
 
 from __future__ import annotations
@@ -19,7 +15,6 @@ import contextlib
 import functools
 import importlib
 import importlib.metadata
-import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +22,7 @@ from typing import Any
 import pluggy
 from pydantic import BaseModel, ValidationError
 
-from . import hookspecs
+from . import hookspecs, settings
 from .datafile import error_messages
 from .errors import DataFileError, PluginProblem
 from .models import ContainerImage, Framework, Profiler, Site, Source, TemplateFile
@@ -47,8 +42,8 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "lumi_scaffold"
-ENV_LOAD = "LUMI_SCAFFOLD_PLUGINS"
-ENV_DISABLE = "LUMI_SCAFFOLD_DISABLE_PLUGINS"
+ENV_LOAD = settings.PLUGINS
+ENV_DISABLE = settings.DISABLE_PLUGINS
 
 DEFAULT_PLUGINS = {
     "lumi": "lumi_scaffold.default_plugins.lumi",
@@ -146,13 +141,6 @@ def _file_key(file: TemplateFile) -> str:
     return f"{file.owner}/{file.owner_name}/{file.directory}/{file.name}"
 
 
-def _env_list(name: str) -> list[str] | None:
-    value = os.environ.get(name)
-    if value is None:
-        return None
-    return [part.strip() for part in value.split(",") if part.strip()]
-
-
 def describe_error(exc: BaseException) -> str:
     """``Type: message`` on one line, the whole message (pluggy's PluginValidationError
     gives the reason on its third line)."""
@@ -172,8 +160,8 @@ def load_plugins(pm: pluggy.PluginManager, *, installed: bool = True, builtins: 
     (:mod:`lumi_scaffold.testing` passes the plugins under test)."""
     infos: list[PluginInfo] = []
     problems: list[PluginProblem] = []
-    disabled = set(_env_list(ENV_DISABLE) or []) if installed else set()
-    wanted = _env_list(ENV_LOAD)
+    disabled = settings.disabled_plugins() if installed else set()
+    wanted = settings.plugins_to_load()
 
     def register(name: str, load: Callable[[], Any], info: PluginInfo) -> None:
         try:

@@ -12,7 +12,6 @@ what changed in the catalogue.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -24,7 +23,7 @@ from .plugins import Catalogue
 from .models import ContainerImage, EnvSetting, Framework, NodeLayout, Partition, Site, StorageArea
 from .plugin_data import SCHEMA, ContainerFacts, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
-from . import jobs, sources
+from . import jobs, settings, sources
 from .known_issues import project_issues, split_env
 from .tracking import TRACKERS
 
@@ -38,12 +37,12 @@ _ARCHIVE = (".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz")
 # Sites that exist for lumi-scaffold's own tests (plugins/lumi-site-local): offered only
 # when this variable is 1 (tests/conftest.py sets it).
 TEST_SITES = frozenset({"local"})
-TEST_SITES_ENV = "LUMI_SCAFFOLD_TEST_SITES"
+TEST_SITES_ENV = settings.TEST_SITES
 
 
 def offered_sites(cat: Catalogue) -> list[str]:
     """The sites the questionnaire offers: all but the test sites, unless they are asked for."""
-    with_tests = os.environ.get(TEST_SITES_ENV) == "1"
+    with_tests = settings.test_sites()
     return [name for name in cat.sites if with_tests or name not in TEST_SITES]
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plugins as _plugins
+from . import settings
 from .answers import read_answers
 from .lint import bash_syntax, check_headers, shell_files, shellcheck
 from .models import Site
@@ -396,7 +397,7 @@ def _render_and_lint(cat: Catalogue, plugin_name: str, template: Path | str | No
     matrix = plugin_matrix(cat, plugin_name)
     if not matrix:
         return []
-    template = template or os.environ.get("LUMI_SCAFFOLD_TEMPLATE")
+    template = template or settings.template()
     if template is None:
         if template_root() is None:
             return ["cannot render: this lumi_scaffold has no template (neither a source checkout nor a wheel "

@@ -167,3 +167,23 @@ def test_the_built_in_plugins_use_only_the_public_api():
             elif node.module == "lumi_scaffold" and (private := [n for n in names if n not in lumi_scaffold.__all__]):
                 wrong.append(f"{path.name}: {private} are not in lumi_scaffold.__all__")
     assert wrong == []
+
+
+def test_every_switch_is_read_in_one_module_and_documented():
+    """The LUMI_SCAFFOLD_* switches of the package are read in lumi_scaffold/settings.py only
+    (a name elsewhere is a constant's value there, or a variable of the generated project),
+    and docs/install.md lists each with what settings.SWITCHES says."""
+    import re
+
+    from lumi_scaffold import settings
+
+    names = {s.name for s in settings.SWITCHES}
+    for path in sorted((REPO / "lumi_scaffold").glob("*.py")):
+        if path.name == "settings.py":
+            continue
+        text = path.read_text()
+        assert not re.search(r"environ(?:\.get)?\(\s*[\"']LUMI_SCAFFOLD_|environ\[\s*[\"']LUMI_SCAFFOLD_", text), path.name
+        assert not [n for n in re.findall(r"[\"'](LUMI_SCAFFOLD_[A-Z_]+)[\"']", text) if n in names], path.name
+    page = (REPO / "docs/install.md").read_text()
+    for switch in settings.SWITCHES:
+        assert f"| `{switch.name}` | {switch.meaning} |" in page

@@ -30,6 +30,16 @@ PACKAGE_BUNDLE = Path(__file__).resolve().parent / "_template.bundle"
 _CHECKOUT = Path(__file__).resolve().parent.parent
 
 
+def template_root() -> Path | None:
+    """Where this installation's template is: the source checkout (editable installs) or
+    the copy shipped in the wheel (``lumi_scaffold/_template``); None when neither is there."""
+    package = Path(__file__).resolve().parent
+    for root in (package.parent, package / "_template"):
+        if (root / "copier.yml").is_file() and (root / "project-templates").is_dir():
+            return root
+    return None
+
+
 def is_bundled(src: str | None) -> bool:
     """Whether ``src`` (a --template value or a recorded _src_path) is the bundled template."""
     return bool(src) and os.path.expanduser(str(src)) == os.path.expanduser(SOURCE)

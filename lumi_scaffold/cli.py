@@ -495,6 +495,17 @@ def cmd_template(args: argparse.Namespace) -> int:
     return 0
 
 
+# lumi_scaffold.reference.PAGES, named here so that `--help` does not import the models.
+REFERENCE_PAGES = ("questions", "models", "plugin-data", "hooks")
+
+
+def cmd_reference(args: argparse.Namespace) -> int:
+    from .reference import PAGES
+
+    print(PAGES[args.page][1](), end="")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -555,6 +566,13 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Plain Copier: copier copy --trust '~/.cache/lumi-scaffold/template.bundle' "
                                    "my-project (quoted: Copier records the path with ~, the same for your group)")
     p.set_defaults(func=cmd_template)
+
+    p = sub.add_parser("reference", help="print a reference page offline, as Markdown: every question, the catalogue "
+                                         "models (every field a plugin may give), plugin data, the hooks",
+                       description="The pages the documentation site makes from the code (docs/index.md), printed "
+                                   "from the installed package: lumi-scaffold reference models | less")
+    p.add_argument("page", choices=REFERENCE_PAGES)
+    p.set_defaults(func=cmd_reference)
 
     p = sub.add_parser("completion", help="print a bash or zsh completion script (eval it in your shell's rc file)",
                        description='Add to ~/.bashrc: eval "$(lumi-scaffold completion bash)"; '

@@ -28,6 +28,7 @@ from typing import Any
 from . import plugins as _plugins
 from . import settings
 from .answers import read_answers
+from .bundle import template_root
 from .lint import bash_syntax, check_headers, shell_files, shellcheck
 from .models import Site
 from .tracking import TRACKERS
@@ -35,17 +36,6 @@ from .plugins import Catalogue, get_catalogue
 
 __all__ = ["answer_matrix", "job_shapes", "lint_projects", "render_many", "render_project",
            "scratch_dir", "template_root", "template_source"]
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-def template_root() -> Path | None:
-    """Where this installation's template is: the source checkout (editable installs) or
-    the copy shipped in the wheel (``lumi_scaffold/_template``); None when neither is there."""
-    for root in (REPO_ROOT, Path(__file__).resolve().parent / "_template"):
-        if (root / "copier.yml").is_file() and (root / "project-templates").is_dir():
-            return root
-    return None
 
 
 def template_source(dest: Path | None = None) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lumi_scaffold import home_url, hookspecs, models, plugin_data
+from lumi_scaffold import cli, home_url, hookspecs, models, plugin_data, reference
 
 from .helpers import REPO
 
@@ -94,14 +94,14 @@ def test_questions_page_is_generated_from_copier_yml(tmp_path):
     config = (REPO / "copier.yml").read_text()
     config += "\nnew_question:\n  type: int\n  help: A question added to copier.yml only\n  default: 7\n"
     (tmp_path / "copier.yml").write_text(config)
-    page = lumi_docs.questions_page(tmp_path / "copier.yml")
+    page = reference.questions_page(tmp_path / "copier.yml")
     assert re.findall(r"^## (\w+)$", page, re.M) == [*QUESTIONS, "new_question"]
     section = page.split("## new_question\n", 1)[1]
     assert "A question added to copier.yml only" in section and "`int`" in section and "`-d new_question=7`" in section
 
 
 def test_questions_page_shows_the_built_in_choices_and_defaults():
-    page = lumi_docs.questions_page()
+    page = reference.questions_page()
     sections = dict(re.findall(r"^## (\w+)\n(.*?)(?=^## |\Z)", page, re.M | re.S))
     assert "- `lumi`: LUMI" in sections["site"]
     assert "with the built-in plugins: `pytorch`" in sections["framework"]
@@ -111,7 +111,7 @@ def test_questions_page_shows_the_built_in_choices_and_defaults():
 
 
 def test_models_page_has_every_field_with_its_description():
-    page = lumi_docs.models_page()
+    page = reference.models_page()
     sections = dict(re.findall(r"^## (\w+)\n(.*?)(?=^## |\Z)", page, re.M | re.S))
     assert set(models.__all__) <= set(sections)
     for name in models.__all__:
@@ -124,7 +124,7 @@ def test_models_page_has_every_field_with_its_description():
 
 
 def test_plugin_data_page_links_catalogue_parts_to_the_models_page():
-    page = lumi_docs.plugin_data_page()
+    page = reference.plugin_data_page()
     assert page.index("## PluginData") < page.index("## SiteFacts")
     assert "[RcclCheck](models.md#rcclcheck)" in page
     for field in plugin_data.PluginData.model_fields.values():
@@ -133,13 +133,13 @@ def test_plugin_data_page_links_catalogue_parts_to_the_models_page():
 
 
 def test_hookspecs_page_has_each_spec_with_its_docstring():
-    page = lumi_docs.hookspecs_page()
+    page = reference.hookspecs_page()
     specs = [f for name, f in vars(hookspecs).items() if name.startswith("register_") and callable(f)]
     assert specs
     for spec_ in specs:
         args = ", ".join(inspect.signature(spec_).parameters)
         assert f"## {spec_.__name__}\n" in page and f"def {spec_.__name__}({args}): ..." in page
-        assert lumi_docs._md(spec_.__doc__) in page
+        assert reference._md(spec_.__doc__) in page
 
 
 HOME = "https://example.org/lumi/lumi-scaffold"
@@ -211,3 +211,20 @@ def test_first_project_commands_are_the_generated_readmes_or_the_clis():
         assert result.returncode == 0, command
         options = re.findall(r"(?<!\w)(--[a-z][\w-]*|-d)(?=[\s=]|$)", command)
         assert [o for o in options if o not in result.stdout] == [], command
+
+
+@pytest.mark.parametrize("page", cli.REFERENCE_PAGES)
+def test_each_reference_page_is_printed_offline_as_the_site_has_it(page, capsys):
+    """`lumi-scaffold reference PAGE` prints what the site's build writes, from the package."""
+    assert list(cli.REFERENCE_PAGES) == list(reference.PAGES)
+    assert cli.main(["reference", page]) == 0
+    path = reference.PAGES[page][0]
+    assert capsys.readouterr().out == lumi_docs.pages()[path]
+
+
+def test_the_models_page_lists_every_field_a_plugin_may_give():
+    page = reference.models_page()
+    for model in (models.Site, models.Partition, models.ContainerImage, models.Framework, models.Source,
+                  models.StorageArea, models.EnvModule, models.CotainrSupport):
+        for name, field in model.model_fields.items():
+            assert f"| `{field.alias or name}` |" in page, (model.__name__, name)

@@ -413,17 +413,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"warning: {line}")
     for line in problems:
         print(f"problem: {line}")
+    on_login_node = True  # Slurm answers here: the environment jobs are submitted from
     try:
         checks = sbatch_test_only(project)
     except SlurmUnreachable as exc:
-        checks = []
+        checks, on_login_node = [], False
         print(f"note: sbatch is here but no Slurm controller answers ({exc}): run doctor on a login node "
               "to have Slurm check the jobs (sbatch --test-only)")
     if checks is None:
         print("note: no sbatch on PATH: run doctor on a login node to have Slurm check the jobs (sbatch --test-only)")
-    else:  # a login node: the environment jobs are submitted from
+    elif on_login_node:
         image = _recorded_image(answers)
-        for problem in ([image_check(image)] if image else []) + storage_checks(answers):
+        container = (plugin_data if isinstance(plugin_data, dict) else {}).get("container")
+        checked = [image_check(image, container=container if isinstance(container, dict) else None, project=project)]
+        for problem in (checked if image else []) + storage_checks(answers):
             if problem is not None:
                 problems.append(problem)
                 print(f"problem: {problem}")

@@ -690,6 +690,8 @@ class TrackingViewer(Model):
 
     name: Literal["tensorboard", "mlflow", "wandb"]
     text: str = Field(description="One sentence for the README, e.g. where the site's app is and what to give it.")
+    package: Requirement | Literal[""] = Field("", description="The tracker's package as the site's viewer needs it, for the venv (LUMI's "
+                                 "MLflow app reads the stores of MLflow 2.22: mlflow-skinny==2.22.*); '': the tracker's own.")
     source: str = ""
 
     _text = field_validator("text", "source")(check_one_line)

@@ -551,6 +551,7 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
     profiler = cat.profilers.get(str(a.get("profiler") or "none")) or cat.profilers["none"]
     data_area = site.storage_area(str(a.get("data_location"))) or next(s for s in site.storage if s.data)
     project = str(a.get("project_name"))
+    tracking = _tracking_facts(site, str(a.get("tracking") or "none"))
     return _part(
         "", PluginData,
         schema=PLUGIN_DATA_SCHEMA,
@@ -574,9 +575,9 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         **_placement(site, account, group),
         profiler=dict(name=profiler.name, title=profiler.title, kind=profiler.kind,
                                command=profiler.command, env=profiler.env, view=profiler.view),
-        tracking=_tracking_facts(site, str(a.get("tracking") or "none")),
+        tracking=tracking,
         requirements=sorted(r for r in dict.fromkeys(fw.requirements + (image.requirements if image else [])
-                                                     + [TRACKERS[str(a.get("tracking") or "none")].package]
+                                                     + [tracking["package"] if tracking else ""]
                                                      + split_requirements(a.get("extra_requirements"))) if r),
         readme=[s.model_dump() for s in site.readme + fw.readme],
     )
@@ -587,7 +588,8 @@ def _tracking_facts(site: Site, name: str) -> dict[str, Any] | None:
     if name == "none" or name not in TRACKERS:
         return None
     viewer = next((v for v in site.tracking_viewers if v.name == name), None)
-    return dict(name=name, title=TRACKERS[name].title, package=TRACKERS[name].package,
+    # The site's viewer may need a version of the tracker's package (LUMI's MLflow app).
+    return dict(name=name, title=TRACKERS[name].title, package=(viewer.package if viewer else "") or TRACKERS[name].package,
                 viewer=viewer.text if viewer else "", source=viewer.source if viewer else "")
 
 

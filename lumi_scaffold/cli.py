@@ -390,7 +390,7 @@ def cmd_update(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .lint import lint_project
     from .plugins import get_catalogue
-    from .update import project_notices
+    from .update import project_notices, update_available
 
     from .doctor import home_notice, image_check, sbatch_test_only, storage_checks, venv_files, venv_pack_notes
     from .errors import SlurmUnreachable
@@ -439,6 +439,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
               "counts against its file quota (README.md, \"Create the venv\")")
     for note in venv_pack_notes(project):
         print(f"note: {note}")
+    newer = update_available(answers)
+    if newer:
+        print(f"note: {newer}")
     if not notices and not problems and not failed:
         print("No problems found.")
     return 1 if problems or failed else 0

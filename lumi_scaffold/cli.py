@@ -244,7 +244,8 @@ def cmd_new(args: argparse.Namespace) -> int:
             ref = f" at {args.vcs_ref}" if args.vcs_ref else ""
             raise UsageError(f"template {args.template}{ref}: {error}") from None
         raise error from None
-    _warn_placeholders(dict(worker.answers.combined))
+    if args.quiet:  # (otherwise Copier's message after the copy names them, one line each)
+        _warn_placeholders(dict(worker.answers.combined))
     return 0
 
 

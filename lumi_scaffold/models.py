@@ -626,6 +626,9 @@ class AccountRule(Model):
 
     pattern: str = Field(description="Regular expression the whole account must match.")
     example: str = Field(description="A valid account, shown in help and used as the default.")
+    example_works: bool = Field(False, description="The example is an account jobs may use (a test site whose Slurm "
+                                "does not check accounts); otherwise a project left with it is told, and its smoke "
+                                "job refuses to submit.")
     help: str = Field(description="One line telling the user where to find their account.")
     project: str | None = Field(
         default=None,

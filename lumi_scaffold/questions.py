@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -28,7 +28,8 @@ from . import jobs, sources
 from .known_issues import project_issues, split_env
 from .tracking import TRACKERS
 
-__all__ = ["CONTAINER_SPECIAL", "TEST_SITES_ENV", "check", "choices", "default", "offered_sites", "placeholders",
+__all__ = ["CONTAINER_SPECIAL", "TEST_SITES_ENV", "Placeholder", "check", "choices", "default", "offered_sites", "placeholder_answers",
+           "placeholders",
            "resolve", "notices"]
 
 PLUGIN_DATA_SCHEMA = SCHEMA
@@ -228,18 +229,34 @@ def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
     raise KeyError(f"no computed default for question {name!r}")
 
 
-def placeholders(answers: Mapping[str, Any], cat: Catalogue) -> list[str]:
-    """Answers that are still made-up examples: the site's example account, and the
-    default (invented) paths of a custom image and of a pre-staged dataset archive."""
+class Placeholder(NamedTuple):
+    """An answer that is still a made-up example: the question, its value, why, and what to give."""
+
+    name: str
+    value: str
+    why: str
+    give: str
+
+
+def placeholder_answers(answers: Mapping[str, Any], cat: Catalogue) -> list[Placeholder]:
+    """Answers that are still made-up examples: the site's example account (unless its jobs
+    may use it), and the default (invented) paths of a custom image and of a pre-staged
+    dataset archive."""
     a = Answers(answers, cat)
     site, out = a.site, []
-    if site and a.get("account") == site.account.example:
-        out.append(f"account={a.get('account')} ({site.display_name or site.name}'s example, not your project)")
+    if site and a.get("account") == site.account.example and not site.account.example_works:
+        out.append(Placeholder("account", str(a.get("account")), f"{site.display_name or site.name}'s example, not your project",
+                               "<your project>"))
     if a.get("container") == "custom" and a.get("container_path") == default("container_path", answers, cat):
-        out.append(f"container_path={a.get('container_path')} (a made-up path)")
+        out.append(Placeholder("container_path", str(a.get("container_path")), "a made-up path", "/path/to/your.sif"))
     if a.get("prestage") and a.get("dataset_archive") == default("dataset_archive", answers, cat):
-        out.append(f"dataset_archive={a.get('dataset_archive')} (a made-up path)")
+        out.append(Placeholder("dataset_archive", str(a.get("dataset_archive")), "a made-up path", "/path/to/your.tar"))
     return out
+
+
+def placeholders(answers: Mapping[str, Any], cat: Catalogue) -> list[str]:
+    """:func:`placeholder_answers` as ``name=value (why)`` lines."""
+    return [f"{p.name}={p.value} ({p.why})" for p in placeholder_answers(answers, cat)]
 
 
 # ---------------------------------------------------------------- checks

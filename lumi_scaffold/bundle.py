@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .errors import UserMessageError
 
-__all__ = ["PACKAGE_BUNDLE", "SOURCE", "is_bundled", "refresh", "template_ref"]
+__all__ = ["PACKAGE_BUNDLE", "SOURCE", "is_bundled", "package_bundle", "refresh", "template_ref"]
 
 SOURCE = "~/.cache/lumi-scaffold/template.bundle"
 PACKAGE_BUNDLE = Path(__file__).resolve().parent / "_template.bundle"
@@ -43,6 +43,11 @@ def template_root() -> Path | None:
 def is_bundled(src: str | None) -> bool:
     """Whether ``src`` (a --template value or a recorded _src_path) is the bundled template."""
     return bool(src) and os.path.expanduser(str(src)) == os.path.expanduser(SOURCE)
+
+
+def package_bundle() -> bytes:
+    """The installed package's template bundle (of a source checkout: made from its history)."""
+    return _bundle_bytes()
 
 
 def _bundle_bytes() -> bytes:

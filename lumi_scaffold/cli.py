@@ -248,7 +248,8 @@ def cmd_new(args: argparse.Namespace) -> int:
             ref = f" at {args.vcs_ref}" if args.vcs_ref else ""
             raise UsageError(f"template {args.template}{ref}: {error}") from None
         raise error from None
-    _warn_placeholders(dict(worker.answers.combined))
+    if args.quiet:  # (otherwise Copier's message after the copy names them, one line each)
+        _warn_placeholders(dict(worker.answers.combined))
     return 0
 
 
@@ -394,7 +395,7 @@ def cmd_update(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .lint import lint_project
     from .plugins import get_catalogue
-    from .update import project_notices
+    from .update import project_notices, update_available
 
     from .doctor import home_notice, image_check, sbatch_test_only, storage_checks, venv_files, venv_pack_notes
     from .errors import SlurmUnreachable
@@ -417,17 +418,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"warning: {line}")
     for line in problems:
         print(f"problem: {line}")
+    on_login_node = True  # Slurm answers here: the environment jobs are submitted from
     try:
         checks = sbatch_test_only(project)
     except SlurmUnreachable as exc:
-        checks = []
+        checks, on_login_node = [], False
         print(f"note: sbatch is here but no Slurm controller answers ({exc}): run doctor on a login node "
               "to have Slurm check the jobs (sbatch --test-only)")
     if checks is None:
         print("note: no sbatch on PATH: run doctor on a login node to have Slurm check the jobs (sbatch --test-only)")
-    else:  # a login node: the environment jobs are submitted from
+    elif on_login_node:
         image = _recorded_image(answers)
-        for problem in ([image_check(image)] if image else []) + storage_checks(answers):
+        container = (plugin_data if isinstance(plugin_data, dict) else {}).get("container")
+        checked = [image_check(image, container=container if isinstance(container, dict) else None, project=project)]
+        for problem in (checked if image else []) + storage_checks(answers):
             if problem is not None:
                 problems.append(problem)
                 print(f"problem: {problem}")
@@ -440,6 +444,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
               "counts against its file quota (README.md, \"Create the venv\")")
     for note in venv_pack_notes(project):
         print(f"note: {note}")
+    newer = update_available(answers)
+    if newer:
+        print(f"note: {newer}")
     if not notices and not problems and not failed:
         print("No problems found.")
     return 1 if problems or failed else 0

@@ -160,6 +160,14 @@ def _try_plugin_texts(ctx: Context, cat: plugins.Catalogue, data: dict[str, Any]
             _render_plugin_text(ctx, file.content, cat.plugin_of_file(file), f"{file.directory}/{file.name}", values)
 
 
+@pass_context
+def lumi_placeholders(ctx: Context) -> list[dict[str, str]]:
+    """The answers that are still made-up examples (the site's example account...), each with
+    ``name``, ``value``, ``why`` and ``fix``: the command that replaces it."""
+    return [dict(p._asdict(), fix=f"lumi-scaffold update -d {p.name}={p.give}")
+            for p in questions.placeholder_answers(_answers(ctx), _catalogue())]
+
+
 def lumi_notices(plugin_data: Any) -> list[str]:
     return questions.notices(plugin_data if isinstance(plugin_data, dict) else {}, _catalogue())
 
@@ -319,8 +327,8 @@ def lumi_storage_variables(plugin_data: Any, *more: Any) -> list[str]:
 
 # The Jinja globals and filters plugins and templates may rely on (docs/plugins/compatibility.md).
 _GLOBALS = {f.__name__: _user_errors(f) for f in (
-    lumi_choices, lumi_default, lumi_check, lumi_resolve, lumi_notices, lumi_framework_text, lumi_plugin_files,
-    lumi_sources)}
+    lumi_choices, lumi_default, lumi_check, lumi_resolve, lumi_notices, lumi_placeholders, lumi_framework_text,
+    lumi_plugin_files, lumi_sources)}
 _FILTERS = {f.__name__: _user_errors(f) for f in (
     lumi_render, lumi_yaml, lumi_py_text, lumi_sh, lumi_cite, lumi_path_variable, lumi_storage_variables)}
 

@@ -90,24 +90,43 @@ def sbatch_test_only(project: Path, sbatch: str | None = None, timeout: float = 
     return checks
 
 
-def image_check(path: str, environ: dict[str, str] | None = None) -> str | None:
-    """A problem with an image path that starts with an environment variable
-    (``${MYSOFTWARE}/containers/x.sif``), checked as the job will check it when it starts:
-    the variable set, and a file there. None where all is well or the path has no variable
-    (a site's own image paths are the catalogue's to keep right)."""
+def image_check(path: str, environ: dict[str, str] | None = None, container: dict[str, Any] | None = None,
+                project: Path | None = None) -> str | None:
+    """A problem with the project's image, checked on a login node as the job will find it
+    when it starts: SIF from the environment where it is set (jobs take it from the shell
+    that submits them), else the recorded path (``container``: plugin_data.container), with
+    its leading variable expanded (``${MYSOFTWARE}/containers/x.sif``: the variable set, and
+    a file there) or relative to ``project`` (an image built by container/build.sh). None
+    where all is well."""
     from ._types import path_variable
 
+    env = os.environ if environ is None else environ
+    if env.get("SIF"):
+        return None if os.path.isfile(env["SIF"]) else f"no image at SIF={env['SIF']}: give the path of an image file, or unset SIF"
     name = path_variable(path)
-    if not name:
+    if name:
+        value = env.get(name, "")
+        if not value:
+            return (f"the image is {path}, and {name} is not set here: set it (jobs take it from the shell that "
+                    "submits them), or give the image with SIF=/path/to/image.sif")
+        real = value + path[len(name) + 3:]
+        if not os.path.isfile(real):
+            return f"no image at {path} ({name}={value}, so {real}): put the image there, or set {name} or SIF=/path/to/image.sif"
         return None
-    value = (os.environ if environ is None else environ).get(name, "")
-    if not value:
-        return (f"the image is {path}, and {name} is not set here: set it (jobs take it from the shell that "
-                "submits them), or give the image with SIF=/path/to/image.sif")
-    real = value + path[len(name) + 3:]
-    if not os.path.isfile(real):
-        return f"no image at {path} ({name}={value}, so {real}): put the image there, or set {name} or SIF=/path/to/image.sif"
-    return None
+    info = container or {}
+    real = str((project or Path.cwd()) / path) if info.get("relative") else path
+    if os.path.isfile(real):
+        return None
+    if info.get("status") == "cotainr":
+        fix = "build it with bash container/build.sh (README.md)"
+    elif info.get("status") == "custom":
+        fix = "put your image there, or lumi-scaffold update -d container_path=/path/to/your.sif"
+    elif info.get("pull_from"):
+        fix = f"pull it there from {info['pull_from']} (README.md says how)"
+    else:  # an image the site keeps, moved or removed since the project was made
+        fix = (f"the site no longer has {info.get('id') or 'this image'} there: lumi-scaffold update -d container=recommended "
+               "(the image the catalogue installed now recommends; lumi-scaffold plugins lists the others)")
+    return f"no image at {path}: {fix}, or give the image with SIF=/path/to/image.sif"
 
 
 def storage_checks(answers: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:

@@ -655,6 +655,9 @@ class AccountRule(Model):
 
     pattern: str = Field(description="Regular expression the whole account must match.")
     example: str = Field(description="A valid account, shown in help and used as the default.")
+    example_works: bool = Field(False, description="The example is an account jobs may use (a test site whose Slurm "
+                                "does not check accounts); otherwise a project left with it is told, and its smoke "
+                                "job refuses to submit.")
     help: str = Field(description="One line telling the user where to find their account.")
     project: str | None = Field(
         default=None,
@@ -719,6 +722,8 @@ class TrackingViewer(Model):
 
     name: Literal["tensorboard", "mlflow", "wandb"]
     text: str = Field(description="One sentence for the README, e.g. where the site's app is and what to give it.")
+    package: Requirement | Literal[""] = Field("", description="The tracker's package as the site's viewer needs it, for the venv (LUMI's "
+                                 "MLflow app reads the stores of MLflow 2.22: mlflow-skinny==2.22.*); '': the tracker's own.")
     source: str = ""
 
     _text = field_validator("text", "source")(check_one_line)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -27,7 +27,8 @@ from . import jobs, settings, sources
 from .known_issues import project_issues, split_env
 from .tracking import TRACKERS
 
-__all__ = ["CONTAINER_SPECIAL", "TEST_SITES_ENV", "check", "choices", "default", "offered_sites", "placeholders",
+__all__ = ["CONTAINER_SPECIAL", "TEST_SITES_ENV", "Placeholder", "check", "choices", "default", "offered_sites", "placeholder_answers",
+           "placeholders",
            "resolve", "notices"]
 
 PLUGIN_DATA_SCHEMA = SCHEMA
@@ -227,18 +228,34 @@ def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
     raise KeyError(f"no computed default for question {name!r}")
 
 
-def placeholders(answers: Mapping[str, Any], cat: Catalogue) -> list[str]:
-    """Answers that are still made-up examples: the site's example account, and the
-    default (invented) paths of a custom image and of a pre-staged dataset archive."""
+class Placeholder(NamedTuple):
+    """An answer that is still a made-up example: the question, its value, why, and what to give."""
+
+    name: str
+    value: str
+    why: str
+    give: str
+
+
+def placeholder_answers(answers: Mapping[str, Any], cat: Catalogue) -> list[Placeholder]:
+    """Answers that are still made-up examples: the site's example account (unless its jobs
+    may use it), and the default (invented) paths of a custom image and of a pre-staged
+    dataset archive."""
     a = Answers(answers, cat)
     site, out = a.site, []
-    if site and a.get("account") == site.account.example:
-        out.append(f"account={a.get('account')} ({site.display_name or site.name}'s example, not your project)")
+    if site and a.get("account") == site.account.example and not site.account.example_works:
+        out.append(Placeholder("account", str(a.get("account")), f"{site.display_name or site.name}'s example, not your project",
+                               "<your project>"))
     if a.get("container") == "custom" and a.get("container_path") == default("container_path", answers, cat):
-        out.append(f"container_path={a.get('container_path')} (a made-up path)")
+        out.append(Placeholder("container_path", str(a.get("container_path")), "a made-up path", "/path/to/your.sif"))
     if a.get("prestage") and a.get("dataset_archive") == default("dataset_archive", answers, cat):
-        out.append(f"dataset_archive={a.get('dataset_archive')} (a made-up path)")
+        out.append(Placeholder("dataset_archive", str(a.get("dataset_archive")), "a made-up path", "/path/to/your.tar"))
     return out
+
+
+def placeholders(answers: Mapping[str, Any], cat: Catalogue) -> list[str]:
+    """:func:`placeholder_answers` as ``name=value (why)`` lines."""
+    return [f"{p.name}={p.value} ({p.why})" for p in placeholder_answers(answers, cat)]
 
 
 # ---------------------------------------------------------------- checks
@@ -550,6 +567,7 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
     profiler = cat.profilers.get(str(a.get("profiler") or "none")) or cat.profilers["none"]
     data_area = site.storage_area(str(a.get("data_location"))) or next(s for s in site.storage if s.data)
     project = str(a.get("project_name"))
+    tracking = _tracking_facts(site, str(a.get("tracking") or "none"))
     return _part(
         "", PluginData,
         schema=PLUGIN_DATA_SCHEMA,
@@ -573,9 +591,9 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         **_placement(site, account, group),
         profiler=dict(name=profiler.name, title=profiler.title, kind=profiler.kind,
                                command=profiler.command, env=profiler.env, view=profiler.view),
-        tracking=_tracking_facts(site, str(a.get("tracking") or "none")),
+        tracking=tracking,
         requirements=sorted(r for r in dict.fromkeys(fw.requirements + (image.requirements if image else [])
-                                                     + [TRACKERS[str(a.get("tracking") or "none")].package]
+                                                     + [tracking["package"] if tracking else ""]
                                                      + split_requirements(a.get("extra_requirements"))) if r),
         readme=[s.model_dump() for s in site.readme + fw.readme],
     )
@@ -586,7 +604,8 @@ def _tracking_facts(site: Site, name: str) -> dict[str, Any] | None:
     if name == "none" or name not in TRACKERS:
         return None
     viewer = next((v for v in site.tracking_viewers if v.name == name), None)
-    return dict(name=name, title=TRACKERS[name].title, package=TRACKERS[name].package,
+    # The site's viewer may need a version of the tracker's package (LUMI's MLflow app).
+    return dict(name=name, title=TRACKERS[name].title, package=(viewer.package if viewer else "") or TRACKERS[name].package,
                 viewer=viewer.text if viewer else "", source=viewer.source if viewer else "")
 
 

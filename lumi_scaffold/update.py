@@ -21,7 +21,8 @@ from typing import Any
 from .answers import ANSWERS_FILE, read_answers
 from .errors import UserMessageError
 
-__all__ = ["ANSWERS_FILE", "UpdateResult", "check_project", "project_notices", "read_answers", "template_answers", "update_project"]
+__all__ = ["ANSWERS_FILE", "UpdateResult", "check_project", "project_notices", "read_answers", "template_answers", "update_available",
+           "update_project"]
 MARKER = re.compile(r"^(<<<<<<< |>>>>>>> )", re.M)
 
 
@@ -226,3 +227,40 @@ def project_notices(project: Path, answers: dict[str, Any] | None = None) -> lis
         elif current[name] != version:
             out.append(f"plugin {name} was {version} when this project was made, now {current[name]}")
     return out
+
+
+def update_available(answers: dict[str, Any]) -> str | None:
+    """What ``copier check-update`` says, for a project made from the bundled template: the
+    installed lumi-scaffold's template (HEAD of its bundle) when it is newer than the one the
+    project records (``_commit``), as one line with the command; None where the project is up
+    to date, comes from another source (``copier check-update`` asks that one), or records a
+    version the installed template does not have (``update`` says so)."""
+    from . import __version__
+    from .bundle import is_bundled, package_bundle
+
+    recorded = str(answers.get("_commit") or "")
+    if not recorded or not is_bundled(str(answers.get("_src_path") or "")):
+        return None
+    try:
+        data = package_bundle()
+    except UserMessageError:
+        return None
+    with tempfile.TemporaryDirectory(prefix="lumi-scaffold-check-") as tmp:
+        bundle = Path(tmp) / "t.bundle"
+        bundle.write_bytes(data)
+        repo = Path(tmp) / "t.git"
+        if subprocess.run(["git", "clone", "--quiet", "--bare", str(bundle), str(repo)], capture_output=True).returncode:
+            return None
+
+        def git(*args: str) -> str | None:
+            result = subprocess.run(["git", "--git-dir", str(repo), *args], capture_output=True, text=True)
+            return result.stdout.strip() if result.returncode == 0 else None
+
+        head = git("rev-parse", "HEAD")
+        mine = git("rev-parse", "--verify", "--quiet", f"{recorded}^{{commit}}")  # a tag or `git describe` output
+        if not head or not mine or mine == head or git("merge-base", "--is-ancestor", mine, head) is None:
+            return None
+        installed = git("describe", "--tags", "--always", "HEAD") or head[:7]
+    return (f"an update is available: this project was made from template {recorded}, and lumi-scaffold {__version__} "
+            f"installed here has {installed} (its CHANGELOG says what that brings). Fix: lumi-scaffold update --pretend to "
+            "see it, then lumi-scaffold update")

@@ -137,6 +137,39 @@ def test_an_older_package_than_the_project_says_upgrade(package, tmp_path, home,
     assert "older than the one that made this project. Fix: pipx upgrade lumi-scaffold" in err
 
 
+def test_doctor_says_when_the_installed_template_is_newer_as_copier_check_update_does(package, tmp_path, home, capsys,
+                                                                                      monkeypatch):
+    """A project made by 0.3.0; lumi-scaffold upgraded to 0.3.1: doctor says an update is
+    available with the command (not a problem: exit status 0); after the update, or with the
+    project's own version installed, it says nothing of it."""
+    from lumi_scaffold import doctor
+
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: None)
+    p = tmp_path / "p"
+    assert new(p) == 0
+    git(p, "init", "-q")
+    git(p, "add", "-A")
+    commit(p, "generated")
+    capsys.readouterr()
+    assert cli.main(["doctor", str(p)]) == 0
+    assert "update is available" not in capsys.readouterr().out
+    readme = package.repo / "project-templates/project/README.md.jinja"
+    readme.write_text(readme.read_text().replace("## Interactive work", "## Interactive work (0.3.1)"))
+    package.release("0.3.1", "v0.3.1")
+    assert cli.main(["doctor", str(p)]) == 0
+    from lumi_scaffold import __version__
+
+    assert (f"note: an update is available: this project was made from template v0.3.0, and lumi-scaffold {__version__} "
+            "installed here has v0.3.1 (its CHANGELOG says what that brings). Fix: lumi-scaffold update --pretend to "
+            "see it, then lumi-scaffold update") in capsys.readouterr().out.splitlines()
+    assert cli.main(["update", str(p), "-q"]) == 0
+    git(p, "add", "-A")
+    commit(p, "updated")
+    capsys.readouterr()
+    assert cli.main(["doctor", str(p)]) == 0
+    assert "update is available" not in capsys.readouterr().out
+
+
 def test_a_missing_bundle_is_one_line(tmp_path, monkeypatch, home, capsys):
     monkeypatch.setattr(bundle, "PACKAGE_BUNDLE", tmp_path / "nowhere" / "_template.bundle")
     monkeypatch.setattr(bundle, "_CHECKOUT", tmp_path)  # not a checkout either

@@ -209,6 +209,51 @@ def test_placeholders_left_by_defaults_are_one_warning(template, tmp_path, capsy
         assert warned in err and "lumi-scaffold update -d" in err
 
 
+def test_plain_copier_defaults_name_the_placeholder_where_it_is_copied_and_in_the_readme(template, tmp_path):
+    """`copier copy --defaults` (no lumi-scaffold new to warn): Copier's message after the copy
+    warns with the fix, the README marks the account with the command, and the smoke job
+    carries the line sbatch refuses it with; a real account gets none of it."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+
+    def copy(dest: Path, *data: str) -> subprocess.CompletedProcess:
+        args = [arg for item in data for arg in ("-d", item)]
+        return subprocess.run([sys.executable, "-m", "copier", "copy", "--trust", "--defaults", *args, str(template), str(dest)],
+                              env=env, capture_output=True, text=True, timeout=300)
+
+    result = copy(tmp_path / "p")
+    assert result.returncode == 0, result.stderr
+    warned = [line for line in (result.stdout + result.stderr).splitlines() if "placeholder" in line]
+    assert warned == ["WARNING: placeholder answer account=project_465000000 (LUMI's example, not your project); every job "
+                      "uses it. Fix: after the first commit, lumi-scaffold update -d account=<your project>"]
+    readme = (tmp_path / "p/README.md").read_text()
+    assert "| Account | `project_465000000` (**placeholder**: see below) |" in readme
+    assert ("- `account=project_465000000` (LUMI's example, not your project): "
+            "`lumi-scaffold update -d account=<your project>`") in readme
+    smoke = (tmp_path / "p/jobs/smoke-test.sbatch").read_text()
+    assert ('#SBATCH --placeholder-account="project_465000000 is LUMI\'s example, not your project. Fix: lumi-scaffold '
+            'update -d account=<your project>"') in smoke.splitlines()
+    header = [line for line in smoke.splitlines() if line.startswith("#SBATCH")]
+    assert header[-1].startswith("#SBATCH --placeholder-account=")  # read by sbatch: before the first command
+    for name in ("train.sbatch", "sweep.sbatch"):
+        assert "placeholder" not in (tmp_path / "p/jobs" / name).read_text()
+
+    result = copy(tmp_path / "q", "account=project_465001234")
+    assert result.returncode == 0, result.stderr
+    assert "placeholder" not in result.stdout + result.stderr
+    assert "placeholder" not in (tmp_path / "q/README.md").read_text().lower()
+    assert "placeholder" not in (tmp_path / "q/jobs/smoke-test.sbatch").read_text()
+
+
+def test_a_site_whose_example_account_works_has_no_placeholder(template, tmp_path, monkeypatch):
+    """(The local test site: its Slurm takes any account.)"""
+    cat = plugins.get_catalogue()
+    lumi = cat.sites["lumi"]
+    monkeypatch.setitem(cat.sites, "lumi", lumi.model_copy(update={"account": lumi.account.model_copy(update={"example_works": True})}))
+    p = render(template, tmp_path / "p")
+    assert "placeholder" not in (p / "jobs/smoke-test.sbatch").read_text()
+    assert "placeholder" not in (p / "README.md").read_text().lower()
+
+
 # ---------------------------------------------------------------- lint, doctor, update
 
 

@@ -3,6 +3,7 @@ check of every job file (sbatch --test-only; the real one runs in tests/test_slu
 
 from __future__ import annotations
 
+import os
 import stat
 
 from lumi_scaffold import cli, doctor, plugins
@@ -109,3 +110,59 @@ def test_doctor_says_a_packed_venv_is_used_and_when_it_is_older_than_the_require
     cli.main(["doctor", str(project)])
     assert ("note: requirements.txt changed after venv.sqsh was packed. Fix: bash scripts/setup-venv.sh --pack"
             in capsys.readouterr().out)
+
+
+def login_node(tmp_path, monkeypatch) -> None:
+    """sbatch and scontrol that answer as on a login node, where Slurm takes every job."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("sbatch", "#!/bin/bash\necho 'sbatch: Job 4242 to start' >&2\n"), ("scontrol", FAKE_SCONTROL)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: str(bin_dir / "sbatch"))
+
+
+def test_on_a_login_node_doctor_checks_an_absolute_image_path(tmp_path, monkeypatch, capsys):
+    """A fake login node whose /appl (a temporary root) lacks, then has, the image: doctor
+    says the image is missing instead of "No problems found", and is content once it is there
+    or SIF names another image."""
+    monkeypatch.delenv("SIF", raising=False)
+    appl = tmp_path / "appl/local/containers"
+    image = appl / "mine.sif"
+    project = render(REPO, tmp_path / "p", container="custom", container_path=str(image))
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: None)  # a laptop: the site's paths are not here to check
+    assert cli.main(["doctor", str(project)]) == 0 and "No problems found." in capsys.readouterr().out
+    login_node(tmp_path, monkeypatch)
+    assert cli.main(["doctor", str(project)]) == 1
+    assert (f"problem: no image at {image}: put your image there, or lumi-scaffold update -d "
+            "container_path=/path/to/your.sif, or give the image with SIF=/path/to/image.sif") in capsys.readouterr().out.splitlines()
+    other = tmp_path / "other.sif"
+    monkeypatch.setenv("SIF", str(other))
+    assert cli.main(["doctor", str(project)]) == 1
+    assert f"problem: no image at SIF={other}: give the path of an image file, or unset SIF" in capsys.readouterr().out
+    other.write_bytes(b"")
+    assert cli.main(["doctor", str(project)]) == 0 and "No problems found." in capsys.readouterr().out
+    monkeypatch.delenv("SIF")
+    appl.mkdir(parents=True)
+    image.write_bytes(b"")
+    assert cli.main(["doctor", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "No problems found." in out and "image" not in out
+
+
+def test_on_a_login_node_doctor_names_a_site_image_that_is_gone(tmp_path, monkeypatch, capsys):
+    """The catalogue's image (an /appl/... path this machine lacks, as a site's moved image
+    is lacking on its login nodes) is a problem with the update that follows the catalogue."""
+    monkeypatch.delenv("SIF", raising=False)
+    project = render(REPO, tmp_path / "p")
+    from lumi_scaffold.answers import read_answers
+
+    container = read_answers(project)["plugin_data"]["container"]
+    assert container["path"].startswith("/appl/") and not os.path.exists(container["path"])
+    login_node(tmp_path, monkeypatch)
+    assert cli.main(["doctor", str(project)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert (f"problem: no image at {container['path']}: the site no longer has {container['id']} there: lumi-scaffold "
+            "update -d container=recommended (the image the catalogue installed now recommends; lumi-scaffold plugins "
+            "lists the others), or give the image with SIF=/path/to/image.sif") in out
+    assert "No problems found." not in out

@@ -296,3 +296,23 @@ def test_plugin_template_files_render_only_for_their_owner(template, tmp_path, m
     assert (p / "scripts/run.sh").exists()  # siblings of a plugin slot still render
     j = render(template, tmp_path / "j", framework="jax")
     assert not (j / "config").exists() and (j / "scripts/site-extra.sh").exists()
+
+
+def test_mlflow_client_is_kept_to_what_lumis_mlflow_app_reads(template, tmp_path, monkeypatch):
+    """LUMI's Open OnDemand MLflow app runs MLflow 2.22.0 or 3.11.1 [AIG-PR88]: the venv gets a
+    client between them and the README names the app; a site whose viewer needs no version
+    gets the tracker's own package."""
+    from lumi_scaffold import plugins
+
+    p = render(template, tmp_path / "lumi", tracking="mlflow")
+    assert "mlflow-skinny>=2.22,<3.12" in (p / "requirements.txt").read_text().splitlines()
+    readme = " ".join((p / "README.md").read_text().split())
+    assert "LUMI's web interface (Open OnDemand, https://www.lumi.csc.fi) has an MLflow app (Apps menu) that runs MLflow 2.22.0 or 3.11.1" in readme
+    assert "[AIG-08, AIG-PR88]" in readme and "`scripts/setup-venv.sh` stops" in readme
+    cat = plugins.get_catalogue()
+    lumi = cat.sites["lumi"]
+    viewers = [v.model_copy(update={"package": ""}) for v in lumi.tracking_viewers]
+    monkeypatch.setitem(cat.sites, "lumi", lumi.model_copy(update={"tracking_viewers": viewers}))
+    plain = render(template, tmp_path / "plain", tracking="mlflow")
+    assert "mlflow-skinny" in (plain / "requirements.txt").read_text().splitlines()
+    assert "setup-venv.sh` stops" not in (plain / "README.md").read_text()

@@ -39,6 +39,7 @@ else:
     torch = pytest.importorskip("torch", reason="the job tests train with CPU PyTorch (pip install torch==2.13.0)")
 
 LOCAL = {"site": "local", "account": "local", "partition": "batch", "gpus_per_node": 2}
+ACCOUNT = "project_465001234"  # a LUMI project, not the example (whose smoke job sbatch refuses)
 
 
 def needs_local_site() -> None:
@@ -96,12 +97,27 @@ def test_slurm_accepts_every_generated_sbatch_file(slurm_cluster, template, tmp_
     answers = REPRESENTATIVE[name]
     if answers.get("site") == "local":
         needs_local_site()
-    project = render(template, tmp_path / name, **answers)
+    project = render(template, tmp_path / name, **{"account": ACCOUNT, **answers})
     scripts = sorted((project / "jobs").glob("*.sbatch"))
     assert len(scripts) >= 2
     for script in scripts:
         ok, message = slurm_cluster.test_only(script, cwd=project)
         assert ok, f"{script.name}: {message}"
+
+
+def test_sbatch_refuses_the_example_accounts_smoke_job_before_queueing_it(slurm_cluster, template, tmp_path):
+    """A project left with LUMI's example account (copier copy --defaults): sbatch refuses
+    its smoke job while reading the header, and the line it prints names the fix. The other
+    jobs, and the smoke job of a real account, are not held back by it."""
+    project = render(template, tmp_path / "p")  # (DEFAULTS: the example account)
+    ok, message = slurm_cluster.test_only(project / "jobs/smoke-test.sbatch", cwd=project)
+    assert not ok
+    assert message.splitlines()[0] == ("sbatch: unrecognized option '--placeholder-account=project_465000000 is LUMI's "
+                                       "example, not your project. Fix: lumi-scaffold update -d account=<your project>'")
+    assert slurm_cluster.test_only(project / "jobs/train.sbatch", cwd=project)[0]
+    mine = render(template, tmp_path / "mine", account=ACCOUNT)
+    ok, message = slurm_cluster.test_only(mine / "jobs/smoke-test.sbatch", cwd=mine)
+    assert ok, message
 
 
 def test_slurm_accepts_two_node_jobs(slurm_cluster_2nodes, template, tmp_path):
@@ -126,7 +142,7 @@ def test_header_over_the_limit_is_refused_by_slurm_and_by_us(slurm_cluster, temp
 
 def test_doctor_asks_slurm_about_every_job(slurm_cluster, template, tmp_path):
     """`lumi-scaffold doctor` on a login node: sbatch --test-only on each job file, per job."""
-    project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprofv3")
+    project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprofv3", account=ACCOUNT)
     train = project / "jobs/train.sbatch"
     train.write_text(train.read_text().replace("#SBATCH --time=01:00:00", "#SBATCH --time=3-00:00:01"))
     run = slurm_cluster.run([sys.executable, "-c", "from lumi_scaffold.cli import main; raise SystemExit(main())",
@@ -545,7 +561,7 @@ def test_two_node_job_stops_when_rccl_falls_back_to_tcp(slurm_cluster_2nodes, te
     (its `Using network` line) and stops the job with the reason, also when the plugin
     loaded and failed first, or runs on libfabric's tcp provider; a log with no final
     choice is reported. The 1-GPU smoke test logs no RCCL setup at all."""
-    project = render(template, tmp_path / "p", nodes=2)
+    project = render(template, tmp_path / "p", nodes=2, account=ACCOUNT)
     (project / "src/demo/train.py").write_text(FAKE_RCCL)
     line = "\n".join(lines)
     env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_RCCL_LINE=line, RCCL_NET_CHECK_WAIT="3")

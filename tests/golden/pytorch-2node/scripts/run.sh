@@ -52,7 +52,7 @@ export TOKENIZERS_PARALLELISM="false"   # Hugging Face tokenizers would fork thr
 
 # In a job, temporary files (Python's tempfile, compilers, pip) go to a directory of this job
 # and node in node-local /tmp (RAM, counted in the job's memory), not to a /tmp shared with
-# other jobs and users: LAIF's own DDP tests give each job its TMPDIR too. [LAIF-T] The node's
+# other jobs and users: LAIF's own multi-node tests give each job its TMPDIR too. [LAIF-T] The node's
 # first rank makes it, the others find it; it is kept for the job's later steps on the node.
 if [ "${SLURM_JOB_ID}" != 0 ]; then
     export TMPDIR="/tmp/${USER}-tmp-${SLURM_JOB_ID}-${SLURM_NODEID}"

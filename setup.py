@@ -15,9 +15,11 @@ copied for them. Everything else is in pyproject.toml.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from setuptools import setup
@@ -53,7 +55,12 @@ def write_bundle(target: Path) -> None:
             print("lumi-scaffold: warning: uncommitted template changes are not in the bundle "
                   "(lumi-scaffold new renders the last commit); commit them first", file=sys.stderr)
         target.unlink(missing_ok=True)
-        made = _git("bundle", "create", str(target), "HEAD", "--tags")
+        missing = _missing_release_tags()
+        if not missing:
+            made = _git("bundle", "create", str(target), "HEAD", "--tags")
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                made = _bundle_with_tags(Path(tmp) / "repo.git", target.resolve(), missing)
         if made.returncode:
             sys.exit(f"lumi-scaffold: error: git bundle create failed: {made.stderr.strip()}")
     elif prebuilt.is_file():
@@ -62,6 +69,44 @@ def write_bundle(target: Path) -> None:
     else:
         sys.exit(f"lumi-scaffold: error: cannot make {BUNDLE}: {HERE} is neither a git checkout "
                  "nor an sdist that carries the bundle. Fix: build from a git clone")
+
+
+# The subject of a release commit (scripts/release makes them): "Release 0.3.0", or
+# "Release 0.2.0: what it holds". Its tag is v<version>.
+_RELEASE_SUBJECT = re.compile(r"^Release ([0-9]+(?:\.[0-9]+)+)(?::.*)?$")
+
+
+def _missing_release_tags() -> list[tuple[str, str]]:
+    """(tag, commit) of each "Release X" commit whose vX tag this checkout lacks: tags do not
+    travel with every copy of the repository (a CI clone, a submission)."""
+    tags = set(_git("tag", "--list", "v*").stdout.split())
+    found = []
+    for line in _git("log", "--format=%H %s", "HEAD").stdout.splitlines():
+        sha, _, subject = line.partition(" ")
+        match = _RELEASE_SUBJECT.match(subject)
+        if match and f"v{match.group(1)}" not in tags:
+            found.append((f"v{match.group(1)}", sha))
+    return found
+
+
+def _bundle_with_tags(scratch: Path, target: Path, missing: list[tuple[str, str]]) -> subprocess.CompletedProcess[str]:
+    """The bundle of HEAD and the tags, the missing release tags added in a scratch copy of
+    the history (the checkout itself is left as it is), so that a project made from the
+    wheel records a release (``_commit: v0.3.0-12-g...``), not a bare commit, and
+    ``lumi-scaffold update`` finds every release to replay."""
+    def git_in(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "-C", str(scratch), *args], capture_output=True, text=True)
+
+    done = subprocess.run(["git", "init", "--quiet", "--bare", str(scratch)], capture_output=True, text=True)
+    if done.returncode:
+        return done
+    for args in (["fetch", "--quiet", "--no-tags", str(HERE), "HEAD:refs/heads/main", "+refs/tags/*:refs/tags/*"],
+                 ["symbolic-ref", "HEAD", "refs/heads/main"],
+                 *(["tag", tag, sha] for tag, sha in missing)):
+        done = git_in(*args)
+        if done.returncode:
+            return done
+    return git_in("bundle", "create", str(target), "HEAD", "--tags")
 
 
 class BuildPyWithTemplate(build_py):

@@ -6,6 +6,7 @@ history as a git bundle, so `lumi-scaffold new`/`update` work from the installed
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -96,6 +97,14 @@ def test_wheel_carries_the_template_history_as_a_bundle(wheel, clone, tmp_path):
         (tmp_path / "t.bundle").write_bytes(zf.read("lumi_scaffold/_template.bundle"))
     heads = git(tmp_path, "bundle", "list-heads", str(tmp_path / "t.bundle"))
     assert f"{git(clone, 'rev-parse', 'HEAD').strip()} HEAD" in heads.splitlines()
+    # The clone has no tags (tests/wheels.py, as CI's clone and a submission): the build tags
+    # each "Release X" commit vX in the bundle, so a project made from the wheel records a
+    # release, not a bare commit (Copier read 0.0.0.post217.dev0 from one).
+    assert not git(clone, "tag", "--list").strip()
+    for line in git(clone, "log", "--format=%H %s", "HEAD").splitlines():
+        sha, _, subject = line.partition(" ")
+        if re.match(r"Release (0\.2\.0|0\.3\.0)\b", subject):
+            assert f"{sha} refs/tags/v{subject.split()[1].rstrip(':')}" in heads.splitlines()
     # Copier reads it as a repository: the HEAD template is the working tree's
     copy = tmp_path / "copy"
     git(tmp_path, "clone", "--quiet", str(tmp_path / "t.bundle"), str(copy))

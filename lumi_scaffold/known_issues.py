@@ -44,10 +44,11 @@ def nodes_of(plugin_data: Mapping[str, Any]) -> int:
 
 def _way_out(cat: Any, image: ContainerImage, nodes: int) -> ContainerImage | None:
     """The image to move to: the replacement, else the recommended one, else any offered
-    image, the first that no known issue affects in this shape."""
+    image, the first that no known issue affects in this shape; never an observed image
+    (seen in use, not announced by the site)."""
     candidates = [cat.containers.get(image.replaced_by or ""), cat.recommended_image(image.site, image.framework),
                   *cat.images(image.site, image.framework)]
-    return next((c for c in candidates if c is not None and c.id != image.id and c.status != "removed"
+    return next((c for c in candidates if c is not None and c.id != image.id and c.status not in ("removed", "observed")
                  and not affected_image_issues(c, nodes)), None)
 
 

@@ -871,9 +871,11 @@ class ContainerImage(Model):
     path: AbsPath = Field(description="Absolute path of the .sif on the site, or one that starts with an environment "
                          "variable ($MYSOFTWARE/containers/x.sif or ${MYSOFTWARE}/...; checked when a job starts).")
     generation: Slug = Field(description="Name of one of the site's container generations.")
-    status: Literal["recommended", "available", "legacy", "removed"] = Field(
+    status: Literal["recommended", "available", "observed", "legacy", "removed"] = Field(
         description="'recommended' (the default, one per site and framework), 'available' (offered, newer or "
-        "different, not the default), 'legacy' (replaced), 'removed' (gone from the site).")
+        "different, not the default), 'observed' (seen in public job scripts, not announced by the site: offered "
+        "with that status in its label, never a default nor a way out of a known issue, and checked by `doctor` "
+        "on a login node), 'legacy' (replaced), 'removed' (gone from the site).")
     replaced_by: Ident | None = Field(default=None, description="Id of the image to move to, if legacy or removed.")
     versions: dict[str, str] = Field(
         default_factory=dict,

@@ -25,7 +25,7 @@ from .models import ContainerImage, EnvSetting, Framework, NodeLayout, Partition
 from .plugin_data import SCHEMA, ContainerFacts, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
 from . import jobs, sources
-from .known_issues import affected_image_issues, project_issues, split_env
+from .known_issues import affected_image_issues, project_issues, shared_node_notes, split_env
 from .tracking import TRACKERS
 
 __all__ = ["CONTAINER_SPECIAL", "TEST_SITES_ENV", "check", "choices", "default", "offered_sites", "placeholders",
@@ -779,5 +779,5 @@ def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
         out.append(f"torchrun's workers get no CPU binding with {container.get('id')}: the image is not known to have "
                    "torch.distributed.run --numa-binding (PyTorch 2.9 and later). The srun launcher binds each rank to "
                    "its GPU's cores: lumi-scaffold update -d launcher=srun")
-    return out + project_issues(plugin_data, cat)
+    return out + project_issues(plugin_data, cat) + shared_node_notes(plugin_data, cat)
 

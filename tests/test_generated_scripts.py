@@ -19,7 +19,7 @@ import pytest
 from lumi_scaffold.lint import lint_project
 from lumi_scaffold.plugins import get_catalogue
 
-from .helpers import render
+from .helpers import REPO, render
 from .images import add_wheel, image_venv
 from .jobs import image_env
 from .slurm.harness import FAKEBIN
@@ -356,3 +356,32 @@ def test_a_packed_venv_is_one_squashfs_file_the_jobs_bind_at_user_software(templ
                            'python -c "import plain_fake"'], cwd=project, capture_output=True, text=True,
                           env={**env, "VENV_PACK": ""}, timeout=120)
     assert bare.returncode != 0 and "No module named 'plain_fake'" in bare.stderr
+
+
+def test_the_smoke_test_checks_numactl_where_torchrun_binds_with_numa_binding(tmp_path):
+    """torchrun --numa-binding runs numactl in the image and fails without it [PT-numa]: the
+    smoke test of a project whose training job relies on it stops with one line naming the
+    fix where numactl is missing, and says where it found it otherwise. A project launched
+    with srun (CPU masks) does not look for it."""
+    project = render(REPO, tmp_path / "p", launcher="torchrun")
+    assert "--numa-binding=exclusive" in (project / "jobs" / "train.sbatch").read_text()
+    smoke = project / "src" / "demo" / "smoke_test.py"
+    empty, tools = tmp_path / "empty", tmp_path / "tools"
+    empty.mkdir()
+    tools.mkdir()
+    (tools / "numactl").write_text("#!/bin/sh\n")
+    (tools / "numactl").chmod(0o755)
+    missing = subprocess.run([sys.executable, str(smoke)], env={"PATH": str(empty)}, capture_output=True, text=True,
+                             timeout=300)
+    assert missing.returncode == 1
+    assert missing.stderr.strip().splitlines() == [
+        "numactl is not in the image: jobs/train.sbatch's torchrun --numa-binding needs it. Fix: lumi-scaffold update "
+        "-d launcher=srun (srun binds each rank with CPU masks), or use an image that has numactl"]
+    found = subprocess.run([sys.executable, str(smoke)], env={"PATH": str(tools)}, capture_output=True, text=True,
+                           timeout=300)
+    assert found.returncode == 0 and f"numactl: {tools / 'numactl'} (torchrun --numa-binding" in found.stdout
+    assert "and that the image has numactl, which\n# jobs/train.sbatch's torchrun --numa-binding runs." in (
+        project / "jobs" / "smoke-test.sbatch").read_text()
+    srun = render(REPO, tmp_path / "q")
+    assert "numactl" not in (srun / "src" / "demo" / "smoke_test.py").read_text()
+    assert "numactl" not in (srun / "jobs" / "smoke-test.sbatch").read_text()

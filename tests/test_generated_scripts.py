@@ -263,6 +263,10 @@ def test_attach_requires_a_job_id_and_has_help(template, tmp_path):
     assert result.returncode == 2 and result.stderr.startswith("Usage: scripts/attach.sh JOBID")
     result = subprocess.run(["scripts/attach.sh", "--help"], cwd=project, capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("Usage: scripts/attach.sh JOBID")
+    # Settled on LUMI by the workshop's own exercise: an attached step sees the job's GPUs.
+    assert "UNCONFIRMED" not in result.stdout and "--gpus-per-node" not in result.stdout
+    assert ("Such a step sees the job's GPUs without\nasking for them: the AI workshop watches a running job's GCDs "
+            "with rocm-smi exactly this\nway. [WS-04], [TM-ai-E08]\n") in result.stdout
     for bad in (["12x"], ["1234", "nid005001", "--frob"], ["1234", "--"]):
         result = subprocess.run(["scripts/attach.sh", *bad], cwd=project, capture_output=True, text=True)
         assert result.returncode == 2 and "See --help." in result.stderr, bad
@@ -359,7 +363,7 @@ def test_a_packed_venv_is_one_squashfs_file_the_jobs_bind_at_user_software(templ
 
 
 def test_the_smoke_test_checks_numactl_where_torchrun_binds_with_numa_binding(tmp_path):
-    """torchrun --numa-binding runs numactl in the image and fails without it [PT-numa]: the
+    """torchrun --numa-binding runs numactl in the image and fails without it (torch/numa/binding.py): the
     smoke test of a project whose training job relies on it stops with one line naming the
     fix where numactl is missing, and says where it found it otherwise. A project launched
     with srun (CPU masks) does not look for it."""

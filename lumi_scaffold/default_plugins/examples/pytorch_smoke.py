@@ -15,8 +15,8 @@ for index in range(torch.cuda.device_count()):
 {%- if plugin_data.job.binding == 'torchrun-numa' %}
 
 # jobs/train.sbatch's torchrun binds its workers with --numa-binding={{ plugin_data.job.torchrun_binding }}, which runs
-# the numactl command inside the image and fails without it.{{ ' [PT-numa]' | lumi_cite }} Checked here, before a
-# training job relies on it.
+# the numactl command inside the image and fails without it (PyTorch's torch/numa/binding.py).
+# Checked here, before a training job relies on it.
 if shutil.which("numactl") is None:
     sys.exit("numactl is not in the image: jobs/train.sbatch's torchrun --numa-binding needs it. "
              "Fix: lumi-scaffold update -d launcher=srun (srun binds each rank with CPU masks), "

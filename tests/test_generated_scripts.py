@@ -265,8 +265,8 @@ def test_attach_requires_a_job_id_and_has_help(template, tmp_path):
     assert result.returncode == 0 and result.stdout.startswith("Usage: scripts/attach.sh JOBID")
     # Settled on LUMI by the workshop's own exercise: an attached step sees the job's GPUs.
     assert "UNCONFIRMED" not in result.stdout and "--gpus-per-node" not in result.stdout
-    assert ("Such a step sees the job's GPUs without\nasking for them: the AI workshop watches a running job's GCDs "
-            "with rocm-smi exactly this\nway. [WS-04], [TM-ai-E08]\n") in result.stdout
+    assert ("Such a step sees the job's GPUs without\nasking for them: LUMI's AI workshop and course watch a running "
+            "job's GCDs with rocm-smi\nfrom a step attached this way. [WS-04], [TM-ai-E08]\n") in result.stdout
     for bad in (["12x"], ["1234", "nid005001", "--frob"], ["1234", "--"]):
         result = subprocess.run(["scripts/attach.sh", *bad], cwd=project, capture_output=True, text=True)
         assert result.returncode == 2 and "See --help." in result.stderr, bad

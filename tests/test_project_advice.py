@@ -132,3 +132,17 @@ def test_an_image_without_issues_gets_no_known_issue_line(tmp_path):
     assert "Known issue" not in (p / "README.md").read_text()
     assert "Known issue" not in (p / "scripts" / "job-env.sh").read_text()
     assert "known_issues" not in (p / ".copier-answers.yml").read_text()
+
+
+def test_a_project_on_an_observed_image_says_so_in_its_readme_and_job_env(tmp_path):
+    p = render(REPO, tmp_path / "p", container="laif-multitorch-20260929")
+    readme = (p / "README.md").read_text()
+    row = next(line for line in readme.split("\n- ") if line.startswith("**Container**"))
+    assert "**This image is observed, not announced**: it was seen in public job scripts [OBS-LAIF]" in row
+    assert "`lumi-scaffold doctor` on a login node checks that it is there" in row
+    lines = (p / "scripts" / "job-env.sh").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith('SIF="${SIF:-/appl/'))
+    assert lines[at - 1] == ("# Observed in public job scripts, not announced by LUMI: `lumi-scaffold doctor` on a login "
+                             "node checks that it is there.")
+    recommended = render(REPO, tmp_path / "q")
+    assert "observed" not in (recommended / "README.md").read_text().lower().split("## sources")[0]

@@ -387,5 +387,8 @@ def test_the_smoke_test_checks_numactl_where_torchrun_binds_with_numa_binding(tm
     assert "and that the image has numactl, which\n# jobs/train.sbatch's torchrun --numa-binding runs." in (
         project / "jobs" / "smoke-test.sbatch").read_text()
     srun = render(REPO, tmp_path / "q")
-    assert "numactl" not in (srun / "src" / "demo" / "smoke_test.py").read_text()
+    plain = subprocess.run([sys.executable, str(srun / "src" / "demo" / "smoke_test.py")], env={"PATH": str(empty)},
+                           capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and "numactl" not in plain.stdout + plain.stderr
+    assert 'NUMA_BINDING = ""' in (srun / "src" / "demo" / "smoke_test.py").read_text()
     assert "numactl" not in (srun / "jobs" / "smoke-test.sbatch").read_text()

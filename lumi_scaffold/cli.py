@@ -397,7 +397,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices, update_available
 
-    from .doctor import home_notice, image_check, sbatch_test_only, storage_checks, venv_files, venv_pack_notes
+    from .doctor import (home_notice, image_check, observed_image_check, sbatch_test_only, storage_checks, venv_files,
+                         venv_pack_notes)
     from .errors import SlurmUnreachable
 
     project = _project(args.project)
@@ -435,6 +436,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             if problem is not None:
                 problems.append(problem)
                 print(f"problem: {problem}")
+        observed = observed_image_check(plugin_data if isinstance(plugin_data, dict) else {}, get_catalogue())
+        if observed is not None:
+            problems += [] if observed[0] else [observed[1]]
+            print(f"{'note' if observed[0] else 'problem'}: {observed[1]}")
     for check in checks or []:
         print(f"{'ok' if check.ok else 'problem'}: {check.job}: sbatch --test-only: {check.message}")
     failed = [c for c in checks or [] if not c.ok]

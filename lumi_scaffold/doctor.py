@@ -17,7 +17,8 @@ from typing import Any
 
 from .errors import SlurmUnreachable
 
-__all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "image_check", "sbatch_test_only", "storage_checks", "venv_files",
+__all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "image_check", "observed_image_check", "sbatch_test_only",
+           "storage_checks", "venv_files",
            "venv_pack_notes"]
 
 
@@ -127,6 +128,24 @@ def image_check(path: str, environ: dict[str, str] | None = None, container: dic
         fix = (f"the site no longer has {info.get('id') or 'this image'} there: lumi-scaffold update -d container=recommended "
                "(the image the catalogue installed now recommends; lumi-scaffold plugins lists the others)")
     return f"no image at {path}: {fix}, or give the image with SIF=/path/to/image.sif"
+
+
+def observed_image_check(plugin_data: dict[str, Any], cat: Any) -> tuple[bool, str] | None:
+    """On a login node: whether the project's image, where the catalogue has it as observed
+    (seen in public job scripts, not announced by the site), is there: (found, line). None
+    for any other image."""
+    container = plugin_data.get("container") or {}
+    image = cat.containers.get(str(container.get("id") or ""))
+    if image is None or image.status != "observed":
+        return None
+    path = str(container.get("path") or image.path)
+    if os.path.isfile(path):
+        return True, (f"image {image.id} (observed, not announced) is at {path} on this login node; "
+                      "jobs/smoke-test.sbatch shows whether it runs on the GPU nodes")
+    recommended = cat.recommended_image(image.site, image.framework)
+    fix = f"lumi-scaffold update -d container={recommended.id} (the recommended image)" if recommended else \
+        "give another image with lumi-scaffold update -d container=<id>"
+    return False, f"image {image.id} (observed, not announced) is not at {path} on this login node. Fix: {fix}"
 
 
 def storage_checks(answers: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:

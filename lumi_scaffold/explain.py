@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserMessageError
-from .known_issues import project_issues
+from .known_issues import project_issues, shared_node_notes
 from .jobs import JOB_KINDS, Shape
 from .plugin_data import PluginData, validate_plugin_data
 from .plugins import get_catalogue
@@ -112,8 +112,22 @@ def _binding(data: PluginData, shape: Shape) -> str:
     return BINDINGS[shape.binding].format(data.job.torchrun_binding)
 
 
+def _nic_groups(data: PluginData) -> tuple[list[str], str]:
+    """Where the site's data names no interface per GPU: which GPUs share each GPU's NIC
+    ('GPUs 0,1'), and the site's line on its NICs, from the catalogue installed now."""
+    site = get_catalogue().sites.get(data.site.name)
+    node = site.node_of(data.partition.name) if site else None
+    if node is None or not node.gpu_nic_group or data.site.gpu_nic:
+        return [], ""
+    groups = node.gpu_nic_group
+    shared = [f"GPUs {','.join(str(g) for g, n in enumerate(groups) if n == group)}" for group in groups]
+    note = node.nic_note
+    return shared, (f"{note.text} [{note.source}]" if note.source else note.text) if note else ""
+
+
 def _table(data: PluginData, shape: Shape) -> list[Rank]:
     site = data.site
+    shared, _ = _nic_groups(data)
     masks = site.cpu_masks if shape.binding == "masks" else []
     gpus = shape.gpus_per_node
     rows = []
@@ -129,7 +143,7 @@ def _table(data: PluginData, shape: Shape) -> list[Rank]:
         whole = shape.whole_node
         rows.append(Rank(rank=rank, node=rank // gpus, local_rank=local, gpu=local, cpus=cpus,
                          numa=site.gpu_numa[local] if site.gpu_numa and whole else None,
-                         nic=site.gpu_nic[local] if site.gpu_nic and whole else None))
+                         nic=(site.gpu_nic[local] if site.gpu_nic else shared[local] if shared else None) if whole else None))
     return rows
 
 
@@ -173,6 +187,7 @@ def explain_project(project: Path | str) -> dict[str, Any]:
     return {
         "project": str(project),
         "site": data.site.display_name or data.site.name,
+        "nics": _nic_groups(data)[1],
         "partition": data.partition.name,
         "jobs": [asdict(job) for job in jobs],
         "interactive": {"file": JOB_KINDS["interactive"].file, "shape": f"as {JOB_KINDS['train'].file}",
@@ -181,6 +196,7 @@ def explain_project(project: Path | str) -> dict[str, Any]:
         "prestage": _prestage(answers, data),
         "research": _research(project, data),
         "known_issues": project_issues(answers["plugin_data"], get_catalogue()),
+        "shared_node": shared_node_notes(answers["plugin_data"], get_catalogue()),
     }
 
 
@@ -298,6 +314,8 @@ def format_report(report: dict[str, Any]) -> str:
             lines.append("  NUMA nodes: " + ("not in the site's data" if whole else "depend on the GPUs Slurm gives the job"))
         if not nic:
             lines.append("  NICs per GPU: " + ("not in the site's data" if whole else "depend on the GPUs Slurm gives the job"))
+        elif report.get("nics"):
+            lines.append(f"  NIC: the GPUs that share the GPU's network interface; {report['nics']}")
         lines.append("")
     inter = report["interactive"]
     billed = (f"{_number(inter['billed_per_hour'])} {inter['unit']} per hour held" if inter["billed_per_hour"] is not None
@@ -314,5 +332,5 @@ def format_report(report: dict[str, Any]) -> str:
         else:
             lines.append(f"tracking: {r['title']}, one tracked run per run directory across the jobs that resume it, "
                          f"{r['writes']}; to look at them: README.md, \"{r['readme']}\"")
-    lines += [f"warning: {line}" for line in report.get("known_issues", [])]
+    lines += [f"warning: {line}" for line in report.get("known_issues", []) + report.get("shared_node", [])]
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from typing import Any
 
 from .models import ContainerImage, EnvSetting, KnownIssue
 
-__all__ = ["affected_image_issues", "nodes_of", "project_issues", "split_env"]
+__all__ = ["affected_image_issues", "nodes_of", "project_issues", "shared_node_notes", "split_env"]
 
 
 def split_env(settings: Iterable[EnvSetting], nodes: int, generation: str) -> tuple[list[EnvSetting], list[dict[str, str]]]:
@@ -44,10 +44,11 @@ def nodes_of(plugin_data: Mapping[str, Any]) -> int:
 
 def _way_out(cat: Any, image: ContainerImage, nodes: int) -> ContainerImage | None:
     """The image to move to: the replacement, else the recommended one, else any offered
-    image, the first that no known issue affects in this shape."""
+    image, the first that no known issue affects in this shape; never an observed image
+    (seen in use, not announced by the site)."""
     candidates = [cat.containers.get(image.replaced_by or ""), cat.recommended_image(image.site, image.framework),
                   *cat.images(image.site, image.framework)]
-    return next((c for c in candidates if c is not None and c.id != image.id and c.status != "removed"
+    return next((c for c in candidates if c is not None and c.id != image.id and c.status not in ("removed", "observed")
                  and not affected_image_issues(c, nodes)), None)
 
 
@@ -83,3 +84,25 @@ def project_issues(plugin_data: Mapping[str, Any], cat: Any) -> list[str]:
                 out.append(_line(issue, what, "lumi-scaffold update (the catalogue now leaves the setting out)"))
                 break
     return out
+
+
+def shared_node_notes(plugin_data: Mapping[str, Any], cat: Any) -> list[str]:
+    """A line where the training job puts more than one GPU on a partition's shared nodes and
+    the partition's data knows what such jobs hit (LUMI small-g [TM-ai-E08]), with whole nodes
+    as the way out; judged by the catalogue installed now."""
+    site = cat.sites.get(str((plugin_data.get("site") or {}).get("name") or ""))
+    part = site.partition(str((plugin_data.get("partition") or {}).get("name") or "")) if site else None
+    job = plugin_data.get("job") or {}
+    if site is None or part is None or part.shared_multi_gpu is None or job.get("whole_node"):
+        return []
+    train = (job.get("shapes") or {}).get("train") or {}
+    gpus = (int(train["gpus_per_node"]) * int(train.get("nodes", 1)) if train.get("gpus_per_node")
+            else int(job.get("tasks", 1)) * int(job.get("ranks_per_task", 1)))
+    if gpus <= 1:
+        return []
+    note = part.shared_multi_gpu
+    source = f" [{note.source}]" if note.source else ""
+    whole = site.partition(site.whole_node_partition)
+    fix = (f" Fix: lumi-scaffold update -d partition={whole.name} -d gpus_per_node={site.node_of(whole.name).gpus} "
+           f"(whole nodes, billed as such), or one GPU per job" if whole else " Fix: one GPU per job")
+    return [f"jobs/train.sbatch puts {gpus} GPUs on {part.name}'s shared nodes: {note.text}{source}.{fix}"]

@@ -241,6 +241,13 @@ class NodeLayout(Model):
     gpu_nic: list[str] = Field(
         default_factory=list, description="Network interface nearest each GPU, in local-rank order; shown by "
         "`lumi-scaffold explain`; leave out where unknown.")
+    gpu_nic_group: list[int] = Field(
+        default_factory=list, description="Which GPUs share a network interface, in local-rank order: the same number "
+        "for the GPUs of one NIC (LUMI: the two GCDs of an MI250X [UG-lumig]); `lumi-scaffold explain` shows it "
+        "where gpu_nic (the interfaces' names per GPU) is unknown; leave out where unknown.")
+    nic_note: SiteNote | None = Field(
+        default=None, description="The nodes' network interfaces in one line, for `lumi-scaffold explain` (LUMI: one "
+        "Slingshot-11 NIC per MI250X, hsn0-hsn3 [UG-lumig]).")
     mem_per_gpu_gb: PositiveInt | None = Field(
         default=None, description="Memory to request per GPU (--mem-per-gpu), GB; leave out to request none."
     )
@@ -260,7 +267,7 @@ class NodeLayout(Model):
 
     @model_validator(mode="after")
     def _check_layout(self) -> NodeLayout:
-        for name in ("gpu_numa", "gpu_nic"):
+        for name in ("gpu_numa", "gpu_nic", "gpu_nic_group"):
             if getattr(self, name) and len(getattr(self, name)) != self.gpus:
                 raise ValueError(f"{name} has {len(getattr(self, name))} entries but the node has {self.gpus} GPUs; give one per GPU")
         if any(not re.fullmatch(r"[A-Za-z0-9_.:-]+", nic) for nic in self.gpu_nic):
@@ -337,6 +344,10 @@ class Partition(Model):
     arrays: bool = Field(
         default=True, description="Whether sweeps (Slurm job arrays, jobs/sweep.sbatch) may run here; false where a "
         "sweep's trials would break the partition's job limits (LUMI dev-g: 2 jobs, 1 running [UG-part]).")
+    shared_multi_gpu: SiteNote | None = Field(
+        default=None, description="What a job with more than one GPU on this partition's shared nodes may hit, one "
+        "line with its source (LUMI small-g: 'sporadic RCCL and binding failures' [TM-ai-E08]); `new`, `doctor` and "
+        "`explain` name it for such jobs, with whole nodes as the way out. Leave out where nothing is known.")
     billing: str = Field(default="", description="How jobs are billed, one line.")
     billing_rule: BillingRule | None = Field(
         default=None, description="How jobs are billed, as a rule `lumi-scaffold explain` and the README compute "
@@ -913,9 +924,11 @@ class ContainerImage(Model):
     path: AbsPath = Field(description="Absolute path of the .sif on the site, or one that starts with an environment "
                          "variable ($MYSOFTWARE/containers/x.sif or ${MYSOFTWARE}/...; checked when a job starts).")
     generation: Slug = Field(description="Name of one of the site's container generations.")
-    status: Literal["recommended", "available", "legacy", "removed"] = Field(
+    status: Literal["recommended", "available", "observed", "legacy", "removed"] = Field(
         description="'recommended' (the default, one per site and framework), 'available' (offered, newer or "
-        "different, not the default), 'legacy' (replaced), 'removed' (gone from the site).")
+        "different, not the default), 'observed' (seen in public job scripts, not announced by the site: offered "
+        "with that status in its label, never a default nor a way out of a known issue, and checked by `doctor` "
+        "on a login node), 'legacy' (replaced), 'removed' (gone from the site).")
     replaced_by: Ident | None = Field(default=None, description="Id of the image to move to, if legacy or removed.")
     versions: dict[str, str] = Field(
         default_factory=dict,

@@ -160,11 +160,21 @@ class JobFields(_Part):
         "(jobs/interactive.sh: train's per hour).")
 
 
+class ImageIssue(_Part):
+    """A known issue of the image that the project's job shape may hit (lumi-facts §11), for
+    the README's container row and the comment above job-env.sh's image line."""
+
+    key: OneLine = Field(description="The issue's source key (LAIF-I44).")
+    title: OneLine
+    instead: OneLine
+    conditional: OneLine = Field("", description="The condition the answers cannot show ('' when none).")
+
+
 class ContainerFacts(_Part):
     id: Ident
     title: OneLine
     path: str
-    status: Literal["recommended", "available", "legacy", "removed", "custom", "cotainr"]
+    status: Literal["recommended", "available", "observed", "legacy", "removed", "custom", "cotainr"]
     replaced_by: Ident | Literal[""] = ""
     source: OneLine = ""
     cotainr: CotainrSupport | None = None
@@ -181,6 +191,9 @@ class ContainerFacts(_Part):
     relative: bool
     pull_from: Annotated[str, AfterValidator(_pull_from)] = Field(
         "", description="Where the user pulls the image from into `path` ('' for images the site keeps).")
+    known_issues: list[ImageIssue] = Field(
+        [], description="The image's known issues that the training job's shape may hit, as the catalogue knew them "
+        "when the project was made or updated (doctor and explain judge by the catalogue installed now).")
 
     @field_validator("path")
     @classmethod
@@ -199,6 +212,8 @@ class ContainerFacts(_Part):
         data = handler(self)
         if data.get("cotainr") is None:
             data.pop("cotainr", None)
+        if not data.get("known_issues"):  # likewise, only images with an issue for the project's shape
+            data.pop("known_issues", None)
         return data
 
 

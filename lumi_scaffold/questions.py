@@ -24,7 +24,7 @@ from .models import ContainerImage, EnvSetting, Framework, NodeLayout, Partition
 from .plugin_data import SCHEMA, ContainerFacts, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from . import plugin_data as _plugin_data
 from . import jobs, settings, sources
-from .known_issues import project_issues, split_env
+from .known_issues import affected_image_issues, project_issues, shared_node_notes, split_env
 from .tracking import TRACKERS
 
 __all__ = ["CONTAINER_SPECIAL", "TEST_SITES_ENV", "Placeholder", "check", "choices", "default", "offered_sites", "placeholder_answers",
@@ -155,20 +155,29 @@ def _container_choices(a: Answers) -> dict[str, str]:
     return out
 
 
+STATUS_LABELS = {"observed": "observed, not announced"}
+
+
 def _status_label(image: ContainerImage) -> str:
     """'legacy', or 'legacy; LAIF-I28' for an image with known issues (which shapes they
-    affect is named at the end of copy, once the shape is known)."""
+    affect is named at the end of copy, once the shape is known); an observed image says
+    that it is not announced."""
+    status = STATUS_LABELS.get(image.status, image.status)
     keys = ", ".join(dict.fromkeys(i.key for i in image.known_issues))
-    return f"{image.status}; {keys}" if keys else image.status
+    return f"{status}; {keys}" if keys else status
 
 
 def _image_label(image_id: str, status: str, title: str) -> str:
     """'id [status]: title'; where that is too wide, the title's leading comma-separated
-    parts go first (the id names the image; the versions at the end tell images apart)."""
+    parts go first (the id names the image; the versions at the end tell images apart),
+    then a closing parenthesis (the release date, which the LAIF ids carry too)."""
     parts = title.split(", ")
     while len(parts) > 1 and len(f"{image_id} [{status}]: {', '.join(parts)}") > LABEL_WIDTH:
         parts.pop(0)
-    return f"{image_id} [{status}]: {', '.join(parts)}"
+    label = f"{image_id} [{status}]: {', '.join(parts)}"
+    if len(label) > LABEL_WIDTH and label.endswith(")") and " (" in label:  # a date the id also carries
+        label = label[:label.rindex(" (")]
+    return label
 
 
 LABEL_WIDTH = 74  # a choice with Copier's pointer in front fits 80 columns
@@ -202,7 +211,8 @@ def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
         fw = str(a.get("framework"))
         if not site or cat.recommended_image(site.name, fw):
             return "recommended"
-        legacy = cat.images(site.name, fw)
+        # An observed image (not announced by the site) is never a default.
+        legacy = [i for i in cat.images(site.name, fw) if i.status != "observed"]
         return legacy[0].id if legacy else "custom"
     if name == "container_path":
         # In the site's first data area; on LUMI /project/<account>/containers/<project>.sif.
@@ -685,6 +695,8 @@ def _container_facts(a: Answers, site: Site, image: ContainerImage | None, multi
             # Names whose exact version string the catalogue does not know (a wildcard never does).
             versions_unconfirmed=sorted(set(image.versions_unconfirmed) | {n for n, v in image.versions.items() if "*" in v}),
             pull_from=image.pull_from or "",
+            known_issues=[dict(key=i.key, title=i.title, instead=i.instead, conditional=i.conditional)
+                          for i in affected_image_issues(image, 2 if multi else 1)],
         )
     else:
         facts = _own_image(a, site)
@@ -771,6 +783,13 @@ def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
         target = cat.containers.get((current.replaced_by if current else None) or container.get("replaced_by") or "")
         advice = f" Move to {target.id} ({target.path}) with: lumi-scaffold update -d container={target.id}" if target else ""
         out.append(f"Container image {container.get('id')} is {status}.{advice}")
+    if status == "observed":
+        recommended = cat.recommended_image(current.site, current.framework) if current else None
+        move = f" or move to the recommended image with: lumi-scaffold update -d container={recommended.id}" if recommended else ""
+        out.append(f"Container image {container.get('id')} is observed, not announced: it was seen in public job scripts "
+                   f"[{current.source if current else ''}], and {((plugin_data.get('site') or {}).get('display_name') or 'the site')} "
+                   f"has not announced it. Run lumi-scaffold doctor on a login node to check that it is there, and "
+                   f"jobs/smoke-test.sbatch before a long job{move}")
     legacy_only = _legacy_only(plugin_data, cat)
     out += [legacy_only] if legacy_only else []
     job = plugin_data.get("job") or {}
@@ -779,5 +798,5 @@ def notices(plugin_data: Mapping[str, Any], cat: Catalogue) -> list[str]:
         out.append(f"torchrun's workers get no CPU binding with {container.get('id')}: the image is not known to have "
                    "torch.distributed.run --numa-binding (PyTorch 2.9 and later). The srun launcher binds each rank to "
                    "its GPU's cores: lumi-scaffold update -d launcher=srun")
-    return out + project_issues(plugin_data, cat)
+    return out + project_issues(plugin_data, cat) + shared_node_notes(plugin_data, cat)
 

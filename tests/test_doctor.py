@@ -7,6 +7,7 @@ import os
 import stat
 
 from lumi_scaffold import cli, doctor, plugins
+from lumi_scaffold.answers import read_answers
 
 from .helpers import REPO, render
 
@@ -166,3 +167,40 @@ def test_on_a_login_node_doctor_names_a_site_image_that_is_gone(tmp_path, monkey
             "update -d container=recommended (the image the catalogue installed now recommends; lumi-scaffold plugins "
             "lists the others), or give the image with SIF=/path/to/image.sif") in out
     assert "No problems found." not in out
+
+
+def test_doctor_on_a_login_node_checks_that_an_observed_image_is_there(tmp_path, monkeypatch, capsys):
+    """An observed image (seen in public job scripts, not announced) is proven on a login node:
+    a problem with the way back to the recommended image while it is missing, a note once it
+    is there. The image's path is moved under tmp_path, as a login node would have it."""
+    cat = plugins.get_catalogue()
+    sif = tmp_path / "appl" / "lumi-multitorch-full-u24r72f21m50t211-20260929_104918.sif"
+    image = cat.containers["laif-multitorch-20260929"]
+    monkeypatch.setitem(cat.containers, image.id, image.model_copy(update={"path": str(sif)}))
+    project = render(REPO, tmp_path / "p", container=image.id)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("sbatch", FAKE_SBATCH), ("scontrol", FAKE_SCONTROL)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: None)  # not a login node: nothing to prove there
+    cli.main(["doctor", str(project)])
+    out = capsys.readouterr().out
+    assert "warning: Container image laif-multitorch-20260929 is observed, not announced" in out
+    assert f"is not at {sif}" not in out
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: str(bin_dir / "sbatch"))
+    assert cli.main(["doctor", str(project)]) == 1
+    out = capsys.readouterr().out
+    assert (f"problem: image laif-multitorch-20260929 (observed, not announced) is not at {sif} on this login node. "
+            "Fix: lumi-scaffold update -d container=laif-multitorch-20260513 (the recommended image)") in out
+    sif.parent.mkdir()
+    sif.write_bytes(b"")
+    cli.main(["doctor", str(project)])
+    out = capsys.readouterr().out
+    assert f"note: image laif-multitorch-20260929 (observed, not announced) is at {sif} on this login node" in out
+    assert "problem: image" not in out
+
+
+def test_doctor_proves_no_announced_image(tmp_path):
+    project = render(REPO, tmp_path / "p")
+    assert doctor.observed_image_check(read_answers(project)["plugin_data"], plugins.get_catalogue()) is None

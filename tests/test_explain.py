@@ -67,13 +67,19 @@ def test_two_standard_g_nodes_for_two_hours_are_sixteen_gpu_hours(tmp_path):
     assert (preflight["time_limit"], preflight["billed_at_limit"], preflight["ranks"]) == ("00:15:00", 2.0, 16)
     train = job(report, "train")
     assert len(train["table"]) == 16 and train["table"][12] == {
-        "rank": 12, "node": 1, "local_rank": 4, "gpu": 4, "cpus": "1-7", "numa": 0, "nic": None}
+        "rank": 12, "node": 1, "local_rank": 4, "gpu": 4, "cpus": "1-7", "numa": 0, "nic": "GPUs 4,5"}
     smoke = job(report, "smoke")
     assert smoke["billed_per_hour"] == 0.5 and smoke["billed_at_limit"] == round(0.5 / 6, 4)
     text = format_report(report)
     assert "16 GPU-hours at the time limit, 8 per hour; rule: 4 GPU-hours per node-hour, whole nodes [UG-bill]" in text
-    assert "  4     0     4      4    1-7        0" in text and "ranks 8-15" in text
-    assert "NICs per GPU: not in the site's data" in text
+    assert "  4     0     4      4    1-7        0     GPUs 4,5" in text and "ranks 8-15" in text
+    # One Slingshot NIC per MI250X: its two GCDs share it; which hsn is not in the data [UG-lumig].
+    assert [r["nic"] for r in train["table"][:8]] == ["GPUs 0,1"] * 2 + ["GPUs 2,3"] * 2 + ["GPUs 4,5"] * 2 + ["GPUs 6,7"] * 2
+    assert ("  NIC: the GPUs that share the GPU's network interface; one Slingshot-11 NIC per MI250X (its two GCDs "
+            "share it), interfaces hsn0-hsn3; which interface each MI250X has is not in the sources [UG-lumig, WS-09]") in text
+    assert "NICs per GPU: not in the site's data" not in text
+    # On part of a node the GCDs are Slurm's choice: no NIC is claimed.
+    assert "NICs per GPU: depend on the GPUs Slurm gives the job" in text
 
 
 def test_a_sweep_costs_a_training_job_per_trial(tmp_path):
@@ -231,3 +237,32 @@ def test_explain_and_doctor_name_the_newest_laif_image_issue_where_the_shape_is_
     assert ("Fix: lumi-scaffold update -d container=laif-multitorch-20260513" in out) == named
     cli.main(["doctor", str(p)])
     assert ("warning: Known issue [LAIF-I44]" in capsys.readouterr().out) == named
+
+
+SHARED = ("shared nodes see sporadic RCCL and binding failures in jobs with more than one GCD; whole nodes avoid them "
+          "[TM-ai-E08]. Fix: lumi-scaffold update -d partition=standard-g -d gpus_per_node=8")
+
+
+@pytest.mark.parametrize(("answers", "named"), [
+    ({"partition": "small-g", "gpus_per_node": 2}, "2 GPUs on small-g's"),
+    ({"partition": "dev-g", "gpus_per_node": 4}, "4 GPUs on dev-g's"),
+    ({"partition": "small-g", "gpus_per_node": 1}, None),
+    ({"partition": "small-g", "gpus_per_node": 8}, None),  # the whole node (--exclusive): nothing shared
+    ({"partition": "standard-g", "gpus_per_node": 8}, None),
+])
+def test_new_and_explain_warn_of_multi_gcd_jobs_on_shared_small_g_nodes(tmp_path, capsys, answers, named):
+    """More than one GCD on a shared small-g (or dev-g) node: sporadic RCCL and binding
+    failures [TM-ai-E08]. `new` says so after the copy, `explain` at its end, with whole
+    nodes as the fix; a job on one GCD or on whole nodes is not told."""
+    args = [arg for k, v in answers.items() for arg in ("-d", f"{k}={v}")]
+    assert cli.main(["new", str(tmp_path / "p"), "--template", str(REPO), "--defaults", "-d", "account=project_465000000",
+                     *args]) == 0
+    err = capsys.readouterr().err
+    assert ("WARNING: jobs/train.sbatch puts " in err) == bool(named)
+    assert cli.main(["explain", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    if named:
+        assert f"WARNING: jobs/train.sbatch puts {named} shared nodes: {SHARED}" in err
+        assert f"warning: jobs/train.sbatch puts {named} shared nodes: {SHARED}" in out
+    else:
+        assert "sporadic RCCL" not in out

@@ -19,7 +19,7 @@ import pytest
 from lumi_scaffold.lint import lint_project
 from lumi_scaffold.plugins import get_catalogue
 
-from .helpers import render
+from .helpers import REPO, render
 from .images import add_wheel, image_venv
 from .jobs import image_env
 from .slurm.harness import FAKEBIN
@@ -263,6 +263,10 @@ def test_attach_requires_a_job_id_and_has_help(template, tmp_path):
     assert result.returncode == 2 and result.stderr.startswith("Usage: scripts/attach.sh JOBID")
     result = subprocess.run(["scripts/attach.sh", "--help"], cwd=project, capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("Usage: scripts/attach.sh JOBID")
+    # Settled on LUMI by the workshop's own exercise: an attached step sees the job's GPUs.
+    assert "UNCONFIRMED" not in result.stdout and "--gpus-per-node" not in result.stdout
+    assert ("Such a step sees the job's GPUs without\nasking for them: LUMI's AI workshop and course watch a running "
+            "job's GCDs with rocm-smi\nfrom a step attached this way. [WS-04], [TM-ai-E08]\n") in result.stdout
     for bad in (["12x"], ["1234", "nid005001", "--frob"], ["1234", "--"]):
         result = subprocess.run(["scripts/attach.sh", *bad], cwd=project, capture_output=True, text=True)
         assert result.returncode == 2 and "See --help." in result.stderr, bad
@@ -521,3 +525,35 @@ def test_run_sh_gives_each_job_its_own_node_local_tmpdir(template, tmp_path):
     finally:
         for path in made:
             subprocess.run(["rm", "-rf", path])
+
+
+def test_the_smoke_test_checks_numactl_where_torchrun_binds_with_numa_binding(tmp_path):
+    """torchrun --numa-binding runs numactl in the image and fails without it (torch/numa/binding.py): the
+    smoke test of a project whose training job relies on it stops with one line naming the
+    fix where numactl is missing, and says where it found it otherwise. A project launched
+    with srun (CPU masks) does not look for it."""
+    project = render(REPO, tmp_path / "p", launcher="torchrun")
+    assert "--numa-binding=exclusive" in (project / "jobs" / "train.sbatch").read_text()
+    smoke = project / "src" / "demo" / "smoke_test.py"
+    empty, tools = tmp_path / "empty", tmp_path / "tools"
+    empty.mkdir()
+    tools.mkdir()
+    (tools / "numactl").write_text("#!/bin/sh\n")
+    (tools / "numactl").chmod(0o755)
+    missing = subprocess.run([sys.executable, str(smoke)], env={"PATH": str(empty)}, capture_output=True, text=True,
+                             timeout=300)
+    assert missing.returncode == 1
+    assert missing.stderr.strip().splitlines() == [
+        "numactl is not in the image: jobs/train.sbatch's torchrun --numa-binding needs it. Fix: lumi-scaffold update "
+        "-d launcher=srun (srun binds each rank with CPU masks), or use an image that has numactl"]
+    found = subprocess.run([sys.executable, str(smoke)], env={"PATH": str(tools)}, capture_output=True, text=True,
+                           timeout=300)
+    assert found.returncode == 0 and f"numactl: {tools / 'numactl'} (torchrun --numa-binding" in found.stdout
+    assert "and that the image has numactl, which\n# jobs/train.sbatch's torchrun --numa-binding runs." in (
+        project / "jobs" / "smoke-test.sbatch").read_text()
+    srun = render(REPO, tmp_path / "q")
+    plain = subprocess.run([sys.executable, str(srun / "src" / "demo" / "smoke_test.py")], env={"PATH": str(empty)},
+                           capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and "numactl" not in plain.stdout + plain.stderr
+    assert 'NUMA_BINDING = ""' in (srun / "src" / "demo" / "smoke_test.py").read_text()
+    assert "numactl" not in (srun / "jobs" / "smoke-test.sbatch").read_text()

@@ -1,8 +1,8 @@
 """Compiler caches that survive jobs (scripts/caches.sh): MIOpen's and, for PyTorch,
 Triton's and TorchInductor's caches live in node-local tmp during a job; the jobs restore
-them from the project's cache area on every node when they start and save them from the
-first node when training ends and at Slurm's time-limit warning, so the next job finds the first one's
-kernels. On the local Slurm with 2 emulated nodes; a stand-in training script plays the
+them from the project's cache area (one set per image) on every node when they start and
+save them from the first node after the training step has ended, never while it runs (MIOpen
+may be writing), so the next job in the same image finds the first one's kernels. On the local Slurm with 2 emulated nodes; a stand-in training script plays the
 compiler (it lists the cache directories when it starts and writes a "kernel" into them).
 """
 
@@ -71,7 +71,7 @@ def test_second_job_finds_the_first_jobs_kernel_caches(slurm_cluster_local2n, te
         assert text.count('"/tmp/${USER}-') == paths, script
         path.write_text(text.replace('"/tmp/${USER}-', f'"{node_tmp}/${{USER}}-'))
     env = job_env(cluster, tmp_path, site_root)
-    store = Path(env["KERNEL_CACHE_STORE"])
+    store = Path(env["KERNEL_CACHE_STORE"]) / "image"  # keyed by the image, $SIF = .../image.sif
 
     # Job 1 finds nothing, compiles, and saves node 0's caches when training ends.
     first, result = run_job(cluster, project, env, "jobs/train.sbatch", timeout=300)
@@ -92,27 +92,41 @@ def test_second_job_finds_the_first_jobs_kernel_caches(slurm_cluster_local2n, te
     assert f"caches: miopen saved to {store}/miopen.tar" in log and f"caches: triton saved to {store}/triton.tar" in log
     assert archived(store, "miopen") == archived(store, "triton") == [f"kernel-{first}"]
 
-    # Job 2: both nodes find job 1's kernels when it starts. Slurm's
-    # time-limit warning (USR1 to the batch shell, sent here by hand) saves the caches while
-    # the training still runs.
+    # Job 2: both nodes find job 1's kernels when it starts. Slurm's time-limit warning (USR1
+    # to the batch shell, sent here by hand) while the training step still runs saves nothing:
+    # the caches are archived once the step has ended.
     second = cluster.sbatch(["jobs/train.sbatch"], cwd=project, env={**env, "FAKE_TRAIN_SECONDS": "25"})
     deadline = time.monotonic() + 180
     while len(at_start(log_of(project, second))) < 4:
         assert time.monotonic() < deadline, log_of(project, second)
         time.sleep(1)
     cluster.run(["scancel", "--batch", "--signal=USR1", str(second)], check=True)
-    while archived(store, "miopen") != [f"kernel-{first}", f"kernel-{second}"]:
+    while not re.search(r"^time limit in \d+ s", log_of(project, second), re.M):
         assert time.monotonic() < deadline, log_of(project, second)
         time.sleep(0.5)
-    assert cluster.job_info(second)["JobState"] == "RUNNING"  # saved at the warning, before the end
+    time.sleep(5)
+    assert cluster.job_info(second)["JobState"] == "RUNNING" and "trained" not in log_of(project, second)
+    assert archived(store, "miopen") == [f"kernel-{first}"]  # nothing saved beside the running step
     result = cluster.wait(second, timeout=180)
     log = log_of(project, second)
     assert result.state == "COMPLETED", log
     assert set(at_start(log).values()) == {f"['kernel-{first}']"}, log
     assert "caches: node 1 (nid005001): miopen restored from" in log
-    assert re.search(r"^time limit in \d+ s", log, re.M) and log.count("caches: triton saved to") == 2, log
+    assert log.count("caches: triton saved to") == 1, log
+    assert log.rindex("caches: triton saved to") > log.rindex("rank 0 trained"), log  # after the step
     assert archived(store, "triton") == [f"kernel-{first}", f"kernel-{second}"]
     assert sorted(p.name for p in store.iterdir()) == ["inductor.tar", "miopen.tar", "triton.tar"]  # no temporary files left
+
+    # A job in another image finds none of them, and keeps its own beside them.
+    other = tmp_path / "other-image.sif"
+    other.write_bytes(b"")
+    fourth, result = run_job(cluster, project, {**env, "SIF": str(other)}, "jobs/train.sbatch", timeout=300)
+    log = log_of(project, fourth)
+    assert result.state == "COMPLETED", log
+    assert set(at_start(log).values()) == {"[]"}, log
+    assert f"no miopen cache saved yet ({store.parent}/other-image/miopen.tar)" in log
+    assert archived(store.parent / "other-image", "miopen") == [f"kernel-{fourth}"]
+    assert archived(store, "miopen") == [f"kernel-{first}", f"kernel-{second}"]
 
     # KEEP_KERNEL_CACHES=0: nothing restored, nothing saved.
     third, result = run_job(cluster, project, {**env, "KEEP_KERNEL_CACHES": "0"}, "jobs/train.sbatch", timeout=300)

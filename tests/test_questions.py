@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from lumi_scaffold.plugins import get_catalogue
@@ -387,3 +389,34 @@ def test_placeholders_name_the_made_up_answers():
     assert placeholders({**custom, "container_path": "/project/project_465001234/mine.sif"}, cat) == []
     staged = {**mine, "prestage": True, "dataset_archive": default("dataset_archive", mine, cat)}
     assert placeholders(staged, cat) == [f"dataset_archive={staged['dataset_archive']} (a made-up path)"]
+
+
+def test_observed_images_are_offered_with_their_status_and_are_never_a_default():
+    """Images seen in public job scripts but not announced (20260929, 20260731; lumi-facts
+    section 12) say so in their choice, are no default even where a site had only them, and
+    no known issue's fix moves a project onto one."""
+    cat = get_catalogue()
+    labels = choices("container", BASE, cat)
+    observed = {label: value for label, value in labels.items() if value in ("laif-multitorch-20260929", "laif-multitorch-20260731")}
+    assert sorted(observed.values()) == ["laif-multitorch-20260731", "laif-multitorch-20260929"]
+    assert all("[observed, not announced]" in label for label in observed)
+    assert cat.recommended_image("lumi", "pytorch").id == "laif-multitorch-20260513"
+    assert default("container", BASE, cat) == "recommended"
+    # A site with only legacy and observed images (observed ones listed first) falls back on
+    # a legacy image, never an observed one.
+    only = {i: c if c.status == "observed" else c.model_copy(update={"status": "legacy"})
+            for i, c in sorted(cat.containers.items(), key=lambda item: item[1].status != "observed")}
+    fallback = default("container", BASE, dataclasses.replace(cat, containers=only))
+    assert fallback not in observed.values() and only[fallback].status == "legacy"
+    # 20260807's known issue names the recommended image, not the newer observed ones, as the way out.
+    data = resolve({**BASE, "nodes": 2, "container": "laif-multitorch-20260807"}, cat)
+    assert any("Fix: lumi-scaffold update -d container=laif-multitorch-20260513" in n for n in notices(data, cat))
+
+
+def test_a_project_on_an_observed_image_is_told_so_at_the_end_of_copy():
+    cat = get_catalogue()
+    data = resolve({**BASE, "container": "laif-multitorch-20260929"}, cat)
+    assert data["container"]["status"] == "observed"
+    said = [n for n in notices(data, cat) if "observed, not announced" in n]
+    assert len(said) == 1 and "[OBS-LAIF]" in said[0] and "lumi-scaffold doctor on a login node" in said[0]
+    assert said[0].endswith("lumi-scaffold update -d container=laif-multitorch-20260513")

@@ -119,10 +119,10 @@ stage_data() {
     fi
 }
 
-# Kernel caches (scripts/caches.sh): restored from the project's cache area into node-local
-# /tmp on every node when a job starts, saved back from the first node when its
-# training ends and at the time-limit warning, so the next job does not compile the same
-# kernels again. KEEP_KERNEL_CACHES=0 sbatch ... skips both.
+# Kernel caches (scripts/caches.sh), one set per image: restored from the project's cache area
+# into node-local /tmp on every node when a job starts, saved back from the first node
+# after its training step has ended (not while MIOpen may be writing), so the next job does
+# not compile the same kernels again. KEEP_KERNEL_CACHES=0 sbatch ... skips both.
 # One task per node; --overlap: it holds none of the job's resources when the training step
 # starts right after it (Slurm frees a step's resources node by node).
 restore_caches() {
@@ -132,7 +132,7 @@ restore_caches() {
             || echo "caches: not restored (above); this job compiles its kernels anew" >&2
     fi
 }
-# One task on the job's first node; --overlap: it also runs beside a running training step.
+# One task on the job's first node; --overlap: it does not wait for the job's other steps.
 save_caches() {
     if [ "${KEEP_KERNEL_CACHES:-1}" = 1 ]; then
         srun --overlap --nodes=1 --ntasks=1 \

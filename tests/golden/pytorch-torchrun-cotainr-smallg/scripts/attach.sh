@@ -14,9 +14,9 @@ Usage: scripts/attach.sh JOBID [NODE] [--smi | -- COMMAND [ARGS...]]
 
 Each call is its own job step that shares the job's resources (srun --overlap), so several
 can be open at once, on any of the job's nodes. [TM-Slurm]
-squeue --me lists your jobs and their nodes. If rocm-smi in such a step shows no GPUs, the
-step needs them requested too (add --gpus-per-node=N below); whether an overlapping step
-sees them by default is UNCONFIRMED here.
+squeue --me lists your jobs and their nodes. Such a step sees the job's GPUs without
+asking for them: LUMI's AI workshop and course watch a running job's GCDs with rocm-smi
+from a step attached this way. [WS-04], [TM-ai-E08]
 USAGE
 }
 

@@ -3,10 +3,13 @@
 # During a job they live in node-local /tmp (RAM, counted in the job's memory),
 # where scripts/run.sh points the framework, and node-local files end with the job: without
 # this script every job would compile its kernels anew. It carries each cache from job to
-# job through an archive in the project's cache area (KERNEL_CACHE_STORE):
+# job through an archive in the project's cache area, one directory per image
+# (KERNEL_CACHE_STORE/<image file name without .sif>/):
 #   caches.sh restore   every node, when a job starts (restore_caches in scripts/job-env.sh)
-#   caches.sh save      the job's first node, when its training ends and at Slurm's
-#                       time-limit warning (save_caches)
+#   caches.sh save      the job's first node, after its training step has ended (save_caches),
+#                       never while the step runs: MIOpen may still be writing its database
+# Kernels compiled in one image are never restored into another (another ROCm or framework
+# version); an image rebuilt under the same name keeps its archives: delete its directory.
 # A save writes a temporary file next to the archive and renames it over the old one (one
 # rename on one file system), so jobs saving at the same time leave a whole archive, the
 # last one's, never a mix. Off: KEEP_KERNEL_CACHES=0 sbatch ...
@@ -14,6 +17,9 @@ set -euo pipefail
 
 : "${USER:=$(id -un)}" "${SLURM_JOB_ID:=0}" "${SLURM_NODEID:=0}"
 KERNEL_CACHE_STORE="${KERNEL_CACHE_STORE:-/scratch/project_465000000/${USER}/cache/kernels/demo}"
+# The image the job runs (SIF, from scripts/job-env.sh) keys the archives.
+image="$(basename "${SIF:?caches.sh runs in a job, after scripts/job-env.sh set SIF}" .sif)"
+store="${KERNEL_CACHE_STORE}/${image}"
 # name and node-local directory of each cache (the same directories as in scripts/run.sh)
 caches=(
     miopen "/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
@@ -26,7 +32,7 @@ node="node ${SLURM_NODEID} (${SLURMD_NODENAME:-$(hostname)})"
 for ((i = 0; i < ${#caches[@]}; i += 2)); do
     name="${caches[i]}"
     dir="${caches[i + 1]}"
-    archive="${KERNEL_CACHE_STORE}/${name}.tar"
+    archive="${store}/${name}.tar"
     case "${action}" in
         restore)
             if [ -f "${archive}" ]; then
@@ -42,8 +48,8 @@ for ((i = 0; i < ${#caches[@]}; i += 2)); do
             ;;
         save)
             if [ -d "${dir}" ] && [ -n "$(ls -A "${dir}")" ]; then
-                mkdir -p "${KERNEL_CACHE_STORE}"
-                tmp="${KERNEL_CACHE_STORE}/.${name}.tar.${SLURM_JOB_ID}.$$"
+                mkdir -p "${store}"
+                tmp="${store}/.${name}.tar.${SLURM_JOB_ID}.$$"
                 if tar -C "${dir}" -cf "${tmp}" . && mv -f "${tmp}" "${archive}"; then
                     echo "caches: ${name} saved to ${archive} ($(du -sh "${archive}" | cut -f1))"
                 else

@@ -1,10 +1,24 @@
 """Smoke test: how many GPUs (GCDs) does PyTorch see in this job?"""
 
 import os
+import shutil
+import sys
 
 import torch
+
+# The --numa-binding value of jobs/train.sbatch's torchrun ('' where its workers are not bound
+# that way). torchrun runs the numactl command inside the image for it and fails without it
+# (PyTorch's torch/numa/binding.py), so this test checks before a training job relies on it.
+NUMA_BINDING = ""
 
 print(f"torch {torch.__version__}: {torch.cuda.device_count()} GPU(s) visible "
       f"(ROCR_VISIBLE_DEVICES={os.environ.get('ROCR_VISIBLE_DEVICES', '')!r})", flush=True)
 for index in range(torch.cuda.device_count()):
     print(f"  {index}: {torch.cuda.get_device_name(index)}", flush=True)
+if NUMA_BINDING:
+    if shutil.which("numactl") is None:
+        sys.exit("numactl is not in the image: jobs/train.sbatch's torchrun --numa-binding needs it. "
+                 "Fix: lumi-scaffold update -d launcher=srun (srun binds each rank with CPU masks), "
+                 "or use an image that has numactl")
+    print(f"numactl: {shutil.which('numactl')} (torchrun --numa-binding in jobs/train.sbatch can bind its workers)",
+          flush=True)

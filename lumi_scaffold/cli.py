@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import re
 import shutil
 import sys
@@ -431,12 +432,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     elif on_login_node:
         image = _recorded_image(answers)
         container = (plugin_data if isinstance(plugin_data, dict) else {}).get("container")
+        observed = observed_image_check(plugin_data if isinstance(plugin_data, dict) else {}, get_catalogue())
+        # An observed image is proven by its own check below (one line, with the way back),
+        # unless SIF gives another image.
+        if observed is not None and not os.environ.get("SIF"):
+            image = ""
         checked = [image_check(image, container=container if isinstance(container, dict) else None, project=project)]
         for problem in (checked if image else []) + storage_checks(answers):
             if problem is not None:
                 problems.append(problem)
                 print(f"problem: {problem}")
-        observed = observed_image_check(plugin_data if isinstance(plugin_data, dict) else {}, get_catalogue())
         if observed is not None:
             problems += [] if observed[0] else [observed[1]]
             print(f"{'note' if observed[0] else 'problem'}: {observed[1]}")

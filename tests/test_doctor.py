@@ -193,6 +193,7 @@ def test_doctor_on_a_login_node_checks_that_an_observed_image_is_there(tmp_path,
     out = capsys.readouterr().out
     assert (f"problem: image laif-multitorch-20260929 (observed, not announced) is not at {sif} on this login node. "
             "Fix: lumi-scaffold update -d container=laif-multitorch-20260513 (the recommended image)") in out
+    assert out.count("problem:") == 1, out  # not also the general image check's line
     sif.parent.mkdir()
     sif.write_bytes(b"")
     cli.main(["doctor", str(project)])

@@ -277,3 +277,25 @@ def test_plugin_docs_links_resolve():
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
             if "://" not in target:
                 assert (page.parent / target).exists(), f"{page.name}: {target}"
+
+
+def test_new_plugin_needs_what_made_it_and_says_so(tmp_path, capsys):
+    """The scaffolded package declares the plugin API and lumi-scaffold series that made it
+    (0.3's scaffold asked for lumi-scaffold>=0.2), and the output names them instead of
+    Copier's "template version None"; plain `copier copy` of the plugin template gets the
+    same values from its defaults."""
+    import yaml
+
+    from lumi_scaffold import PLUGIN_API, __version__
+    from lumi_scaffold.newplugin import TEMPLATE_DIR
+
+    api, series = f"{PLUGIN_API[0]}.{PLUGIN_API[1]}", ".".join(__version__.split(".")[:2])
+    defaults = yaml.safe_load((TEMPLATE_DIR / "copier.yml").read_text())
+    assert (defaults["plugin_api"]["default"], defaults["lumi_scaffold_min"]["default"]) == (api, series)
+    dest = tmp_path / "plugin"
+    assert cli.main(["new-plugin", str(dest), "--defaults"]) == 0
+    err = capsys.readouterr().err
+    assert "version None" not in err
+    assert f"made by lumi-scaffold {__version__} for plugin API {api}" in err
+    assert f'dependencies = ["lumi-scaffold>={series}"]' in (dest / "pyproject.toml").read_text()
+    assert f'LUMI_SCAFFOLD_API = "{api}"' in (dest / "lumi_site_mycluster" / "__init__.py").read_text()

@@ -74,7 +74,7 @@ def test_list_file_locates_item(tmp_path):
         load_data_file(path, ContainerImage, many=True)
     assert info.value.lines == [
         f"{path}:12:9: 1.path: 'a.sif' must be an absolute path, or start with an environment variable ($NAME/... or ${{NAME}}/...)",
-        f"{path}:14:11: 1.status: Input should be 'recommended', 'available', 'legacy' or 'removed'",
+        f"{path}:14:11: 1.status: Input should be 'recommended', 'available', 'observed', 'legacy' or 'removed'",
     ]
 
 

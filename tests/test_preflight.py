@@ -105,15 +105,16 @@ def test_framework_benchmark_runs_across_two_nodes(slurm_cluster_local2n, templa
     assert (project / "logs" / f"preflight-{job_id}.txt").read_text().count("float     sum") == 3
 
 
-OFI_FAILED_THEN_SOCKET = "nid005000:1:1 [0] NCCL WARN NET/OFI aws-ofi-rccl initialization failed\n" + SOCKET
 REFERENCE = ("the reference 85 GB/s (2 nodes x 8 GCDs, half, measured with the system ROCm and aws-ofi-rccl "
              "outside a container) [RF-RCCL]")
 
 
+# OFI-then-Socket is judged by the same check (tests/test_rccl_net.py) and stops a training
+# job on the local Slurm (tests/test_slurm_jobs.py): one 2-node job less here.
 @pytest.mark.parametrize("line, busbw, state", [
     (OFI, "81.18", "COMPLETED"), (OFI, "80.50", "FAILED"), (SOCKET, "81.18", "FAILED"),
-    (OFI_FAILED_THEN_SOCKET, "81.18", "FAILED"), (TCP_PROVIDER, "81.18", "FAILED")],
-    ids=["slingshot", "slow", "tcp", "ofi-failed-then-socket", "tcp-provider"])
+    (TCP_PROVIDER, "81.18", "FAILED")],
+    ids=["slingshot", "slow", "tcp", "tcp-provider"])
 def test_image_all_reduce_perf_is_preferred_and_tcp_fails_the_job(slurm_cluster_2nodes, template, tmp_path, site_root,
                                                                   line, busbw, state):
     """A LUMI project on 2 nodes x 8 GPUs (LAIF image): the image's all_reduce_perf runs as
@@ -131,7 +132,11 @@ def test_image_all_reduce_perf_is_preferred_and_tcp_fails_the_job(slurm_cluster_
     assert bench and bench.group(1) == str(tmp_path / "image-bin" / "all_reduce_perf"), log
     assert "allreduce_bench.py" not in log.replace("src/demo/allreduce_bench.py instead", "")
     for rank in range(16):
-        assert (project / "logs" / f"rccl-{job_id}-rank{rank}.txt").read_text().strip() == line
+        path = project / "logs" / f"rccl-{job_id}-rank{rank}.txt"
+        # On TCP rank 0's watcher may stop the step before another rank has written its log
+        # (seen in CI: rank 1's was missing); rank 0's own is always there.
+        if line == OFI or rank == 0 or path.exists():
+            assert path.read_text().strip() == line
     if line == OFI:  # (on TCP, rank 0's watcher may stop the benchmark before it prints)
         assert ("# fake all_reduce_perf -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5 -d half "
                 "NCCL_DEBUG_SUBSYS=INIT,NET") in log

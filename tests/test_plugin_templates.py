@@ -61,8 +61,12 @@ def test_a_plugin_file_that_fails_with_the_answers_is_one_line_and_leaves_nothin
 SYNTAX = "#!/bin/bash\necho ok\necho {{ project_name\n"
 
 
-def test_a_syntax_error_in_a_plugin_file_is_refused_when_the_plugin_loads(template, tmp_path, capsys):
+def test_a_syntax_error_in_a_plugin_file_is_refused_when_the_plugin_loads(template, tmp_path, capsys, monkeypatch):
     """Parsed at load: `plugins --strict` names the file and line; copies go on without it."""
+    from lumi_scaffold import copier_ext
+
+    # The extension warns once per process: another test in this worker may have had its turn.
+    monkeypatch.setattr(copier_ext, "_warned", False)
     with isolated_catalogue(files_plugin(SYNTAX)) as cat:
         assert [str(p) for p in cat.problems] == [
             "plugin 'lumi-extra-files': template file scripts/extra.sh (for framework 'pytorch'), line 3: unexpected "

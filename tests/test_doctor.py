@@ -57,15 +57,21 @@ def test_every_job_file_goes_through_sbatch_test_only(tmp_path, monkeypatch, cap
     assert "Invalid qos specification" in results[0] and "Job 4242 to start" in results[2]
 
 
+def fake_slurm_tools(tmp_path, sbatch: str) -> str:
+    """A bin directory with this sbatch script and the stand-in scontrol; sbatch's path."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("sbatch", sbatch), ("scontrol", FAKE_SCONTROL)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    return str(bin_dir / "sbatch")
+
+
 def test_no_controller_is_a_note_not_a_problem(tmp_path, monkeypatch, capsys):
     """sbatch installed where no Slurm answers (a laptop, CI): the jobs are not to blame."""
     project = render(REPO, tmp_path / "p")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, text in (("sbatch", "#!/bin/bash\nexit 99\n"), ("scontrol", FAKE_SCONTROL)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
-    monkeypatch.setattr(doctor, "find_sbatch", lambda: str(bin_dir / "sbatch"))
+    sbatch = fake_slurm_tools(tmp_path, "#!/bin/bash\nexit 99\n")
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: sbatch)
     monkeypatch.setenv("FAKE_SLURM_STATE", "DOWN")
     assert cli.main(["doctor", str(project)]) == 0
     out = capsys.readouterr().out
@@ -115,12 +121,8 @@ def test_doctor_says_a_packed_venv_is_used_and_when_it_is_older_than_the_require
 
 def login_node(tmp_path, monkeypatch) -> None:
     """sbatch and scontrol that answer as on a login node, where Slurm takes every job."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, text in (("sbatch", "#!/bin/bash\necho 'sbatch: Job 4242 to start' >&2\n"), ("scontrol", FAKE_SCONTROL)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
-    monkeypatch.setattr(doctor, "find_sbatch", lambda: str(bin_dir / "sbatch"))
+    sbatch = fake_slurm_tools(tmp_path, "#!/bin/bash\necho 'sbatch: Job 4242 to start' >&2\n")
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: sbatch)
 
 
 def test_on_a_login_node_doctor_checks_an_absolute_image_path(tmp_path, monkeypatch, capsys):
@@ -178,17 +180,13 @@ def test_doctor_on_a_login_node_checks_that_an_observed_image_is_there(tmp_path,
     image = cat.containers["laif-multitorch-20260929"]
     monkeypatch.setitem(cat.containers, image.id, image.model_copy(update={"path": str(sif)}))
     project = render(REPO, tmp_path / "p", container=image.id)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, text in (("sbatch", FAKE_SBATCH), ("scontrol", FAKE_SCONTROL)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
+    sbatch = fake_slurm_tools(tmp_path, FAKE_SBATCH)
     monkeypatch.setattr(doctor, "find_sbatch", lambda: None)  # not a login node: nothing to prove there
     cli.main(["doctor", str(project)])
     out = capsys.readouterr().out
     assert "warning: Container image laif-multitorch-20260929 is observed, not announced" in out
     assert f"is not at {sif}" not in out
-    monkeypatch.setattr(doctor, "find_sbatch", lambda: str(bin_dir / "sbatch"))
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: sbatch)
     assert cli.main(["doctor", str(project)]) == 1
     out = capsys.readouterr().out
     assert (f"problem: image laif-multitorch-20260929 (observed, not announced) is not at {sif} on this login node. "

@@ -16,7 +16,7 @@ from jinja2 import pass_context
 from jinja2.ext import Extension
 from jinja2.runtime import Context
 
-from . import home_url, plugins, questions, sources
+from . import home_url, plugins, questions, sources, values
 from .errors import RefusedAnswer, LumiScaffoldError
 
 _warned = False
@@ -252,6 +252,7 @@ def lumi_sources(ctx: Context) -> list[dict[str, str]]:
         if all(path.split("/")):  # no empty part: a file (or folder) this project gets
             texts.append(text)
     texts += [f["content"] for d in ("scripts", "config") for f in lumi_plugin_files(ctx, d)]
+    texts.append(lumi_values(ctx))
     cat = _catalogue()
     fw = cat.frameworks.get(str(ctx.get("framework")))
     texts += [fw.example, fw.smoke_test] if fw else []
@@ -266,6 +267,27 @@ def _render_part(env: Any, part: str, values: dict[str, Any]) -> str:
         return part
     stem, suffix = (part[: -len(".jinja")], ".jinja") if part.endswith(".jinja") else (part, "")
     return str(env.from_string(stem).render(values)) + suffix
+
+
+@pass_context
+def lumi_values(ctx: Context) -> str:
+    """The text of the project's scripts/values.sh (lumi_scaffold.values): every value the
+    jobs' static library reads, computed from the answers and plugin_data."""
+    from .plugin_data import validate_plugin_data
+
+    pd = validate_plugin_data(ctx.get("plugin_data"))
+    site = str(ctx.get("site"))
+    return values.render(values.project_values(_answers(ctx), pd, lambda text: sources.cite(text, site)))
+
+
+@pass_context
+def lumi_launch_note(ctx: Context) -> list[str]:
+    """How the training ranks start and get their CPUs, as comment lines (lumi_scaffold.values)."""
+    from .plugin_data import validate_plugin_data
+
+    site = str(ctx.get("site"))
+    return values.launch_note(validate_plugin_data(ctx.get("plugin_data")), str(ctx.get("launcher") or "srun"),
+                              lambda text: sources.cite(text, site))
 
 
 @pass_context
@@ -328,7 +350,7 @@ def lumi_storage_variables(plugin_data: Any, *more: Any) -> list[str]:
 # The Jinja globals and filters plugins and templates may rely on (docs/plugins/compatibility.md).
 _GLOBALS = {f.__name__: _user_errors(f) for f in (
     lumi_choices, lumi_default, lumi_check, lumi_resolve, lumi_notices, lumi_placeholders, lumi_framework_text,
-    lumi_plugin_files, lumi_sources)}
+    lumi_plugin_files, lumi_sources, lumi_values, lumi_launch_note)}
 _FILTERS = {f.__name__: _user_errors(f) for f in (
     lumi_render, lumi_yaml, lumi_py_text, lumi_sh, lumi_cite, lumi_path_variable, lumi_storage_variables)}
 

@@ -1,0 +1,347 @@
+"""``scripts/values.sh``: the one generated shell file of a project, its values as plain lines.
+
+The jobs' logic is a static library copied into every project as it is (``scripts/job-env.sh``,
+``scripts/run.sh`` and the Python helpers beside them). What differs from project to project
+(the image, its binds, modules and environment, the job's launch, limits and costs, the
+site's facts) is computed here, from the answers and ``plugin_data``, and written as
+``name=value`` lines with the comment that says why above each. The template of values.sh
+only prints :func:`render`'s text: no template computes a number or tests a job kind.
+
+Every value is one shell word in single quotes, or a list of them in ``( )``. A value may
+name environment variables as ``${NAME}`` (a path under ``${USER}``'s directory, a cache
+per ``${SLURM_NODEID}``): they stay as they are in the file and the scripts expand them
+where the value is used (``expand`` in scripts/job-env.sh, ``values.read`` in Python),
+once the variables exist, so sourcing the file never fails for an unset one.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .plugin_data import PluginData, storage_variables
+
+HEADER = """\
+# This project's values, read by scripts/job-env.sh and scripts/run.sh (the jobs' library,
+# the same in every project) and by the Python helpers in scripts/. lumi-scaffold writes
+# this file from .copier-answers.yml: `lumi-scaffold update -d NAME=VALUE` changes an
+# answer and this file with it. Variables named as ${NAME} in a value are expanded where
+# the value is used, in the job. Override a value for one job from the environment
+# instead (SIF=..., BINDS=..., DATA_DIR=..., README.md says which).
+"""
+
+# The environment variable of each kernel cache the site keeps (plugin_data.kernel_caches).
+KERNEL_CACHE_ENV = {"triton": "TRITON_CACHE_DIR", "inductor": "TORCHINDUCTOR_CACHE_DIR"}
+
+# What a tracker needs in the job's environment, each only where the user has not set it;
+# ${OUTPUT_ROOT} is the project's output root of that job.
+TRACKING_DEFAULTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "mlflow": (("MLFLOW_TRACKING_URI=${OUTPUT_ROOT}/mlruns", "MLFLOW_ALLOW_FILE_STORE=true"), (
+        "MLflow's file store in the output area, one for all the project's runs (set MLFLOW_TRACKING_URI",
+        "for a server or an SQLite file instead). MLflow 3.17 refuses a file store unless",
+        "MLFLOW_ALLOW_FILE_STORE=true (older releases ignore it); unlike SQLite, it takes many jobs",
+        "writing at once on a shared file system.")),
+    "wandb": (("WANDB_MODE=offline",), (
+        "W&B logs offline into RUN_DIR/wandb (README: wandb sync from a login node). WANDB_MODE=online",
+        "sbatch ... logs to the server, with WANDB_API_KEY from your environment (never the project's files).")),
+}
+
+
+@dataclass(frozen=True)
+class Value:
+    """One ``name=value`` line, with the comment lines above it."""
+
+    name: str
+    value: str | tuple[str, ...]
+    comment: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A blank line and a comment that starts a group of values."""
+
+    text: tuple[str, ...]
+
+
+Item = Value | Heading
+
+
+def word(value: Any) -> str:
+    """One shell word in single quotes (always, so that every value reads the same)."""
+    text = str(value)
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def render(items: Iterable[Item]) -> str:
+    """The text of scripts/values.sh."""
+    lines = ["#!/bin/bash", *HEADER.rstrip("\n").split("\n"),
+             "# shellcheck disable=SC2034,SC2016  # the scripts that source this file read every name, and expand ${NAME}", "{"]
+    for item in items:
+        if isinstance(item, Heading):
+            lines += ["", *(f"# {t}".rstrip() for t in item.text)]
+            continue
+        lines += [f"# {c}".rstrip() for c in item.comment]
+        if isinstance(item.value, tuple):
+            lines.append(f"{item.name}=({' '.join(map(word, item.value))})")
+        else:
+            lines.append(f"{item.name}={word(item.value)}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _flag(value: Any) -> str:
+    return "1" if value else "0"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def project_values(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    """Every value of the project, in the order the file shows them. ``cite`` keeps the
+    citations the project's site cites (lumi_scaffold.sources.cite for its site)."""
+    items: list[Item] = []
+    for part in (_site, _image, _modules, _binds, _storage, _tracking, _billing, _launch, _inside, _network):
+        items += part(answers, pd, cite)
+    return items
+
+
+def _site(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    site = pd.site
+    reset = {"purge": "no modules but the ones loaded below (module purge)",
+             "reset": "the site's default modules (module reset)",
+             "": "the modules of the shell it was submitted from (the site's data names no reset)"}[site.module_reset]
+    return [
+        Heading((f"{site.display_name or site.name}: {site.title}.",)),
+        Value("site", site.display_name or site.name),
+        Value("project_name", str(answers.get("project_name", ""))),
+        Value("package", pd.package),
+        Value("module_reset", site.module_reset, (f"A job starts from {reset}.",)),
+        Value("node_tmp", site.node_local_tmp, (
+            f"Node-local temporary storage{f' ({site.node_local_tmp_note})' if site.node_local_tmp_note else ''}: "
+            "each job's TMPDIR, staged data and kernel caches.",)),
+    ]
+
+
+def _image(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    c = pd.container
+    comment = [f"{c.title}{f' [{c.source}]' if c.source else ''}"]
+    if c.status == "observed":
+        comment.append(f"Observed in public job scripts, not announced by {pd.site.display_name or pd.site.name}: "
+                       "`lumi-scaffold doctor` on a login node checks that it is there.")
+    nodes = pd.job.shapes["train"].nodes if "train" in pd.job.shapes else 1
+    for i in c.known_issues:
+        comment.append(f"Known issue [{i.key}] on {_count(nodes, 'node')}{f', {i.conditional}' if i.conditional else ''}: "
+                       f"{i.title}. Instead: {i.instead}.")
+    if c.relative:
+        path = "${PROJECT_DIR}/" + c.path
+        comment.append("Built by container/build.sh.")
+    else:
+        path = c.path
+    from ._types import path_variable
+
+    var = "" if c.relative else path_variable(c.path)
+    out: list[Item] = [Heading(("The container image (SIF=/path/to/image.sif sbatch ... uses another).",)),
+                       Value("image", path, tuple(comment))]
+    out.append(Value("image_variable", var, (
+        (f"The image's path starts with ${{{var}}}, from the environment jobs are submitted from: a job checks it.",)
+        if var else ("(The image's path names no environment variable to check.)",))))
+    out.append(Value("container_command", (pd.site.runtime, c.run_verb), (
+        "Every step runs through this command, the binds and the image.",)))
+    out.append(Value("activate_variable", c.activate_var, (
+        (cite("This image keeps Python in a conda env that run.sh activates first. [EBC-PT]"),)
+        if c.activate_var else ("(The image's Python needs no activation.)",))))
+    return out
+
+
+def _modules(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    steps: list[str] = []
+    comment: list[str] = []
+    where = pd.site.display_name or pd.site.name
+    for m in pd.container.modules:
+        if m.why:
+            comment.append(f"{m.name}: {m.why}{f' [{m.source}]' if m.source else ''}")
+        elif m.sets_binds:
+            comment.append(f"{m.name} sets the container's bind paths.{f' [{m.source}]' if m.source else ''}")
+        if m.use_module and m.use:
+            comment += [f"Where {where} has the {m.use_module} module, it makes {m.name} loadable; where it has not (yet),",
+                        "`module use` its directory does. Which form the site documents may change (UNCONFIRMED):",
+                        "either works here."]
+            steps.append(f"load-or-use {m.use_module} {m.use}")
+        elif m.use_module:
+            steps.append(f"load {m.use_module}")
+        elif m.use:
+            steps.append(f"use {m.use}")
+        steps.append(f"load {m.name}")
+    if not steps:
+        comment.append("(The image needs no modules.)")
+    comment.append("Each step: `load NAME`, `use DIRECTORY`, or `load-or-use NAME DIRECTORY`.")
+    return [Value("modules", tuple(steps), tuple(comment))]
+
+
+def _binds(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    if pd.site.bind_roots:
+        why = ("Real roots of symlinked file systems (Singularity does not follow symlinks in",
+               cite("bind paths) and what this image generation needs. [EBC-PT], [WS-09]"))
+    else:
+        why = ("The file systems this image generation needs to see.",)
+    return [Value("binds", ",".join(pd.job.binds), (*why, "BINDS=... sbatch ... binds others."))]
+
+
+def _storage(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    archive = str(answers.get("dataset_archive") or "") if answers.get("prestage") else ""
+    variables = storage_variables(pd.model_dump(by_alias=True), archive)
+    return [
+        Heading(("Data and outputs: never under $HOME (README.md). DATA_DIR=..., OUTPUT_ROOT=... and",
+                 "RUN_NAME=... sbatch ... override them.")),
+        Value("storage_variables", tuple(variables), (
+            ("The storage paths start with these variables, from the environment jobs are submitted",
+             "from: a job without them stops with one line.") if variables else
+            ("(The storage paths name no environment variables.)",))),
+        Value("dataset_dir", pd.dataset_dir),
+        Value("output_root", pd.output_root),
+        Value("run_name", pd.job.run_name, ("Every job of one run writes into OUTPUT_ROOT/RUN_NAME and resumes from there.",)),
+        Value("prestage", _flag(answers.get("prestage")), (
+            "1: scripts/prestage.sh extracts dataset_archive into node_tmp on every node.",)),
+        Value("dataset_archive", archive),
+        Value("kernel_caches", _flag(pd.kernel_caches), (
+            "1: the jobs restore the kernel caches from the project's cache area when they start",
+            "and save them when training ends (scripts/caches.sh; KEEP_KERNEL_CACHES=0: off).")),
+    ]
+
+
+def _tracking(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    t = pd.tracking
+    if t is None:
+        return [Heading(("Experiment tracking: none.",)), Value("tracking", ""), Value("tracking_defaults", ())]
+    defaults, why = TRACKING_DEFAULTS.get(t.name, ((), ()))
+    return [
+        Heading((f"Experiment tracking with {t.title} (src/{pd.package}/runlog.py, rank 0): every job of a run",
+                 "logs into one tracked run, its id kept in RUN_DIR/tracking.json. TRACKING=none sbatch ...",
+                 "leaves a job out of it.")),
+        Value("tracking", t.name),
+        Value("tracking_defaults", defaults, why or ("(Nothing to set for it.)",)),
+    ]
+
+
+def _billing(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    items: list[Item] = [Heading((
+        "Billing, for the job report's GPU-hours: the rate of one node as each job file's own #SBATCH lines",
+        "ask for it (the job multiplies by its nodes; sbatch --nodes counts, other options given to",
+        "sbatch on the command line do not).",))]
+    for kind, shape in pd.job.shapes.items():
+        cost = pd.job.cost.get(kind)
+        if cost is None:
+            items.append(Value(f"billing_{kind}", "", (f"{kind}: the site's data has no billing rule for {pd.partition.name}.",)))
+            continue
+        items.append(Value(f"billing_{kind}", f"{cost.per_hour / shape.nodes:g} {cost.unit}", (
+            f"{kind}: {cost.rule}{f' [{cost.source}]' if cost.source else ''}",)))
+    return items
+
+
+def launch_note(pd: PluginData, launcher: str, cite: Callable[[str], str]) -> list[str]:
+    """How the training ranks start and how their CPUs are bound: comment lines, true for
+    this combination."""
+    job, cpus = pd.job, pd.site.cpus_per_gpu
+    lines = []
+    if launcher == "torchrun":
+        lines.append(cite("One task per node; torchrun starts a worker per GPU and rendezvouses at MASTER_ADDR. [AIG-05]"))
+    lines += {
+        "torchrun-numa": [
+            "torchrun binds each worker to its own share of the cores of its GPU's NUMA node",
+            cite(f"(--numa-binding={job.torchrun_binding}, PyTorch 2.9 and later; it runs numactl in the image). [AIG-05]")],
+        "torchrun-shared-node": [
+            "Its workers are not bound to cores: on a shared node the job's cores may lie outside",
+            "the NUMA nodes of its GPUs, where --numa-binding would fail."],
+        "torchrun-own-image": [
+            "Its workers are not bound to cores: the catalogue does not know your image's PyTorch.",
+            cite("With PyTorch 2.9 or later, add --numa-binding=exclusive to the torchrun line. [AIG-05]"),
+            "The srun launcher binds each rank to its GPU's cores (lumi-scaffold update -d launcher=srun)."],
+        "torchrun-image": [
+            "Its workers are not bound to cores: the catalogue does not mark this image as having",
+            "torchrun's --numa-binding (PyTorch 2.9 and later). The srun launcher binds each rank",
+            "to its GPU's cores (lumi-scaffold update -d launcher=srun)."],
+        "masks": [
+            f"One task per GPU, each bound with --cpu-bind=mask_cpu to its GPU's {cpus} cores",
+            cite("(the site's masks, local rank i -> GPU i). [AIG-05], [TM-Bind]")],
+    }.get(job.binding, [
+        f"One task per GPU with {cpus} cores each, placed by Slurm: CPU masks only make sense",
+        cite("on whole nodes. [TM-Bind]")])
+    return lines
+
+
+def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    launcher = str(answers.get("launcher") or "srun")
+    job = pd.job
+    args = tuple(a.replace("{project_dir}", "${PROJECT_DIR}") for a in pd.framework.train_args)
+    return [
+        Heading(("How the training and profiling ranks start (launch in scripts/job-env.sh):",
+                 *launch_note(pd, launcher, cite))),
+        Value("launcher", launcher),
+        Value("srun_options", tuple(job.srun_options), ("srun's options for the training step beyond the job's.",)),
+        Value("cpu_bind", job.cpu_bind, ("srun's --cpu-bind for the training step ('' for none).",)),
+        Value("torchrun_binding", job.torchrun_binding, ("torchrun's --numa-binding ('' for none).",)),
+        Value("ranks_per_task", str(job.ranks_per_task), ("Ranks each task starts (torchrun: the GPUs of a node).",)),
+        Value("train_script", f"src/{pd.package}/train.py", ("The training script, from the project directory.",)),
+        Value("train_args", args, ("The framework's arguments before yours.",)),
+        Value("rendezvous", _flag(pd.framework.needs_master_addr), (
+            cite("1: the jobs set MASTER_ADDR and MASTER_PORT for torch.distributed's rendezvous. [WS-09], [AIG-05]"),)),
+        Value("chains", _flag(pd.partition.chains), ("1: jobs/train.sbatch --chain N queues the run's next jobs.",)),
+        Value("chains_refused", refused_here(pd, "chains of jobs") if not pd.partition.chains else ""),
+        Value("signal_lead", str(job.signal_lead), ("Seconds before the time limit at which Slurm warns the training job.",)),
+        Value("profile_signal_lead", str(job.profile_signal_lead)),
+    ]
+
+
+def refused_here(pd: PluginData, what: str) -> str:
+    """Why this partition refuses what its data says it takes no part in, with its purpose
+    (lumi_scaffold.explain says it in the same words)."""
+    name, purpose = pd.partition.name, pd.partition.purpose
+    return f"{name} takes no {what}{f'; {name}: ' + purpose.rstrip('.') if purpose else ''}"
+
+
+def _inside(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    env_comment: list[str] = []
+    env: list[str] = []
+    for e in pd.env:
+        note = f"{e.name}={e.value}: {'off: ' if e.scope == 'off' else ''}{e.why}{f' [{e.source}]' if e.source else ''}"
+        env_comment.append(note if e.scope != "off" else f"(not set) {note}")
+        if e.scope != "off":
+            env.append(f"{e.name}={e.value}")
+    for e in pd.env_left_out:
+        env_comment.append(f"(not set, a known issue with this image) {e.name}: {e.why}{f' [{e.source}]' if e.source else ''}")
+    kernel = tuple(f"{KERNEL_CACHE_ENV[c.name]}={c.path}" for c in pd.kernel_caches if c.name in KERNEL_CACHE_ENV)
+    caches = tuple(f"{c.name}={c.value}" for c in pd.caches)
+    return [
+        Heading(("Inside the container (scripts/run.sh, every rank).",)),
+        Value("image_env", tuple(env), tuple(env_comment) or ("(No interconnect or runtime settings for this site.)",)),
+        Value("miopen_cache", pd.site.miopen_cache, (
+            (cite("MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]"),)
+            if pd.site.miopen_cache else ("(The site keeps no MIOpen cache of its own.)",))),
+        Value("kernel_cache_env", kernel, (
+            cite("Triton's and TorchInductor's kernel caches, off $HOME, node-local. [AIG-I112]"),) if kernel else ()),
+        Value("cache_env", caches, (cite("Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]"),)
+              if caches else ("(No framework caches to move.)",)),
+        Value("rccl_debug_alias", pd.site.rccl_debug_alias, (
+            "Another name RCCL_DEBUG_FILES=1 answers to (its name before lumi-scaffold 0.3).",)
+            if pd.site.rccl_debug_alias else ()),
+    ]
+
+
+def _network(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    check = pd.site.rccl_check
+    if check is None:
+        return [Heading(("The network check: none for this site.",)), Value("net_check", "")]
+    return [
+        Heading((f"The network check (scripts/rccl_net.py): between nodes RCCL must use {check.name}; when it",
+                 f"cannot, it falls back to TCP sockets, several times slower, with no error.{f' [{check.source}]' if check.source else ''}",
+                 "RCCL_NET_CHECK=0 sbatch ... skips it.")),
+        Value("net_check", check.name),
+        Value("net_check_fast", check.fast),
+        Value("net_check_tcp", check.tcp),
+        Value("net_check_final", check.final or "", (
+            "The line after which RCCL keeps its network ('' : the last network line decides).",)),
+        Value("net_check_fix", check.fix),
+    ]

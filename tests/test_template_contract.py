@@ -119,3 +119,76 @@ def test_every_plugin_data_path_a_template_reads_exists(path):
 def test_a_misspelt_path_is_found(text, verdict):
     [names] = used_paths(text)
     assert problem(PluginData, names) == verdict
+
+
+# Issue 30: the project's runtime is a static library; templates print values, nothing more.
+CONTROL = re.compile(r"\{%-?\s*(if|for|elif|else|set|macro|include|import|from|with|call|filter|block|raw|yield)\b")
+MAX_CONTROL_TAGS = 250
+MAX_TEMPLATED_SHELL_LINES = 40
+ARITHMETIC = {"+", "-", "*", "/", "//", "%", "**"}
+
+
+def project_templates() -> list[Path]:
+    """The files Jinja renders: .jinja files and the imported parts in _shared/ (other
+    files are copied as they are)."""
+    root = REPO / "project-templates"
+    return sorted(p for p in root.rglob("*") if p.is_file() and (p.suffix == ".jinja" or "_shared" in p.parts))
+
+
+def _tag_tokens(text: str) -> list[list[tuple[str, str]]]:
+    """The tokens of each Jinja tag of ``text``, one list per tag."""
+    from jinja2 import Environment
+
+    tags, current = [], None
+    for _, kind, value in Environment().lex(text):
+        if kind in ("block_begin", "variable_begin"):
+            current = []
+        elif kind in ("block_end", "variable_end"):
+            tags.append(current or [])
+            current = None
+        elif current is not None and kind != "whitespace":
+            current.append((kind, value))
+    return tags
+
+
+def test_templates_are_few_tags():
+    counts = {str(p.relative_to(REPO)): len(CONTROL.findall(p.read_text(encoding="utf-8"))) for p in project_templates()}
+    assert sum(counts.values()) <= MAX_CONTROL_TAGS, sorted(counts.items(), key=lambda kv: -kv[1])[:8]
+
+
+def test_no_templated_shell_file_is_long():
+    """A templated shell file holds what Slurm must read from the file (the #SBATCH header)
+    and calls the static library; its logic lives in static files."""
+    long = {}
+    for p in project_templates():
+        name = p.name[:-len(".jinja")] if p.name.endswith(".jinja") else p.name
+        if p.suffix == ".jinja" and (name.endswith((".sh", ".sbatch")) or name.endswith(("sh{% endif %}", "sbatch{% endif %}"))):
+            lines = p.read_text(encoding="utf-8").count("\n")
+            if lines > MAX_TEMPLATED_SHELL_LINES:
+                long[str(p.relative_to(REPO))] = lines
+    assert long == {}
+
+
+def test_no_template_computes_or_tests_job_kinds():
+    """Numbers are computed in Python (lumi_scaffold.values, jobs, plugin_data), and a
+    template never branches on a job kind's name."""
+    from lumi_scaffold.jobs import JOB_KINDS
+
+    found = []
+    for p in project_templates():
+        for tokens in _tag_tokens(p.read_text(encoding="utf-8")):
+            if ARITHMETIC & {v for k, v in tokens if k == "operator"}:
+                found.append(f"{p.relative_to(REPO)}: arithmetic in {' '.join(v for _, v in tokens)}")
+            for i, (kind, value) in enumerate(tokens):
+                near = [v for _, v in tokens[max(i - 3, 0):i + 3]]
+                if kind == "string" and value.strip("'\"") in JOB_KINDS and {"==", "!=", "in"} & set(near):
+                    found.append(f"{p.relative_to(REPO)}: tests the job kind {value} in {' '.join(v for _, v in tokens)}")
+    assert found == []
+
+
+def test_the_contract_scans_see_violations():
+    assert CONTROL.findall("{% if a %}{%- for x in y %}{% endif %}") == ["if", "for"]
+    [tokens] = _tag_tokens("{{ cost.per_hour / nodes }}")
+    assert ("operator", "/") in tokens
+    [tokens] = _tag_tokens("{% if kind in ('train', 'profile') %}")
+    assert ("string", "'train'") in tokens and ("name", "in") in tokens

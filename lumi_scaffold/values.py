@@ -182,6 +182,7 @@ def _modules(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], s
 
 
 def _binds(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    why: tuple[str, ...]
     if pd.site.bind_roots:
         why = ("Real roots of symlinked file systems (Singularity does not follow symlinks in",
                cite("bind paths) and what this image generation needs. [EBC-PT], [WS-09]"))
@@ -310,8 +311,9 @@ def _inside(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
         env_comment.append(note if e.scope != "off" else f"(not set) {note}")
         if e.scope != "off":
             env.append(f"{e.name}={e.value}")
-    for e in pd.env_left_out:
-        env_comment.append(f"(not set, a known issue with this image) {e.name}: {e.why}{f' [{e.source}]' if e.source else ''}")
+    for left in pd.env_left_out:
+        env_comment.append(f"(not set, a known issue with this image) {left.name}: {left.why}"
+                           f"{f' [{left.source}]' if left.source else ''}")
     kernel = tuple(f"{KERNEL_CACHE_ENV[c.name]}={c.path}" for c in pd.kernel_caches if c.name in KERNEL_CACHE_ENV)
     caches = tuple(f"{c.name}={c.value}" for c in pd.caches)
     return [

@@ -103,7 +103,7 @@ def project_values(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[s
     """Every value of the project, in the order the file shows them. ``cite`` keeps the
     citations the project's site cites (lumi_scaffold.sources.cite for its site)."""
     items: list[Item] = []
-    for part in (_site, _image, _modules, _binds, _storage, _tracking, _billing, _launch, _inside, _network):
+    for part in (_site, _image, _modules, _binds, _storage, _tracking, _billing, _launch, _sweep, _inside, _network):
         items += part(answers, pd, cite)
     return items
 
@@ -293,6 +293,25 @@ def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
         Value("chains_refused", refused_here(pd, "chains of jobs") if not pd.partition.chains else ""),
         Value("signal_lead", str(job.signal_lead), ("Seconds before the time limit at which Slurm warns the training job.",)),
         Value("profile_signal_lead", str(job.profile_signal_lead)),
+    ]
+
+
+# What a partition without job arrays refuses (refused_here): jobs/sweep.sbatch, scripts/sweep.py
+# and lumi_scaffold.explain say it in the same words.
+ARRAYS = "job arrays (the trials of a sweep would break its job limits)"
+
+
+def _sweep(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    shape = pd.job.shapes.get("sweep")
+    cost = pd.job.cost.get("sweep") if shape else None
+    return [
+        Heading(("Sweeps (scripts/sweep.py): each trial of jobs/sweep.sbatch is a training job on the sweep's shape.",)),
+        Value("sweep_at_limit", repr(cost.at_limit) if cost else "", (
+            "What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).",)),
+        Value("sweep_time_limit", shape.time if shape else ""),
+        Value("sweep_unit", cost.unit if cost else "GPU-hours"),
+        Value("sweep_refused", refused_here(pd, ARRAYS) if not pd.partition.arrays else "", (
+            "Why the partition takes no sweep ('': it takes job arrays).",)),
     ]
 
 

@@ -98,6 +98,14 @@ chains_refused=''
 signal_lead='300'
 profile_signal_lead='300'
 
+# Sweeps (scripts/sweep.py): each trial of jobs/sweep.sbatch is a training job on the sweep's shape.
+# What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).
+sweep_at_limit='96.0'
+sweep_time_limit='12:00:00'
+sweep_unit='GPU-hours'
+# Why the partition takes no sweep ('': it takes job arrays).
+sweep_refused=''
+
 # Inside the container (scripts/run.sh, every rank).
 # NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3: RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
 # HSA_FORCE_FINE_GRAIN_PCIE=1: fine-grained PCIe memory, recommended with the RCCL OFI plugin [WS-2026]

@@ -92,6 +92,14 @@ chains_refused=''
 signal_lead='300'
 profile_signal_lead='300'
 
+# Sweeps (scripts/sweep.py): each trial of jobs/sweep.sbatch is a training job on the sweep's shape.
+# What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).
+sweep_at_limit='8.0'
+sweep_time_limit='01:00:00'
+sweep_unit='GPU-hours'
+# Why the partition takes no sweep ('': it takes job arrays).
+sweep_refused=''
+
 # Inside the container (scripts/run.sh, every rank).
 # NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3: RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
 # NCCL_NET_GDR_LEVEL=PHB: let RCCL use GPU-direct RDMA between GCD and NIC [WS-09, WS-2026]

@@ -20,6 +20,7 @@ from .jobs import JOB_KINDS, Shape
 from .plugin_data import PluginData, validate_plugin_data
 from .plugins import get_catalogue
 from .tracking import TRACKERS
+from .values import ARRAYS, refused_here
 
 TRACKING_HINT = "lumi-scaffold update -d tracking=<" + "|".join(t for t in TRACKERS if t != "none") + "> adds a tracker"
 
@@ -182,7 +183,7 @@ def explain_project(project: Path | str) -> dict[str, Any]:
             hang=_hang(project / JOB_KINDS[kind.runs_as or name].file, cost.per_hour if cost else None, cost.at_limit if cost else None,
                        cost.unit if cost else "") if kind.watchdog else None,
             sweeps=_sweeps(project, cost.at_limit if cost else None) if name == "sweep" else [],
-            refused=_arrays_refused(data) if name == "sweep" and not data.partition.arrays else ""))
+            refused=refused_here(data, ARRAYS) if name == "sweep" and not data.partition.arrays else ""))
     train = data.job.cost.get("train")
     return {
         "project": str(project),
@@ -198,14 +199,6 @@ def explain_project(project: Path | str) -> dict[str, Any]:
         "known_issues": project_issues(answers["plugin_data"], get_catalogue()),
         "shared_node": shared_node_notes(answers["plugin_data"], get_catalogue()),
     }
-
-
-def _arrays_refused(data: PluginData) -> str:
-    """Why the partition refuses a sweep, as jobs/sweep.sbatch and scripts/sweep.py say it
-    (project-templates/_shared/slurm.jinja, arrays_refused)."""
-    part = data.partition
-    return f"{part.name} takes no job arrays (the trials of a sweep would break its job limits)" + (
-        f"; {part.name}: {part.purpose.rstrip('.')}" if part.purpose else "")
 
 
 def _research(project: Path, data: PluginData) -> dict[str, Any] | None:
@@ -224,15 +217,17 @@ def _research(project: Path, data: PluginData) -> dict[str, Any] | None:
 
 
 def _sweeps(project: Path, per_trial: float | None) -> list[dict[str, Any]]:
-    """The project's sweep files (sweeps/*.txt): trials (lines that are not empty or
-    comments, as scripts/sweep.py counts them) and what they cost at the time limit."""
+    """The project's sweep files (sweeps/*.txt): trials (counted by scripts/reports.py, as
+    scripts/sweep.py counts them) and what they cost at the time limit."""
+    from .runs import project_reports
+
     out = []
     for path in sorted((project / "sweeps").glob("*.txt")):
         try:
-            lines = path.read_text().splitlines()
+            text = path.read_text()
         except (OSError, UnicodeDecodeError):
             continue
-        trials = sum(1 for line in lines if line.strip() and not line.strip().startswith("#"))
+        trials = len(project_reports().sweep_trials(text))
         out.append({"file": str(path.relative_to(project)), "trials": trials,
                     "at_limit": round(per_trial * trials, 4) if per_trial is not None else None})
     return out

@@ -2,21 +2,44 @@
 
 Rank 0 of every training and profiling job writes ``reports/<job id>.json`` into its run
 directory (the generated ``src/<package>/runlog.py``): steps, throughput, step times, the
-share spent waiting for data, and GPU-hours billed by the site's rule. This reads them
-back, one row per job and one total per run; nothing else (no tracker, no Slurm) is needed.
+share spent waiting for data, and GPU-hours billed by the site's rule. The generated
+project's ``scripts/reports.py`` reads them back (its ``scripts/sweep.py summary`` too):
+this loads that file from the template of this installation (:func:`project_reports`) and
+prints one row per job and one total per run; nothing else (no tracker, no Slurm) is needed.
 """
 
 from __future__ import annotations
 
 import getpass
-import json
+import importlib.util
 import os
+from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from .errors import UserMessageError
 
-__all__ = ["output_root", "read_runs", "format_runs"]
+__all__ = ["output_root", "project_reports", "read_runs", "format_runs"]
+
+# The reader, as every generated project has it (the one source of both).
+REPORTS = Path("project-templates", "project", "scripts", "reports.py")
+
+
+@lru_cache(maxsize=None)
+def project_reports() -> ModuleType:
+    """The template's ``scripts/reports.py``, loaded as a module (standard library only)."""
+    from .bundle import template_root
+
+    root = template_root()
+    if root is None:
+        raise UserMessageError("this lumi_scaffold has no template (neither a source checkout nor a wheel), and "
+                               "with it no scripts/reports.py to read job reports with. Fix: reinstall lumi-scaffold")
+    spec = importlib.util.spec_from_file_location("lumi_scaffold._project_reports", root / REPORTS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def output_root(recorded: str, given: str | None = None) -> Path:
@@ -31,68 +54,34 @@ def output_root(recorded: str, given: str | None = None) -> Path:
     return Path(root)
 
 
-def _report(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None  # (being written, or not a report)
-    return data if isinstance(data, dict) and isinstance(data.get("steps"), dict) else None
-
-
 def read_runs(root: Path) -> list[dict[str, Any]]:
     """Every run under ``root`` with reports: its jobs (oldest first) and totals."""
-    runs = []
-    for run_dir in sorted(p for p in root.glob("*") if (p / "reports").is_dir()):
-        jobs = [r for r in (_report(p) for p in sorted((run_dir / "reports").glob("*.json"))) if r]
-        if not jobs:
-            continue
-        jobs.sort(key=lambda r: (str(r.get("written", "")), str(r.get("job", ""))))
-        billed = [r["billing"]["billed"] for r in jobs if (r.get("billing") or {}).get("billed") is not None]
-        steps = sum(int(r["steps"].get("done") or 0) for r in jobs)
-        total = round(sum(billed), 4) if billed else None
-        runs.append({
-            "run": run_dir.name,
-            "path": str(run_dir),
-            "sweep": next((r["sweep"] for r in jobs if r.get("sweep")), ""),
-            "jobs": jobs,
-            "last_step": max(int(r["steps"].get("last") or 0) for r in jobs),
-            "steps": steps,
-            "seconds": round(sum(float((r.get("seconds") or {}).get("job") or 0) for r in jobs), 1),
-            "billed": total,
-            "unit": next((r["billing"].get("unit") for r in jobs if r.get("billing")), "") or "GPU-hours",
-            "per_1000_steps": round(total * 1000 / steps, 4) if total is not None and steps else None,
-            "loss": {"last": (jobs[-1].get("loss") or {}).get("last"),
-                     "best": min((r["loss"]["best"] for r in jobs if (r.get("loss") or {}).get("best") is not None),
-                                 default=None)},
-        })
+    runs: list[dict[str, Any]] = project_reports().runs(root)
     return runs
-
-
-def _fmt(value: Any, spec: str = "g") -> str:
-    return "-" if value is None else format(value, spec)
 
 
 def format_runs(root: Path, runs: list[dict[str, Any]]) -> str:
     if not runs:
         return f"No job reports under {root} yet: each training job writes one into its run directory (reports/)."
+    fmt = project_reports().number
     head = ("job", "kind", "ended", "steps", "samples/s", "per GPU", "step p50", "p95", "data wait", "billed", "per 1k steps", "nodes")
     lines = [f"Runs in {root}:"]
     for run in runs:
         lines.append("")
         sweep = f" (sweep {run['sweep']})" if run["sweep"] else ""
         lines.append(f"{run['run']}{sweep}: {len(run['jobs'])} job(s), step {run['last_step']}, {run['steps']} steps trained, "
-                     f"{_fmt(run['billed'])} {run['unit']} billed ({_fmt(run['per_1000_steps'])} per 1,000 steps), "
-                     f"loss {_fmt(run['loss']['last'], '.4g')} (best {_fmt(run['loss']['best'], '.4g')})")
+                     f"{fmt(run['billed'])} {run['unit']} billed ({fmt(run['per_1000_steps'])} per 1,000 steps), "
+                     f"loss {fmt(run['loss']['last'], '.4g')} (best {fmt(run['loss']['best'], '.4g')})")
         rows = [head]
         for r in run["jobs"]:
             s, t, b = r["steps"], r.get("step_time_s") or {}, r.get("billing") or {}
             wait = r.get("data_wait_share")
             rows.append((str(r.get("job", "")), str(r.get("kind", "")), str(r.get("ended", "")),
                          f"{s.get('first')}-{s.get('last')}" if s.get("done") else "-",
-                         _fmt(r.get("samples_per_s"), ".1f"), _fmt(r.get("samples_per_s_per_gpu"), ".1f"),
-                         _fmt(t.get("p50"), ".3f"), _fmt(t.get("p95"), ".3f"),
-                         "-" if wait is None else f"{100 * wait:.0f}%", _fmt(b.get("billed"), ".3f"),
-                         _fmt(b.get("per_1000_steps"), ".3f"), str(r.get("nodes", ""))))
+                         fmt(r.get("samples_per_s"), ".1f"), fmt(r.get("samples_per_s_per_gpu"), ".1f"),
+                         fmt(t.get("p50"), ".3f"), fmt(t.get("p95"), ".3f"),
+                         "-" if wait is None else f"{100 * wait:.0f}%", fmt(b.get("billed"), ".3f"),
+                         fmt(b.get("per_1000_steps"), ".3f"), str(r.get("nodes", ""))))
         widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
         lines += ["  " + "  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in rows]
     return "\n".join(lines)

@@ -103,7 +103,7 @@ def project_values(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[s
     """Every value of the project, in the order the file shows them. ``cite`` keeps the
     citations the project's site cites (lumi_scaffold.sources.cite for its site)."""
     items: list[Item] = []
-    for part in (_site, _image, _modules, _binds, _storage, _tracking, _billing, _launch, _inside, _network):
+    for part in (_site, _image, _modules, _binds, _storage, _tracking, _billing, _launch, _sweep, _inside, _network):
         items += part(answers, pd, cite)
     return items
 
@@ -182,6 +182,7 @@ def _modules(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], s
 
 
 def _binds(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    why: tuple[str, ...]
     if pd.site.bind_roots:
         why = ("Real roots of symlinked file systems (Singularity does not follow symlinks in",
                cite("bind paths) and what this image generation needs. [EBC-PT], [WS-09]"))
@@ -295,6 +296,25 @@ def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
     ]
 
 
+# What a partition without job arrays refuses (refused_here): jobs/sweep.sbatch, scripts/sweep.py
+# and lumi_scaffold.explain say it in the same words.
+ARRAYS = "job arrays (the trials of a sweep would break its job limits)"
+
+
+def _sweep(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    shape = pd.job.shapes.get("sweep")
+    cost = pd.job.cost.get("sweep") if shape else None
+    return [
+        Heading(("Sweeps (scripts/sweep.py): each trial of jobs/sweep.sbatch is a training job on the sweep's shape.",)),
+        Value("sweep_at_limit", repr(cost.at_limit) if cost else "", (
+            "What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).",)),
+        Value("sweep_time_limit", shape.time if shape else ""),
+        Value("sweep_unit", cost.unit if cost else "GPU-hours"),
+        Value("sweep_refused", refused_here(pd, ARRAYS) if not pd.partition.arrays else "", (
+            "Why the partition takes no sweep ('': it takes job arrays).",)),
+    ]
+
+
 def refused_here(pd: PluginData, what: str) -> str:
     """Why this partition refuses what its data says it takes no part in, with its purpose
     (lumi_scaffold.explain says it in the same words)."""
@@ -310,8 +330,9 @@ def _inside(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
         env_comment.append(note if e.scope != "off" else f"(not set) {note}")
         if e.scope != "off":
             env.append(f"{e.name}={e.value}")
-    for e in pd.env_left_out:
-        env_comment.append(f"(not set, a known issue with this image) {e.name}: {e.why}{f' [{e.source}]' if e.source else ''}")
+    for left in pd.env_left_out:
+        env_comment.append(f"(not set, a known issue with this image) {left.name}: {left.why}"
+                           f"{f' [{left.source}]' if left.source else ''}")
     kernel = tuple(f"{KERNEL_CACHE_ENV[c.name]}={c.path}" for c in pd.kernel_caches if c.name in KERNEL_CACHE_ENV)
     caches = tuple(f"{c.name}={c.value}" for c in pd.caches)
     return [

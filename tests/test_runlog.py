@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -301,13 +302,58 @@ def test_explain_runs_lists_each_runs_jobs_from_their_reports(template, tmp_path
 
 def test_the_sweep_script_is_python_3_6(template, tmp_path):
     """scripts/sweep.py runs on the login node with the OS's python3 (its version is not
-    ours to choose): standard library only, nothing newer than Python 3.6's grammar."""
+    ours to choose): it and the helpers it imports (the report reader, the values reader) use
+    the standard library only, nothing newer than Python 3.6's grammar."""
     import ast
 
     from .helpers import render
 
-    source = (render(template, tmp_path / "p") / "scripts/sweep.py").read_text()
-    tree = ast.parse(source, feature_version=(3, 6))
-    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= set(sys.stdlib_module_names) and "__future__" not in imported, imported
+    scripts = render(template, tmp_path / "p") / "scripts"
+    for name in ("sweep.py", "reports.py", "project_values.py"):
+        tree = ast.parse((scripts / name).read_text(), feature_version=(3, 6))
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        ours = {"project_values", "reports"} if name == "sweep.py" else set()
+        assert imported - ours <= set(sys.stdlib_module_names) and "__future__" not in imported, (name, imported)
+
+
+def cells(line: str) -> list[str]:
+    """The cells of a table's row (its columns are two spaces or more apart)."""
+    return re.split(r" {2,}", line)
+
+
+def test_the_sweep_summary_and_explain_runs_read_the_reports_alike(template, tmp_path, capsys):
+    """scripts/sweep.py summary and `lumi-scaffold explain --runs` read the trials' reports with
+    the same scripts/reports.py: one row per trial, its totals those of explain's run. A
+    report being written (its .json.tmp) and a file there that is no report are left out."""
+    from lumi_scaffold.cli import main
+
+    from .helpers import render
+
+    project = render(template, tmp_path / "p")
+    out = tmp_path / "outputs"
+    start = str(int(__import__("time").time()) - 90)
+    for run, args, job in (("example-001", (0, 30, 20), "41"), ("example-001", (10, 30, 0), "42"),
+                           ("example-003", (0, 15, 0), "43")):
+        result = run_driver(tmp_path, *args, job=job, OUT=str(out / run), RUN_NAME=run, LUMI_SCAFFOLD_SWEEP="example",
+                            LUMI_SCAFFOLD_BILLING_PER_NODE="4", LUMI_SCAFFOLD_BILLING_UNIT="GPU-hours",
+                            LUMI_SCAFFOLD_JOB_START=start, LUMI_SCAFFOLD_TRACKING="none")
+        assert result.returncode in (0, 143), result.stderr
+    reports = out / "example-003" / "reports"
+    (reports / "44.json.tmp").write_text((reports / "43.json").read_text())
+    (reports / "notes.json").write_text("[1, 2]\n")
+    summary = subprocess.run([sys.executable, "scripts/sweep.py", "summary", "sweeps/example.txt"], cwd=project,
+                             env={**os.environ, "OUTPUT_ROOT": str(out)}, capture_output=True, text=True)
+    assert summary.returncode == 0, summary.stderr
+    lines = summary.stdout.splitlines()
+    assert lines[0] == f"sweep example in {out}:" and cells(lines[3])[-5:] == ["-", "-", "not run yet", "-", "-"], lines
+    assert main(["explain", "--runs", "--json", "--output-root", str(out), str(project)]) == 0
+    runs = {r["run"]: r for r in json.loads(capsys.readouterr().out)}
+    assert [len(runs[r]["jobs"]) for r in ("example-001", "example-003")] == [2, 1], runs
+    for line, run in ((lines[2], runs["example-001"]), (lines[4], runs["example-003"])):
+        row = cells(line)
+        seconds = run["seconds"]
+        wall = f"{int(seconds // 3600)}:{int(seconds % 3600 // 60):02d}:{int(seconds % 60):02d}"
+        assert row[-5:] == [f"{run['loss']['last']:.4g}", f"{run['loss']['best']:.4g}", str(run["last_step"]), wall,
+                            f"{run['billed']:g}"], (line, run)
+    assert runs["example-001"]["last_step"] == 30 and runs["example-001"]["steps"] == 40  # 20 + 20

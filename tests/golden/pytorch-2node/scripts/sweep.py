@@ -1,4 +1,4 @@
-"""Sweeps of demo: submit one as a Slurm job array, and summarise its trials.
+"""Sweeps of this project: submit one as a Slurm job array, and summarise its trials.
 
     python3 scripts/sweep.py submit sweeps/example.txt [--throttle N] [train.py arguments]
     python3 scripts/sweep.py summary sweeps/example.txt
@@ -8,24 +8,23 @@ lines that are empty or start with # are skipped). `submit` checks the file, say
 sweep costs at the time limit, and runs sbatch --array=1-<trials>%<throttle>
 jobs/sweep.sbatch; each trial trains in its own run directory, <file name>-<trial>
 (example-001, ...). `summary` reads the job reports the trials wrote there
-(reports/<job id>.json) and prints one row per trial; it needs no tracker and no Slurm.
-Runs with the login node's own python3 (standard library only).
+(reports/<job id>.json, with scripts/reports.py) and prints one row per trial; it needs no
+tracker and no Slurm. The project's name, the sweep's time limit and cost and whether its
+partition takes job arrays come from scripts/values.sh. Runs with the login node's own
+python3 (standard library only).
 """
 
 import argparse
 import getpass
-import json
 import os
 import re
 import subprocess
 import sys
 
+import project_values
+import reports
+
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# What one trial of jobs/sweep.sbatch is billed at its time limit, by the site's rule.
-TRIAL_COST = (96.0, "12:00:00")
-UNIT = "GPU-hours"
-REFUSED = ""  # (standard-g takes job arrays)
-OUTPUT_ROOT = "/scratch/project_465000000/${USER}/demo/outputs"  # scripts/job-env.sh's default
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -37,10 +36,10 @@ def trials(path):
     """The trials of a sweep file: each a list of train.py arguments."""
     try:
         with open(path) as handle:
-            lines = [line.strip() for line in handle]
+            text = handle.read()
     except OSError as exc:
         fail("cannot read the sweep file {} ({}): give one like sweeps/example.txt".format(path, exc.strerror))
-    found = [line.split() for line in lines if line and not line.startswith("#")]
+    found = reports.sweep_trials(text)
     if not found:
         fail("{} has no trials: one line of train.py arguments per trial".format(path))
     return found
@@ -55,9 +54,9 @@ def sweep_name(path):
     return name
 
 
-def submit(args, extra):
-    if REFUSED:
-        fail(REFUSED + ". Fix: sweep on another partition (lumi-scaffold update -d partition=<name>)")
+def submit(args, extra, values):
+    if values["sweep_refused"]:
+        fail(values["sweep_refused"] + ". Fix: sweep on another partition (lumi-scaffold update -d partition=<name>)")
     found = trials(args.file)
     name = sweep_name(args.file)
     if args.throttle < 1:
@@ -66,54 +65,49 @@ def submit(args, extra):
     if path.startswith(".."):
         fail("{} is outside the project: keep sweep files in sweeps/".format(args.file))
     line = "sweep {}: {} trial(s), at most {} at once".format(name, len(found), args.throttle)
-    if TRIAL_COST:
-        at_limit, hours = TRIAL_COST
+    if values["sweep_at_limit"]:  # (what one trial is billed at its time limit, by the site's rule)
+        at_limit = float(values["sweep_at_limit"])
         line += "; each up to {}: {:g} {} per trial at the time limit, {:g} in all".format(
-            hours, at_limit, UNIT, round(at_limit * len(found), 4))
+            values["sweep_time_limit"], at_limit, values["sweep_unit"], round(at_limit * len(found), 4))
     print(line)
+    project = values["project_name"]
     command = ["sbatch", "--parsable", "--array=1-{}%{}".format(len(found), args.throttle),
-               "--job-name=demo-sweep-" + name, "jobs/sweep.sbatch", path] + extra
+               "--job-name={}-sweep-{}".format(project, name), "jobs/sweep.sbatch", path] + extra
     result = subprocess.run(command, cwd=PROJECT_DIR, stdout=subprocess.PIPE, universal_newlines=True)
     if result.returncode:
         sys.exit(result.returncode)
-    print("job array {}: logs/demo-sweep-{}-<job id>.out; python3 scripts/sweep.py summary {}".format(
-        result.stdout.strip(), name, args.file))
+    print("job array {}: logs/{}-sweep-{}-<job id>.out; python3 scripts/sweep.py summary {}".format(
+        result.stdout.strip(), project, name, args.file))
 
 
-def reports(run_dir):
-    folder = os.path.join(run_dir, "reports")
-    out = []
-    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        try:
-            with open(os.path.join(folder, name)) as handle:
-                out.append(json.load(handle))
-        except (OSError, ValueError):
-            continue  # (being written)
-    return sorted(out, key=lambda r: (str(r.get("written", "")), str(r.get("job", ""))))
+def output_root(values, file):
+    """Where the trials' run directories are: $OUTPUT_ROOT, else the project's, as the jobs
+    expand it (scripts/job-env.sh)."""
+    if os.environ.get("OUTPUT_ROOT"):
+        return os.environ["OUTPUT_ROOT"]
+    env = dict(os.environ)
+    env.setdefault("USER", getpass.getuser())  # (as scripts/job-env.sh sets it)
+    missing = project_values.unset(values["output_root"], env)
+    if missing:
+        fail("the output root {} needs ${{{}}}, which is not set here. Fix: set it, or OUTPUT_ROOT=DIR python3 "
+             "scripts/sweep.py summary {}".format(values["output_root"], missing[0], file))
+    return project_values.expand(values["output_root"], env)
 
 
-def number(value, spec="g"):
-    return "-" if value is None else format(value, spec)
-
-
-def summary(args, extra):
+def summary(args, extra, values):
     found = trials(args.file)
     name = sweep_name(args.file)
-    os.environ.setdefault("USER", getpass.getuser())  # (as scripts/job-env.sh sets it)
-    root = os.environ.get("OUTPUT_ROOT") or os.path.expandvars(OUTPUT_ROOT)
-    rows = [("trial", "arguments", "final loss", "best loss", "steps", "wall time", UNIT)]
+    root = output_root(values, args.file)
+    unit = values["sweep_unit"]
+    rows = [("trial", "arguments", "final loss", "best loss", "steps", "wall time", unit)]
     for index, words in enumerate(found, 1):
-        jobs = reports(os.path.join(root, "{}-{:03d}".format(name, index)))
-        if not jobs:
+        run = reports.run(os.path.join(root, "{}-{:03d}".format(name, index)))
+        if not run:
             rows.append((str(index), " ".join(words), "-", "-", "not run yet", "-", "-"))
             continue
-        best = [j["loss"]["best"] for j in jobs if (j.get("loss") or {}).get("best") is not None]
-        billed = [j["billing"]["billed"] for j in jobs if (j.get("billing") or {}).get("billed") is not None]
-        seconds = sum(float((j.get("seconds") or {}).get("job") or 0) for j in jobs)
-        rows.append((str(index), " ".join(words), number((jobs[-1].get("loss") or {}).get("last"), ".4g"),
-                     number(min(best) if best else None, ".4g"), str(max(int(j["steps"].get("last") or 0) for j in jobs)),
-                     "{}:{:02d}:{:02d}".format(int(seconds // 3600), int(seconds % 3600 // 60), int(seconds % 60)),
-                     number(round(sum(billed), 4) if billed else None)))
+        rows.append((str(index), " ".join(words), reports.number(run["loss"]["last"], ".4g"),
+                     reports.number(run["loss"]["best"], ".4g"), str(run["last_step"]),
+                     reports.duration(run["seconds"]), reports.number(run["billed"])))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     print("sweep {} in {}:".format(name, root))
     for row in rows:
@@ -121,7 +115,8 @@ def summary(args, extra):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    values = project_values.read(raw=True)  # (${NAME} in the output root: expanded as the summary needs it)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("this project", values["project_name"]))
     sub = parser.add_subparsers(dest="command")
     p = sub.add_parser("submit", help="submit a sweep file as a job array", allow_abbrev=False)
     p.add_argument("file")
@@ -135,7 +130,7 @@ def main():
         parser.error("give a command: submit or summary")
     if args.command == "summary" and extra:
         parser.error("summary takes only the sweep file")
-    args.func(args, extra)
+    args.func(args, extra, values)
 
 
 if __name__ == "__main__":

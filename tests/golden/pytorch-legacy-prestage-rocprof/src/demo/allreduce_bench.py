@@ -1,7 +1,10 @@
-"""All-reduce bandwidth between the job's GPUs with torch.distributed (all_reduce),
-printed like rccl-tests' all_reduce_perf. jobs/preflight.sbatch runs it, one process per GPU,
-where the image has no all_reduce_perf; on GPUs the all-reduce goes through RCCL, so the
-job's RCCL logs show which network it used. Without GPUs it runs on the CPU (gloo), so it can be tested anywhere.
+"""All-reduce bandwidth between the job's GPUs, printed like rccl-tests' all_reduce_perf.
+
+jobs/preflight.sbatch runs it, one process per GPU, where the image has no all_reduce_perf,
+with the project's --framework: torch (torch.distributed's all_reduce) or jax (psum over one
+mesh of every process's device). On GPUs the all-reduce goes through RCCL, so the job's RCCL
+logs show which network it used. Without GPUs it runs on the CPU (gloo; JAX: gloo
+collectives), so it can be tested anywhere.
 
 For each message size it prints the slowest process's mean time per all-reduce and
   algbw = size / time,   busbw = algbw * 2 (n - 1) / n   (n processes)
@@ -18,9 +21,6 @@ import os
 import socket
 import time
 
-import torch
-import torch.distributed as dist
-
 
 def size(text: str) -> int:
     """1M, 512K, 1G or bytes (powers of 1024, as all_reduce_perf reads them)."""
@@ -31,6 +31,8 @@ def size(text: str) -> int:
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--framework", choices=sorted(FRAMEWORKS), required=True,
+                        help="torch.distributed or JAX (jobs/preflight.sbatch gives the project's)")
     parser.add_argument("-b", "--minbytes", type=size, default=size("1M"))
     parser.add_argument("-e", "--maxbytes", type=size, default=size("1G"))
     parser.add_argument("-f", "--stepfactor", type=int, default=2)
@@ -63,8 +65,65 @@ def row(nbytes: int, seconds: float, n: int, wrong: int, datatype: str) -> tuple
             f"{algbw:6.2f}  {busbw:6.2f}  {wrong:5d}", busbw)
 
 
-def main() -> None:
-    args = parse_args()
+def run_jax(args: argparse.Namespace) -> None:
+    import jax
+    import numpy as np
+    from jax.experimental import multihost_utils
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    try:  # jax.shard_map from JAX 0.6; jax.experimental.shard_map before
+        from jax import shard_map
+    except ImportError:
+        from jax.experimental.shard_map import shard_map
+
+    try:  # CPU runs need a cross-process collective implementation (newer JAX only)
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    except (AttributeError, ValueError, KeyError):
+        pass
+    jax.distributed.initialize()  # finds the Slurm step itself (coordinator, process id)
+    n, me = jax.device_count(), jax.process_index()
+    mesh = Mesh(np.array(jax.devices()), ("i",))
+    sharding = NamedSharding(mesh, PartitionSpec("i"))
+    reduce = jax.jit(shard_map(lambda x: jax.lax.psum(x, "i"), mesh=mesh,
+                               in_specs=PartitionSpec("i"), out_specs=PartitionSpec("i")))
+    # One line per process, as all_reduce_perf prints one per rank.
+    print(f"#  Rank {me:2d} Group  0 Pid {os.getpid():6d} on {HOST:>10s} device {jax.local_devices()[0]}",
+          flush=True)
+    multihost_utils.sync_global_devices("ranks")
+    if me == 0:
+        print(f"# all-reduce benchmark (JAX {jax.__version__}, {jax.default_backend()}), {n} device(s)")
+        print(HEADER, flush=True)
+    total = []
+    for nbytes in sizes(args):
+        count = nbytes // ELEMENT_BYTES[args.datatype]
+        dtype = np.float16 if args.datatype == "half" else np.float32
+        # Device d holds d + 1 everywhere: after the sum every element is n (n + 1) / 2.
+        x = jax.make_array_from_callback((n, count), sharding,
+                                         lambda idx: np.full((1, count), idx[0].start + 1, dtype))
+        for _ in range(max(args.warmup_iters, 1)):
+            y = reduce(x)
+        y.block_until_ready()
+        wrong = sum(int(np.count_nonzero(np.asarray(s.data) != n * (n + 1) / 2)) for s in y.addressable_shards)
+        multihost_utils.sync_global_devices("start")
+        start = time.perf_counter()
+        for _ in range(args.iters):
+            y = reduce(x)
+        y.block_until_ready()
+        seconds = (time.perf_counter() - start) / args.iters
+        slowest = float(np.max(multihost_utils.process_allgather(np.array([seconds]))))
+        wrong = int(np.sum(multihost_utils.process_allgather(np.array([wrong]))))
+        line, busbw = row(nbytes, slowest, n, wrong, args.datatype)
+        total.append(busbw)
+        if me == 0:
+            print(line, flush=True)
+    if me == 0:
+        print(f"# Avg bus bandwidth    : {sum(total) / max(len(total), 1):.4f}", flush=True)
+
+
+def run_torch(args: argparse.Namespace) -> None:
+    import torch
+    import torch.distributed as dist
+
     # One process per GPU under srun: the rank from torch's variables or Slurm's.
     rank = int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")))
     n = int(os.environ.get("WORLD_SIZE", os.environ.get("SLURM_NTASKS", "1")))
@@ -113,6 +172,14 @@ def main() -> None:
     if rank == 0:
         print(f"# Avg bus bandwidth    : {sum(total) / max(len(total), 1):.4f}", flush=True)
     dist.destroy_process_group()
+
+
+FRAMEWORKS = {"torch": run_torch, "jax": run_jax}
+
+
+def main() -> None:
+    args = parse_args()
+    FRAMEWORKS[args.framework](args)
 
 
 if __name__ == "__main__":

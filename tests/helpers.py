@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import textwrap
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from lumi_scaffold.testing import render_project
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The project template as it is copied (files without .jinja are copied as they are).
+PROJECT = REPO / "project-templates" / "project"
 
 # What a rendered project is checked against in the matrix and golden tests.
 DEFAULTS = {"project_name": "demo", "account": "project_465000000"}
@@ -29,6 +34,16 @@ def render(template: Path | str, dest: Path, **answers: Any) -> Path:
     which a checkout with the release tags would give (a CI clone has none)."""
     return render_project(template, dest, {**DEFAULTS, **answers},
                           vcs_ref="HEAD" if Path(template).resolve() == REPO else None)
+
+
+def load_module(name: str, path: Path) -> ModuleType:
+    """A Python file of the template (a runtime helper, or a module of the project's own
+    tests/: pytest and the standard library only) as module ``name``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def read_tree(root: Path) -> dict[str, bytes]:

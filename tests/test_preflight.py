@@ -49,8 +49,8 @@ if rank == 0:
     print("# Out of bounds values : 0 OK")
     print("# Avg bus bandwidth    : 19.2500")
 """
-# RCCL's lines as the real logs of tests/test_rccl_net.py have them (with a LUMI host prefix):
-# the provider, then NCCL's final choice.
+# RCCL's lines as the real logs of project-templates/project/tests/test_rccl_net.py have them
+# (with a LUMI host prefix): the provider, then NCCL's final choice.
 OFI = ("nid005000:1:1 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)\n"
        "nid005000:1:1 [0] NCCL INFO Using network AWS Libfabric")
 TCP_PROVIDER = ("nid005000:1:1 [0] NCCL INFO NET/OFI Selected provider is tcp, fabric is 10.253.0.0/16 (found 1 nics)\n"
@@ -109,8 +109,8 @@ REFERENCE = ("the reference 85 GB/s (2 nodes x 8 GCDs, half, measured with the s
              "outside a container) [RF-RCCL]")
 
 
-# OFI-then-Socket is judged by the same check (tests/test_rccl_net.py) and stops a training
-# job on the local Slurm (tests/test_slurm_jobs.py): one 2-node job less here.
+# OFI-then-Socket is judged by the same check (project-templates/project/tests/test_rccl_net.py)
+# and stops a training job on the local Slurm (tests/test_slurm_jobs.py): one 2-node job less here.
 @pytest.mark.parametrize("line, busbw, state", [
     (OFI, "81.18", "COMPLETED"), (OFI, "80.50", "FAILED"), (SOCKET, "81.18", "FAILED"),
     (TCP_PROVIDER, "81.18", "FAILED")],

@@ -31,6 +31,8 @@ def expected_files(a: dict) -> set[str]:
         "scripts/watchdog.py", "scripts/rccl_net.py", "scripts/values.sh", "scripts/project_values.py", "scripts/reports.py",
         f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"src/{pkg}/heartbeat.py",
         f"src/{pkg}/runlog.py", "jobs/sweep.sbatch", "scripts/sweep.py", "sweeps/example.txt",
+        "pytest.ini", "tests/conftest.py", "tests/test_heartbeat.py", "tests/test_image_packages.py",
+        "tests/test_rccl_net.py", "tests/test_runlog.py", "tests/test_watchdog.py",
     }
     if a.get("profiler", "none") != "none":
         files |= {"jobs/profile.sbatch", "scripts/run-profile.sh"}

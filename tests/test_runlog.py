@@ -1,7 +1,8 @@
-"""src/<package>/runlog.py, the job report and experiment tracking of the examples, run as a
-job's rank 0 runs it (a driver below stands in for train.py's loop: its steps take known
-times) and read back with each tracker's own reader. The examples on the local Slurm:
-tests/test_slurm_jobs.py."""
+"""src/<package>/runlog.py with the trackers' own packages: experiment tracking, read back
+with each tracker's own reader, and the job report as lumi-scaffold reads and bills it. The
+module is run as a job's rank 0 runs it, by the driver of the project's own tests
+(project-templates/project/tests/test_runlog.py, which test the job report with the
+standard library only). The examples on the local Slurm: tests/test_slurm_jobs.py."""
 
 from __future__ import annotations
 
@@ -15,36 +16,18 @@ from pathlib import Path
 
 import pytest
 
-RUNLOG_DIR = Path(__file__).parents[1] / "project-templates/project/src/{{ plugin_data.package }}"
+from .helpers import PROJECT, load_module
 
-# A job's training loop: steps START+1..STOP, each SLEEP s (a tenth of it waiting for data);
-# KILL: the job is ended there with SIGTERM, as Slurm ends it at its time limit.
-DRIVER = """
-import os, signal, sys, time
-sys.path.insert(0, os.environ["RUNLOG_DIR"])
-import runlog
-runlog.check()
-start, stop, kill = (int(os.environ[k]) for k in ("START", "STOP", "KILL"))
-sleep = float(os.environ.get("SLEEP", "0"))
-log = runlog.RunLog(rank=0, world=4, output=os.environ["OUT"], start_step=start, last_step=stop,
-                    samples_per_step=32, config={"steps": stop, "lr": 0.1}, peak_memory=lambda: 2_500_000_000)
-for step in range(start + 1, stop + 1):
-    time.sleep(sleep)
-    log.step(step, data_wait=sleep / 10, metrics=lambda: {"loss": 1.0 / step, "lr": 0.1})
-    if step == kill:
-        os.kill(os.getpid(), signal.SIGTERM)  # as Slurm ends a job at its time limit
-log.finish(finished=True)
-"""
+RUNLOG_DIR = PROJECT / "src/{{ plugin_data.package }}"
+project_tests = load_module("project_tests_runlog", PROJECT / "tests/test_runlog.py")
+# The trackers write under the run; W&B offline and quiet, MLflow into a file store.
+TRACKERS_ENV = {"WANDB_SILENT": "true", "MLFLOW_ALLOW_FILE_STORE": "true", "WANDB_MODE": "offline",
+                "WANDB_X_DISABLE_STATS": "true"}
 
 
 def run_driver(tmp_path: Path, start: int, stop: int, kill: int = 0, job: str = "7", **env: str):
-    environment = {**os.environ, "RUNLOG_DIR": str(RUNLOG_DIR), "OUT": str(tmp_path / "run"), "START": str(start),
-                   "STOP": str(stop), "KILL": str(kill), "SLURM_JOB_ID": job, "SLURM_JOB_NUM_NODES": "1", "RUN_NAME": "demo",
-                   "LUMI_SCAFFOLD_PROJECT": "demo", "LUMI_SCAFFOLD_LOG_EVERY": "5", "WANDB_SILENT": "true",
-                   "MLFLOW_TRACKING_URI": str(tmp_path / "mlruns"), "MLFLOW_ALLOW_FILE_STORE": "true",
-                   "WANDB_MODE": "offline", "WANDB_X_DISABLE_STATS": "true", **env}
-    return subprocess.run([sys.executable, "-c", DRIVER], env=environment, capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path)
+    env = {**TRACKERS_ENV, "MLFLOW_TRACKING_URI": str(tmp_path / "mlruns"), **env}
+    return project_tests.run_driver(RUNLOG_DIR, tmp_path, start, stop, kill, job, **env)
 
 
 # ------------------------------------------------------------------ readers, one per tracker
@@ -184,47 +167,12 @@ def test_every_metric_and_the_config_are_tracked(tmp_path, tracker, monkeypatch)
     assert str(config["steps"]) == "10" and str(config["lr"]) == "0.1", config
 
 
-def test_a_missing_tracker_package_is_one_line_at_start(tmp_path):
-    hidden = tmp_path / "hidden"
-    hidden.mkdir()
-    (hidden / "mlflow.py").write_text("raise ImportError(\"No module named 'mlflow'\")\n")  # TEST STAND-IN: not installed
-    result = run_driver(tmp_path, 0, 10, LUMI_SCAFFOLD_TRACKING="mlflow", PYTHONPATH=str(hidden))
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
-    assert result.stderr.strip().count("\n") == 0, result.stderr
-    assert "tracking: mlflow needs the package mlflow-skinny" in result.stderr and "requirements.txt" in result.stderr
-    assert not (tmp_path / "run").exists()  # stopped before the first step
-
-
 def test_wandb_online_without_a_key_is_one_line_at_start(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))  # (no ~/.netrc from `wandb login`)
     result = run_driver(tmp_path, 0, 10, LUMI_SCAFFOLD_TRACKING="wandb", WANDB_MODE="online", WANDB_API_KEY="")
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.startswith("tracking: WANDB_MODE=online needs your W&B API key") and result.stderr.count("\n") == 1
     assert not (tmp_path / "run").exists()
-
-
-def test_the_job_report_adds_up(tmp_path):
-    """Steps of 0.05 s (a tenth waiting for data) on 4 ranks of 32 samples a step, on 2
-    nodes billed at 1 GPU-hour per node-hour from a start 360 s ago: 0.2 GPU-hours so far."""
-    import time
-
-    start = str(int(time.time()) - 360)
-    result = run_driver(tmp_path, 10, 30, SLEEP="0.05", LUMI_SCAFFOLD_BILLING_PER_NODE="1", SLURM_JOB_NUM_NODES="2",
-                        LUMI_SCAFFOLD_BILLING_UNIT="GPU-hours", LUMI_SCAFFOLD_JOB_START=start)
-    assert result.returncode == 0, result.stderr
-    report = json.loads((tmp_path / "run/reports/7.json").read_text())
-    assert report["ended"] == "finished" and report["steps"] == {"first": 11, "last": 30, "done": 20}
-    assert 0.05 <= report["step_time_s"]["p50"] <= report["step_time_s"]["p95"] < 0.2
-    assert 0.08 <= report["data_wait_share"] <= 0.1
-    assert report["samples_per_s"] == pytest.approx(32 / report["step_time_s"]["p50"], rel=0.3)
-    assert report["samples_per_s_per_gpu"] == pytest.approx(report["samples_per_s"] / 4, abs=0.01)
-    assert report["billing"]["per_hour"] == 2
-    assert report["billing"]["billed"] == pytest.approx(2 * report["seconds"]["job"] / 3600, abs=1e-4)
-    assert 0.2 <= report["billing"]["billed"] < 0.21
-    assert report["billing"]["per_1000_steps"] == pytest.approx(report["billing"]["billed"] * 1000 / 20, rel=1e-3)
-    assert report["loss"] == {"last": 1 / 30, "best": 1 / 30}
-    line = result.stdout.strip().splitlines()[-1]
-    assert line.startswith("report: job 7 finished · steps 11-30 (20) · ") and "GPU-hours billed" in line, line
 
 
 @pytest.mark.parametrize("nodes", [1, 2])
@@ -250,28 +198,6 @@ def test_the_job_bills_each_node_slurm_gave_it(template, tmp_path, nodes):
         assert result.returncode == 0, result.stderr
         report = json.loads((out / "run/reports/7.json").read_text())
         assert report["billing"]["per_hour"] == pytest.approx(rate * given / nodes), report["billing"]
-
-
-def test_the_time_limit_warning_writes_the_report_at_once(tmp_path):
-    """The job's USR1 trap creates LUMI_SCAFFOLD_TIME_UP; rank 0 reports within seconds and
-    goes on (the job may still be killed before its end)."""
-    flag = tmp_path / "time-up"
-    flag.touch()
-    result = run_driver(tmp_path, 0, 200, kill=150, SLEEP="0.04", LUMI_SCAFFOLD_TIME_UP=str(flag),
-                        LUMI_SCAFFOLD_TRACKING="none")
-    assert result.returncode == 143, result.stderr
-    reports = [line for line in result.stdout.splitlines() if line.startswith("report: job 7 time limit")]
-    assert len(reports) == 2 and " · steps 1-150 (150) · " in reports[1], result.stdout  # the warning, then the end
-    first = int(reports[0].split(" · steps 1-")[1].split(" ")[0])
-    assert 100 <= first < 150, reports  # within 5 s (TIME_UP_CHECK_S) of the start
-    report = json.loads((tmp_path / "run/reports/7.json").read_text())
-    assert report["ended"] == "time limit" and report["steps"]["last"] == 150, report
-
-
-def test_outside_a_job_nothing_is_written(tmp_path):
-    result = run_driver(tmp_path, 0, 10, job="")
-    assert result.returncode == 0, result.stderr
-    assert not (tmp_path / "run/reports").exists() and "report:" not in result.stdout
 
 
 def test_explain_runs_lists_each_runs_jobs_from_their_reports(template, tmp_path, capsys):

@@ -535,7 +535,8 @@ if os.environ.get("NCCL_DEBUG_FILE"):
 time.sleep(8)
 print("rank", os.environ["RANK"], "trained", flush=True)
 """
-# (line shapes of the real logs in tests/test_rccl_net.py, with a LUMI host prefix)
+# (line shapes of the real logs in tests/test_rccl_net.py and the project's tests/test_rccl_net.py,
+# project-templates/project/tests/, with a LUMI host prefix)
 OFI_LINES = ["nid005000:1:1 [0] NCCL INFO NET/OFI Using aws-ofi-rccl 1.4.0",
              "nid005000:1:1 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)",
              "nid005000:1:1 [0] NCCL INFO Using network AWS Libfabric"]

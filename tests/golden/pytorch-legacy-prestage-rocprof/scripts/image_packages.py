@@ -77,7 +77,8 @@ def link(record: dict) -> None:
     for site_dir in record["sites"]:  # this process too, as the .pth does at the next start
         if site_dir != own:
             site.addsitedir(site_dir)
-    missing = [name for key, (name, _) in record["dists"].items() if key not in visible()]
+    seen = visible()  # (once: it reads every distribution's metadata)
+    missing = [name for key, (name, _) in record["dists"].items() if key not in seen]
     if missing:
         raise SystemExit(f"ERROR: the venv does not see {', '.join(missing[:10])} of the image; "
                          "rm -rf venv and rerun scripts/setup-venv.sh.")

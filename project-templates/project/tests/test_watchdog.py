@@ -3,7 +3,6 @@ fires, what it names, and how it finds and dumps the ranks of a node."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -11,25 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "project-templates/project/scripts/watchdog.py"
 
-
-def load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-# watchdog.py imports scripts/rccl_net.py (beside it when it runs as a script); no sys.path
-# change here: scripts/watchdog.py would shadow the PyPI package of that name.
-sys.modules.setdefault("rccl_net", load("rccl_net", SCRIPT.parent / "rccl_net.py"))
-watchdog = load("project_watchdog", SCRIPT)
-Beat = watchdog.Beat
-
-
-def test_startup_allowance_until_the_first_heartbeat():
+def test_startup_allowance_until_the_first_heartbeat(watchdog):
     assert watchdog.stalled(now=150, started=0, found=[], output=0, timeout=10, startup=200) is None
     stall = watchdog.stalled(now=250, started=0, found=[], output=0, timeout=10, startup=200)
     assert stall and stall.limit == 200 and stall.idle == 250 and stall.last is None
@@ -37,8 +19,8 @@ def test_startup_allowance_until_the_first_heartbeat():
     assert watchdog.stalled(now=250, started=0, found=[], output=100, timeout=10, startup=200) is None
 
 
-def test_after_the_first_heartbeat_the_progress_timeout_applies():
-    found = [Beat(0, "nid1", 5, 100.0), Beat(1, "nid2", 4, 98.0)]
+def test_after_the_first_heartbeat_the_progress_timeout_applies(watchdog):
+    found = [watchdog.Beat(0, "nid1", 5, 100.0), watchdog.Beat(1, "nid2", 4, 98.0)]
     assert watchdog.stalled(now=109, started=0, found=found, output=0, timeout=10, startup=200) is None
     stall = watchdog.stalled(now=111, started=0, found=found, output=0, timeout=10, startup=200)
     assert stall and stall.limit == 10 and stall.last == found[0] and stall.behind == found[1]
@@ -48,7 +30,7 @@ def test_after_the_first_heartbeat_the_progress_timeout_applies():
                     "(step 5, 11 s ago); furthest behind: rank 1 on nid2 (step 4). Stopping the step.")
 
 
-def test_heartbeat_files(tmp_path):
+def test_heartbeat_files(watchdog, tmp_path):
     (tmp_path / "rank0@nid005000").write_text("12\n")
     (tmp_path / "rank13@nid005001").write_text("11\n")
     (tmp_path / "stalled").write_text("node=x\n")
@@ -57,7 +39,7 @@ def test_heartbeat_files(tmp_path):
     assert watchdog.beats(str(tmp_path / "missing")) == []
 
 
-def test_watch_signals_the_batch_shell_and_names_the_stalled_node(tmp_path):
+def test_watch_signals_the_batch_shell_and_names_the_stalled_node(watchdog, tmp_path):
     """A stand-in batch shell waits for SIGUSR2; rank 1 stopped at step 4, rank 0 at 5."""
     shell = subprocess.Popen(["bash", "-c", "trap 'echo stalled; exit 0' USR2; while :; do sleep 0.1; done"],
                              stdout=subprocess.PIPE, text=True)
@@ -66,7 +48,7 @@ def test_watch_signals_the_batch_shell_and_names_the_stalled_node(tmp_path):
     old = time.time() - 3
     os.utime(tmp_path / "rank1@nid005001", (old, old))
     started = time.monotonic()
-    result = subprocess.run([sys.executable, str(SCRIPT), "watch", "--dir", str(tmp_path), "--timeout", "2",
+    result = subprocess.run([sys.executable, watchdog.__file__, "watch", "--dir", str(tmp_path), "--timeout", "2",
                              "--startup", "30", "--notify", str(shell.pid), "--interval", "0.2"],
                             capture_output=True, text=True, timeout=30)
     assert shell.communicate(timeout=10)[0] == "stalled\n"
@@ -75,10 +57,10 @@ def test_watch_signals_the_batch_shell_and_names_the_stalled_node(tmp_path):
     assert (tmp_path / "stalled").read_text() == "node=nid005001\nrank=1\nstep=4\n"
 
 
-def test_watch_ends_with_the_batch_shell(tmp_path):
+def test_watch_ends_with_the_batch_shell(watchdog, tmp_path):
     done = subprocess.Popen(["true"])
     done.wait()
-    result = subprocess.run([sys.executable, str(SCRIPT), "watch", "--dir", str(tmp_path), "--timeout", "1",
+    result = subprocess.run([sys.executable, watchdog.__file__, "watch", "--dir", str(tmp_path), "--timeout", "1",
                              "--startup", "1", "--notify", str(done.pid)], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0 and not result.stderr and not (tmp_path / "stalled").exists()
 
@@ -97,7 +79,7 @@ stuck_in_a_collective()
 """
 
 
-def test_dump_prints_the_stacks_of_this_jobs_ranks_only(tmp_path):
+def test_dump_prints_the_stacks_of_this_jobs_ranks_only(watchdog, tmp_path):
     beat_dir = tmp_path / "heartbeat-42"
     beat_dir.mkdir()
     env = {**os.environ, "LUMI_SCAFFOLD_HEARTBEAT": f"{beat_dir}/rank3@nid1"}
@@ -110,7 +92,7 @@ def test_dump_prints_the_stacks_of_this_jobs_ranks_only(tmp_path):
         assert ours.stdout.readline() == "ready\n" and other.stdout.readline() == "ready\n"
         path = os.environ.get("PATH", "")
         without_pyspy = os.pathsep.join(p for p in path.split(os.pathsep) if not (Path(p) / "py-spy").exists())
-        result = subprocess.run([sys.executable, str(SCRIPT), "dump", "--dir", str(beat_dir), "--settle", "1"],
+        result = subprocess.run([sys.executable, watchdog.__file__, "dump", "--dir", str(beat_dir), "--settle", "1"],
                                 capture_output=True, text=True, timeout=30,
                                 env={**os.environ, "PATH": without_pyspy, "SLURMD_NODENAME": "nid1"})
         assert result.returncode == 0
@@ -121,31 +103,3 @@ def test_dump_prints_the_stacks_of_this_jobs_ranks_only(tmp_path):
             process.send_signal(signal.SIGTERM)
     assert "in stuck_in_a_collective" in ours.communicate(timeout=10)[1]
     assert "stuck_in_a_collective" not in other.communicate(timeout=10)[1]
-
-
-HEARTBEAT = SCRIPT.parents[1] / "src/{{ plugin_data.package }}/heartbeat.py"  # shipped as is (no Jinja)
-
-
-def test_the_examples_heartbeat_writes_the_step_and_prints_stacks_on_sigusr2(tmp_path):
-    """src/<package>/heartbeat.py as the examples use it: the step at most once a second,
-    and stacks on SIGUSR2 from the moment it is imported (before any Heartbeat exists)."""
-    (tmp_path / "heartbeat.py").write_text(HEARTBEAT.read_text())
-    code = """import os, signal, sys, time
-from heartbeat import Heartbeat
-os.kill(os.getpid(), signal.SIGUSR2)
-beat = Heartbeat()
-beat.beat(1); beat.beat(2)
-print(open(os.environ["LUMI_SCAFFOLD_HEARTBEAT"]).read().strip())
-time.sleep(1.1); beat.beat(3)
-print(open(os.environ["LUMI_SCAFFOLD_HEARTBEAT"]).read().strip())
-"""
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=30,
-                            env={**os.environ, "LUMI_SCAFFOLD_HEARTBEAT": str(tmp_path / "rank0@nid1"),
-                                 "PYTHONPATH": str(tmp_path)})
-    assert result.returncode == 0 and result.stdout == "1\n3\n", result.stderr
-    assert result.stderr.startswith("Current thread 0x") and 'File "<string>", line 3 in <module>' in result.stderr
-    outside = subprocess.run([sys.executable, "-c", "from heartbeat import Heartbeat; Heartbeat().beat(1)"],
-                             cwd=tmp_path, capture_output=True, text=True, timeout=30,
-                             env={k: v for k, v in os.environ.items() if k != "LUMI_SCAFFOLD_HEARTBEAT"})
-    assert outside.returncode == 0  # and wrote nothing new
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == ["heartbeat.py", "rank0@nid1"]

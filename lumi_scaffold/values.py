@@ -354,7 +354,8 @@ def _inside(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
 def _network(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     check = pd.site.rccl_check
     if check is None:
-        return [Heading(("The network check: none for this site.",)), Value("net_check", "")]
+        return [Heading(("The network check: none for this site.",)), Value("net_check", ""), Value("net_check_fast", ""),
+                Value("net_check_tcp", ""), Value("net_check_final", ""), Value("net_check_fix", "")]
     return [
         Heading((f"The network check (scripts/rccl_net.py): between nodes RCCL must use {check.name}; when it",
                  f"cannot, it falls back to TCP sockets, several times slower, with no error.{f' [{check.source}]' if check.source else ''}",

@@ -177,8 +177,8 @@ def test_wandb_online_without_a_key_is_one_line_at_start(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("nodes", [1, 2])
 def test_the_job_bills_each_node_slurm_gave_it(template, tmp_path, nodes):
-    """report_job exports one node's rate as the job file asks for it (explain's rate over
-    the file's nodes): the report bills the file's own shape at explain's rate, and a job
+    """report_job exports one node's rate as the job file asks for it (billing_train in
+    values.sh: explain's rate over the file's nodes): the report bills the file's own shape at explain's rate, and a job
     given more nodes on sbatch's command line (SLURM_JOB_NUM_NODES) in proportion."""
     from lumi_scaffold.explain import explain_project
 
@@ -186,7 +186,8 @@ def test_the_job_bills_each_node_slurm_gave_it(template, tmp_path, nodes):
 
     project = render(template, tmp_path / "p", nodes=nodes)
     rate = next(j for j in explain_project(project)["jobs"] if j["kind"] == "train")["billed_per_hour"]
-    script = ('eval "$(sed -n \'/^report_job() {/,/^}/p\' scripts/job-env.sh)"; PROJECT_DIR=$PWD report_job train; '
+    script = ('source scripts/values.sh; eval "$(sed -n \'/^report_job() {/,/^}/p\' scripts/job-env.sh)"; '
+              'PROJECT_DIR=$PWD report_job train; '
               'echo "$LUMI_SCAFFOLD_BILLING_PER_NODE $LUMI_SCAFFOLD_BILLING_UNIT"')
     exported = subprocess.run(["bash", "-c", script], cwd=project, capture_output=True, text=True, check=True).stdout.split(" ", 1)
     assert float(exported[0]) * nodes == rate and exported[1] == "GPU-hours\n", (exported, rate)

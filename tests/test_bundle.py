@@ -103,7 +103,7 @@ def test_update_after_an_upgrade_brings_the_release_and_keeps_edits(package, tmp
     run.write_text(run.read_text().replace('exec "$@"', 'export OURS=1\nexec "$@"'))
     git(p, "add", "-A")
     commit(p, "our edit")
-    readme = package.repo / "project-templates/project/README.md.jinja"
+    readme = package.repo / "project-templates/_shared/readme/interactive.md.jinja"
     readme.write_text(readme.read_text().replace("## Interactive work", "## Interactive work (0.3.1)"))
     package.release("0.3.1", "v0.3.1")  # the upgraded package's bundle
 
@@ -153,7 +153,7 @@ def test_doctor_says_when_the_installed_template_is_newer_as_copier_check_update
     capsys.readouterr()
     assert cli.main(["doctor", str(p)]) == 0
     assert "update is available" not in capsys.readouterr().out
-    readme = package.repo / "project-templates/project/README.md.jinja"
+    readme = package.repo / "project-templates/_shared/readme/interactive.md.jinja"
     readme.write_text(readme.read_text().replace("## Interactive work", "## Interactive work (0.3.1)"))
     package.release("0.3.1", "v0.3.1")
     assert cli.main(["doctor", str(p)]) == 0

@@ -145,7 +145,7 @@ def test_upgrade_then_update_offline_keeps_edits(tool, clone, tmp_path):
     subprocess.run(["git", "commit", "-q", "-am", "our edit"], cwd=p, env=env, check=True)
 
     # release B: a template change, installed over A
-    readme = clone / "project-templates/project/README.md.jinja"
+    readme = clone / "project-templates/_shared/readme/interactive.md.jinja"
     readme.write_text(readme.read_text().replace("## Interactive work", f"## Interactive work ({B})"))
     git(clone, "add", "-A")
     commit(clone, "a template change")

@@ -105,7 +105,7 @@ def test_showcase_legacy_image_moves_to_laif_and_edits_survive(template_repo, tm
     replace_in(p / "src/demo/train.py", "nn.Linear(64, classes)", "nn.Linear(64, classes)  # our model head")
     commit(p, "our edits")
     # A new template release and the January 2026 move of the catalogue.
-    replace_in(template_repo / "project-templates/project/README.md.jinja", "## Interactive work", "## Interactive work (v2)")
+    replace_in(template_repo / "project-templates/_shared/readme/interactive.md.jinja", "## Interactive work", "## Interactive work (v2)")
     commit(template_repo, "v2", "v2.0.0")
     era("now")
 
@@ -276,7 +276,7 @@ def test_readme_sample_project_updates_from_commits_and_warns_once(tmp_path, mon
     assert f"_src_path: {clone}\n" in (sample / ".copier-answers.yml").read_text()
     git(sample, "init", "-q")
     commit(sample, "generated")
-    replace_in(clone / "project-templates/project/README.md.jinja", "## Interactive work", "## Interactive work (next)")
+    replace_in(clone / "project-templates/_shared/readme/interactive.md.jinja", "## Interactive work", "## Interactive work (next)")
     commit(clone, "a template change, untagged")
     monkeypatch.chdir(tmp_path)  # not where the template is
 
@@ -290,7 +290,7 @@ def test_readme_sample_project_updates_from_commits_and_warns_once(tmp_path, mon
 
     # plain `copier update` works from commits too (it prints the warning itself, per render)
     commit(sample, "updated")
-    replace_in(clone / "project-templates/project/README.md.jinja", "(next)", "(after)")
+    replace_in(clone / "project-templates/_shared/readme/interactive.md.jinja", "(next)", "(after)")
     commit(clone, "another template change")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

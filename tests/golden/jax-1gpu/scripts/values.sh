@@ -125,4 +125,8 @@ rccl_debug_alias='LUMI_RCCL_DEBUG'
 
 # The network check: none for this site.
 net_check=''
+net_check_fast=''
+net_check_tcp=''
+net_check_final=''
+net_check_fix=''
 }

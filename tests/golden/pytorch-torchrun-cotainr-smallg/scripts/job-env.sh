@@ -342,9 +342,7 @@ train_job() {
     report_job train
     # The progress watchdog stops the job when no rank made progress for PROGRESS_TIMEOUT
     # seconds (STARTUP_TIMEOUT until the first step's heartbeat): a hung collective then
-    # costs minutes, not the rest of the time limit. Set either when you submit, e.g.
-    # PROGRESS_TIMEOUT=600 sbatch jobs/train.sbatch (0: off); choose PROGRESS_TIMEOUT above
-    # your slowest step, checkpoint included.
+    # costs minutes, not the rest of the time limit. The job file sets both.
     PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-1200}"
     STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-1800}"
 

@@ -24,6 +24,17 @@ from .errors import UserMessageError
 __all__ = ["ANSWERS_FILE", "UpdateResult", "check_project", "project_notices", "read_answers", "template_answers", "update_available",
            "update_project"]
 MARKER = re.compile(r"^(<<<<<<< |>>>>>>> )", re.M)
+# 0.4 made the jobs' logic a static library and their values one file, scripts/values.sh
+# (docs/jobs.md, "Which file is whose"). In a project from before, an edit to a part that
+# moved conflicts; the update says where that part is now.
+LIBRARY = "scripts/values.sh"
+MOVED = {
+    "jobs/train.sbatch": "its chain, watchdog and launch moved to train_job and launch in scripts/job-env.sh",
+    "scripts/job-env.sh": "it is the same in every project now; its values (image, binds, modules, paths, billing) "
+                          "moved to scripts/values.sh",
+    "scripts/run.sh": "it is the same in every project now; the site's settings (image_env, caches, the network "
+                      "check) moved to scripts/values.sh",
+}
 
 
 @dataclass
@@ -185,14 +196,25 @@ def update_project(
     answers = template_answers(project)
     _check_plugin_data(project, answers, data or {})
     vcs_ref = _update_ref(project, str(answers["_src_path"]), vcs_ref)
+    before = (project / LIBRARY).exists()
     if pretend:
-        return _pretend(project, data or {}, vcs_ref)
+        return _pretend(project, data or {}, vcs_ref, before)
     _run_copier_update(project, data or {}, vcs_ref, quiet)
     changed = _changed(project)
-    return UpdateResult(changed=changed, conflicts=_conflicts(project, changed), notices=project_notices(project))
+    conflicts = _conflicts(project, changed)
+    return UpdateResult(changed=changed, conflicts=conflicts,
+                        notices=project_notices(project) + _moved(before, conflicts))
 
 
-def _pretend(project: Path, data: dict[str, Any], vcs_ref: str | None) -> UpdateResult:
+def _moved(had_library: bool, conflicts: list[str]) -> list[str]:
+    """For a project from before the static library: where each edited part went."""
+    if had_library:
+        return []
+    return [f"{name}: your edit conflicts with 0.4's layout: {MOVED[name]} (docs/jobs.md); carry your edit there"
+            for name in conflicts if name in MOVED]
+
+
+def _pretend(project: Path, data: dict[str, Any], vcs_ref: str | None, had_library: bool = True) -> UpdateResult:
     top = Path(_git(project, "rev-parse", "--show-toplevel").strip())
     sub = project.relative_to(top)
     scratch = Path(tempfile.mkdtemp(prefix="lumi-update-pretend-"))
@@ -204,7 +226,9 @@ def _pretend(project: Path, data: dict[str, Any], vcs_ref: str | None) -> Update
         changed = _changed(target)
         _git(target, "add", "--all", "--", ".")
         diff = _git(target, "diff", "--cached", "--", ".")
-        return UpdateResult(changed=changed, conflicts=_conflicts(target, changed), diff=diff, notices=project_notices(target))
+        conflicts = _conflicts(target, changed)
+        return UpdateResult(changed=changed, conflicts=conflicts, diff=diff,
+                            notices=project_notices(target) + _moved(had_library, conflicts))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

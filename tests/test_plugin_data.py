@@ -235,12 +235,8 @@ def _recorded(release: str) -> tuple[dict, dict]:
     return answers, recorded["plugin_data"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("release", "commit", "schema"), [("0.2.0", V02_COMMIT, 1), ("0.3.0", V030_COMMIT, 2)])
-def test_a_project_made_by_an_older_release_updates_and_keeps_its_edits(tmp_path, release, commit, schema):
-    """The release's template, with the plugin_data that release recorded, updated to this
-    checkout's template: the old render replays the old shape, the new one computes the
-    current schema, the user's edit stays, and the result is what a fresh copy writes."""
+def _release_and_now(tmp_path: Path, release: str, commit: str) -> Path:
+    """A template repository: the release's template tagged v<release>, this checkout's v9.0.0."""
     if not _has_commit(commit):
         pytest.skip(f"needs the repository's history (a shallow clone lacks {release})")
     template = tmp_path / "template"
@@ -258,6 +254,16 @@ def test_a_project_made_by_an_older_release_updates_and_keeps_its_edits(tmp_path
     _git(template, "add", "-A")
     _git(template, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "now")
     _git(template, "tag", "v9.0.0")
+    return template
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("release", "commit", "schema"), [("0.2.0", V02_COMMIT, 1), ("0.3.0", V030_COMMIT, 2)])
+def test_a_project_made_by_an_older_release_updates_and_keeps_its_edits(tmp_path, release, commit, schema):
+    """The release's template, with the plugin_data that release recorded, updated to this
+    checkout's template: the old render replays the old shape, the new one computes the
+    current schema, the user's edit stays, and the result is what a fresh copy writes."""
+    template = _release_and_now(tmp_path, release, commit)
 
     # Copier takes the computed answer from --data: the project is what the release wrote.
     answers, recorded = _recorded(release)
@@ -289,6 +295,33 @@ def test_a_project_made_by_an_older_release_updates_and_keeps_its_edits(tmp_path
     for name in ("scripts/job-env.sh", "jobs/profile.sbatch", "README.md"):
         assert (project / name).read_text() == (fresh / name).read_text(), name
     assert train.read_text().replace("# our own line\n", "", 1) == (fresh / "jobs" / "train.sbatch").read_text()
+
+
+@pytest.mark.slow
+def test_an_edit_to_what_moved_into_the_library_conflicts_and_says_where_it_went(tmp_path, capsys):
+    """A 0.3.0 project whose group edited the binds in job-env.sh: 0.4 keeps them in
+    scripts/values.sh, so the edit conflicts, and the update names where the part went."""
+    template = _release_and_now(tmp_path, "0.3.0", V030_COMMIT)
+    answers, recorded = _recorded("0.3.0")
+    project = tmp_path / "project"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        copier.run_copy(str(template), str(project), data={**answers, "plugin_data": recorded}, defaults=True,
+                        unsafe=True, quiet=True, vcs_ref="v0.3.0")
+    env = project / "scripts" / "job-env.sh"
+    text = env.read_text()
+    assert 'BINDS="${BINDS:-' in text
+    env.write_text(text.replace('BINDS="${BINDS:-', 'BINDS="${BINDS:-/our/lab,', 1))
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "made by 0.3.0, binds edited")
+
+    assert cli.main(["update", str(project), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert ("scripts/job-env.sh: your edit conflicts with 0.4's layout: it is the same in every project now; its values "
+            "(image, binds, modules, paths, billing) moved to scripts/values.sh") in err, err
+    assert "/our/lab" in env.read_text() and "<<<<<<<" in env.read_text()
+    assert (project / "scripts" / "values.sh").is_file()
 
 
 def test_a_value_that_does_not_fit_is_reported_by_field_not_as_a_traceback():

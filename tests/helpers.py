@@ -59,3 +59,10 @@ def write_plugin_dist(site_dir: Path, dist: str, entry_points: dict[str, str], m
     (info / "entry_points.txt").write_text(f"[lumi_scaffold]\n{eps}\n")
     for name, source in modules.items():
         (site_dir / f"{name}.py").write_text(textwrap.dedent(source))
+
+
+def values(project: Path) -> dict[str, Any]:
+    """A rendered project's scripts/values.sh as its jobs read it, ``${NAME}`` references
+    kept as written (project_values.read with raw=True): ``values(p)["image"]``."""
+    reader = load_module("project_values", project / "scripts" / "project_values.py")
+    return reader.read(project / "scripts" / "values.sh", raw=True)

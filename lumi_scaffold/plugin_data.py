@@ -162,7 +162,7 @@ class JobFields(_Part):
 
 class ImageIssue(_Part):
     """A known issue of the image that the project's job shape may hit (lumi-facts §11), for
-    the README's container row and the comment above job-env.sh's image line."""
+    the README's container row and the comment above values.sh's image line."""
 
     key: OneLine = Field(description="The issue's source key (LAIF-I44).")
     title: OneLine

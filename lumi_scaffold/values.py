@@ -283,12 +283,16 @@ def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
         Value("launcher", launcher),
         Value("srun_options", tuple(job.srun_options), ("srun's options for the training step beyond the job's.",)),
         Value("cpu_bind", job.cpu_bind, ("srun's --cpu-bind for the training step ('' for none).",)),
-        Value("torchrun_binding", job.torchrun_binding, ("torchrun's --numa-binding ('' for none).",)),
-        Value("ranks_per_task", str(job.ranks_per_task), ("Ranks each task starts (torchrun: the GPUs of a node).",)),
+        Value("torchrun_binding", job.torchrun_binding,
+              ("torchrun's --numa-binding ('' for none).",) if launcher == "torchrun" else ("(Used by the torchrun launcher only.)",)),
+        Value("ranks_per_task", str(job.ranks_per_task),
+              ("Ranks each task starts: torchrun's workers per node.",) if launcher == "torchrun" else ("Ranks each task starts.",)),
         Value("train_script", f"src/{pd.package}/train.py", ("The training script, from the project directory.",)),
         Value("train_args", args, ("The framework's arguments before yours.",)),
         Value("rendezvous", _flag(pd.framework.needs_master_addr), (
-            cite("1: the jobs set MASTER_ADDR and MASTER_PORT for torch.distributed's rendezvous. [WS-09], [AIG-05]"),)),
+            cite("1: the jobs set MASTER_ADDR and MASTER_PORT for torch.distributed's rendezvous. [WS-09], [AIG-05]"),)
+            if pd.framework.needs_master_addr else (
+            f"0: {pd.framework.title} finds its peers itself ({pd.framework.distributed_init or 'its own rendezvous'}).",)),
         Value("chains", _flag(pd.partition.chains), ("1: jobs/train.sbatch --chain N queues the run's next jobs.",)),
         Value("chains_refused", refused_here(pd, "chains of jobs") if not pd.partition.chains else ""),
         Value("signal_lead", str(job.signal_lead), ("Seconds before the time limit at which Slurm warns the training job.",)),

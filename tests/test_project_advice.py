@@ -112,15 +112,15 @@ def test_doctor_names_a_framework_with_legacy_images_only(tmp_path, monkeypatch,
 @pytest.mark.parametrize(("nodes", "named"), [(2, True), (1, False)])
 def test_the_projects_own_files_name_the_images_known_issue_for_its_shape(tmp_path, nodes, named):
     """20260807's second-process-group hang [LAIF-I44] strikes across nodes: a 2-node project's
-    README (container row) and job-env.sh (above the image line) say what it is and what to
+    README (container row) and values.sh (above the image line) say what it is and what to
     do; a 1-node project's do not mention it beyond the image's title line."""
     p = render(REPO, tmp_path / "p", nodes=nodes, container="laif-multitorch-20260807")
     readme = (p / "README.md").read_text()
     row = next(line for line in readme.split("\n- ") if line.startswith("**Container**"))
     assert ("**Known issue [LAIF-I44]** on 2 nodes, if your code makes a second process group" in row) == named
     assert ("Instead: keep to one process group (plain DDP) on this image" in row) == named
-    lines = (p / "scripts" / "job-env.sh").read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith('SIF="${SIF:-/appl/'))
+    lines = (p / "scripts" / "values.sh").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("image='/appl/"))
     comment = lines[at - 1]
     assert comment.startswith("# Known issue [LAIF-I44] on 2 nodes, if your code makes a second process group") == named
     assert ("Instead: keep to one process group" in comment) == named
@@ -130,18 +130,18 @@ def test_the_projects_own_files_name_the_images_known_issue_for_its_shape(tmp_pa
 def test_an_image_without_issues_gets_no_known_issue_line(tmp_path):
     p = render(REPO, tmp_path / "p", nodes=2)  # the recommended image, 20260513: no open issue in the sources
     assert "Known issue" not in (p / "README.md").read_text()
-    assert "Known issue" not in (p / "scripts" / "job-env.sh").read_text()
+    assert "Known issue" not in (p / "scripts" / "values.sh").read_text()
     assert "known_issues" not in (p / ".copier-answers.yml").read_text()
 
 
-def test_a_project_on_an_observed_image_says_so_in_its_readme_and_job_env(tmp_path):
+def test_a_project_on_an_observed_image_says_so_in_its_readme_and_values(tmp_path):
     p = render(REPO, tmp_path / "p", container="laif-multitorch-20260929")
     readme = (p / "README.md").read_text()
     row = next(line for line in readme.split("\n- ") if line.startswith("**Container**"))
     assert "**This image is observed, not announced**: it was seen in public job scripts [OBS-LAIF]" in row
     assert "`lumi-scaffold doctor` on a login node checks that it is there" in row
-    lines = (p / "scripts" / "job-env.sh").read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith('SIF="${SIF:-/appl/'))
+    lines = (p / "scripts" / "values.sh").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("image='/appl/"))
     assert lines[at - 1] == ("# Observed in public job scripts, not announced by LUMI: `lumi-scaffold doctor` on a login "
                              "node checks that it is there.")
     recommended = render(REPO, tmp_path / "q")

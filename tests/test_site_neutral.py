@@ -23,7 +23,7 @@ from lumi_scaffold import ContainerImage, Site, hookimpl, sources
 from lumi_scaffold.testing import answer_matrix, lint_projects, render_many, render_project, scratch_dir, use_catalogue
 from lumi_scaffold.testing import plugin_catalogue
 
-from .helpers import render
+from .helpers import render, values
 
 SITE = "setonix-like"
 SETONIX = {  # TEST DATA, not facts about Setonix (see the module docstring)
@@ -130,8 +130,7 @@ def test_the_marker_check_finds_lumi_in_a_lumi_project(template, tmp_path):
     project = render(template, tmp_path / "p", nodes=2, prestage=True, profiler="rocprofv3",
                      dataset_archive="/scratch/project_465000000/d.tar")
     files = {line.split(":")[0] for line in lumi_wording(project)}
-    assert {"README.md", "scripts/run.sh", "scripts/job-env.sh", "scripts/attach.sh", "scripts/setup-venv.sh",
-            "jobs/train.sbatch", "src/demo/train.py", ".copier-answers.yml"} <= files, files
+    assert {"README.md", "scripts/values.sh", "jobs/train.sbatch", "src/demo/train.py", ".copier-answers.yml"} <= files, files
 
 
 def _setonix_project(template, tmp_path, catalogue, **answers):
@@ -153,8 +152,8 @@ def test_site_prose_comes_from_the_site_data(template, tmp_path, catalogue):
     # attach.sh: no power figures without the site's; its help still works.
     attach = subprocess.run(["scripts/attach.sh", "--help"], cwd=project, capture_output=True, text=True)
     assert attach.returncode == 0 and "rocm-smi every second\n" in attach.stdout and " W " not in attach.stdout
-    run_sh = (project / "scripts/run.sh").read_text()
-    assert 'if [ "${RCCL_DEBUG_FILES:-0}" = 1 ]; then' in run_sh and "LUMI_RCCL_DEBUG" not in run_sh
+    # RCCL_DEBUG_FILES alone: the site names no older variable for it.
+    assert values(project)["rccl_debug_alias"] == "" and "LUMI_RCCL_DEBUG" not in (project / "scripts/values.sh").read_text()
 
 
 def test_lumi_prose_keeps_its_facts(template, tmp_path):

@@ -235,7 +235,7 @@ launch() {
     local step=(srun --kill-on-bad-exit=1)
     if [ "${launcher}" = torchrun ]; then
         step+=("${srun_options[@]}" "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh"
-            python -m torch.distributed.run ${torchrun_binding:+"--numa-binding=${torchrun_binding}"}
+            python -m torch.distributed.run ${numa_binding:+"--numa-binding=${numa_binding}"}
             --nnodes="${SLURM_JOB_NUM_NODES}" --nproc_per_node="${ranks_per_task}"
             --rdzv_id="${SLURM_JOB_ID}" --rdzv_backend=c10d --rdzv_endpoint="${MASTER_ADDR}:${MASTER_PORT}"
             --no-python "${wrapper}")

@@ -60,8 +60,8 @@ def test_wheel_contains_the_template_with_modes(wheel):
     in_repo = {str(p.relative_to(REPO)) for p in [REPO / "copier.yml", *(REPO / "project-templates").rglob("*")]
                if p.is_file() and "__pycache__" not in p.parts}
     assert shipped == in_repo
-    run_sh = infos[prefix + "project-templates/project/scripts/run.sh.jinja"]
-    assert (run_sh.external_attr >> 16) & stat.S_IXUSR, "shell templates must stay executable"
+    run_sh = infos[prefix + "project-templates/project/scripts/run.sh"]
+    assert (run_sh.external_attr >> 16) & stat.S_IXUSR, "shell scripts must stay executable"
 
 
 def test_installed_wheel_renders_a_project(wheel, tmp_path):

@@ -1,9 +1,9 @@
 """Known issues of images and env settings (catalogue data), for new and existing projects.
 
 An image or an env setting may carry :class:`~lumi_scaffold.models.KnownIssue` entries. A
-new project leaves out the settings an issue affects (run.sh says why), and the end of
-copy and update, ``doctor`` and ``explain`` name the issues that affect a project's image
-and shape, with the way out: ``lumi-scaffold update`` (with ``-d container=...`` where the
+new project leaves out the settings an issue affects (scripts/values.sh says why), and the
+end of copy and update, ``doctor`` and ``explain`` name the issues that affect a project's
+image and shape, with the way out: ``lumi-scaffold update`` (with ``-d container=...`` where the
 image itself is affected). Existing projects are judged by the catalogue installed now,
 since an issue is often reported after the project was made.
 """
@@ -80,7 +80,8 @@ def project_issues(plugin_data: Mapping[str, Any], cat: Any) -> list[str]:
             continue
         for issue in setting.known_issues:
             if issue.affects(nodes, generation):
-                what = f"affects scripts/run.sh's {setting.name}={recorded.get('value')} with a {generation} image"
+                what = (f"affects {setting.name}={recorded.get('value')} (image_env in scripts/values.sh; scripts/run.sh "
+                        f"before 0.4) with a {generation} image")
                 out.append(_line(issue, what, "lumi-scaffold update (the catalogue now leaves the setting out)"))
                 break
     return out

@@ -20,7 +20,7 @@ from lumi_scaffold import ContainerImage, cli, doctor, plugins
 from lumi_scaffold.lint import lint_project
 from lumi_scaffold.plugin_data import PluginDataError, validate_plugin_data
 
-from .helpers import REPO, render, template_copy, write_plugin_dist
+from .helpers import REPO, render, template_copy, values, write_plugin_dist
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PLUGIN_DIR = FIXTURES / "mysoftware-plugin"
@@ -99,8 +99,7 @@ def test_plain_copier_renders_the_path_so_only_the_variable_expands_and_the_proj
     project = tmp_path / "demo"
     result = copier_copy(project, installed, *ANSWERS)
     assert result.returncode == 0, result.stderr
-    job_env = (project / "scripts/job-env.sh").read_text()
-    assert f'SIF="${{SIF:-{IMAGE}}}"' in job_env
+    assert values(project)["image"] == IMAGE and values(project)["image_variable"] == "MYSOFTWARE"
     assert lint_project(project, plugins.get_catalogue()) == []
 
     def source(**variables: str) -> subprocess.CompletedProcess:
@@ -296,7 +295,7 @@ def scratch_under(monkeypatch, site: str, path: str) -> None:
 
 
 STORAGE_LINE = ("MYSCRATCH is not set: the project's data, outputs and caches are under ${MYSCRATCH} "
-                "(scripts/job-env.sh). Fix: set MYSCRATCH in the shell that submits the job")
+                "(scripts/values.sh). Fix: set MYSCRATCH in the shell that submits the job")
 
 
 def test_storage_under_a_variable_renders_lints_and_is_checked_by_the_job_and_doctor(template, tmp_path, monkeypatch):
@@ -305,10 +304,10 @@ def test_storage_under_a_variable_renders_lints_and_is_checked_by_the_job_and_do
 
     scratch_under(monkeypatch, "lumi", "${MYSCRATCH}/{project}")
     project = render(template, tmp_path / "p", prestage=True)
-    job_env = (project / "scripts/job-env.sh").read_text()
-    assert 'OUTPUT_ROOT="${OUTPUT_ROOT:-${MYSCRATCH}/project_465000000/${USER}/demo/outputs}"' in job_env
-    assert 'export TORCH_HOME="${MYSCRATCH}/project_465000000/${USER}/cache/torch_home"' in (
-        project / "scripts/run.sh").read_text()
+    v = values(project)
+    assert v["output_root"] == "${MYSCRATCH}/project_465000000/${USER}/demo/outputs"
+    assert "TORCH_HOME=${MYSCRATCH}/project_465000000/${USER}/cache/torch_home" in v["cache_env"]
+    assert v["storage_variables"] == ["MYSCRATCH"]
     assert lint_project(project, plugins.get_catalogue(), "lumi") == []
 
     def source(**variables: str) -> subprocess.CompletedProcess:
@@ -336,7 +335,7 @@ def test_a_site_without_variables_has_no_storage_check(template, tmp_path):
     from lumi_scaffold.doctor import storage_checks
 
     project = render(template, tmp_path / "p", prestage=True)
-    assert "is not set: the project's data" not in (project / "scripts/job-env.sh").read_text()
+    assert values(project)["storage_variables"] == []
     assert storage_checks(read_answers(project), environ={}) == []
 
 

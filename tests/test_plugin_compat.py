@@ -22,7 +22,7 @@ import pytest
 
 from lumi_scaffold import PLUGIN_API, __version__, plugins
 
-from .helpers import REPO, template_copy
+from .helpers import REPO, template_copy, values
 
 RELEASED = Path(__file__).parent / "fixtures" / "plugins-0.2.0"
 NAMES = ("lumi-site-frontier", "lumi-framework-deepspeed")
@@ -42,8 +42,7 @@ SCRIPT = textwrap.dedent("""
               "modules": [lumi_site_frontier.__file__, lumi_framework_deepspeed.__file__], "projects": {}}
     for name, answers in cases.items():
         project = render_project(template, out / name, answers)
-        report["projects"][name] = {"lint": lint_project(project, cat),
-                                    "job_env": (project / "scripts/job-env.sh").read_text()}
+        report["projects"][name] = {"lint": lint_project(project, cat)}
     print(json.dumps(report))
 """)
 
@@ -81,9 +80,9 @@ def test_the_plugins_as_released_with_0_2_render_and_lint_with_this_sdk(released
     for name, project in report["projects"].items():
         assert project["lint"] == [], name
     # What each plugin brings is in the projects: Frontier's modules, DeepSpeed's image.
-    assert "module load rocm" in report["projects"]["frontier"]["job_env"]
-    assert "laif-deepspeed" in report["projects"]["deepspeed"]["job_env"] or \
-        "lumi-multitorch" in report["projects"]["deepspeed"]["job_env"]
+    assert [m for m in values(tmp_path / "frontier")["modules"] if m.split()[:2] == ["load", "rocm"]]
+    image = values(tmp_path / "deepspeed")["image"]
+    assert "laif-deepspeed" in image or "lumi-multitorch" in image
 
 
 def test_the_plugin_api_version_is_a_major_minor_pair():
@@ -172,8 +171,7 @@ LMOD_SCRIPT = textwrap.dedent("""
     answers = {"project_name": "demo", "site": "frontier", "account": "abc123", "framework": "pytorch"}
     project = render_project(sys.argv[1], Path(sys.argv[2]) / "lmod", answers)
     print(json.dumps({"problems": [str(p) for p in plugins.get_catalogue().problems], "module": lumi_site_frontier.__file__,
-                      "lint": lint_project(project, plugins.get_catalogue()),
-                      "job_env": (project / "scripts/job-env.sh").read_text()}))
+                      "lint": lint_project(project, plugins.get_catalogue())}))
 """)
 
 
@@ -200,4 +198,5 @@ def test_a_0_2_site_whose_modules_are_lmod_name_version_renders(tmp_path):
     assert Path(report["module"]).is_relative_to(target)
     assert [p for p in report["problems"] if "frontier" in p] == []
     assert report["lint"] == []
-    assert "module load rocm/6.2.4\n" in report["job_env"] and "module load singularity/4.1.0-slurm\n" in report["job_env"]
+    modules = values(tmp_path / "lmod")["modules"]
+    assert "load rocm/6.2.4" in modules and "load singularity/4.1.0-slurm" in modules

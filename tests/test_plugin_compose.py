@@ -21,7 +21,7 @@ import pytest
 from lumi_scaffold import ContainerImage, Framework, Site, cli, hookimpl, load_data_file
 from lumi_scaffold.testing import check_conformance, isolated_catalogue, lint_projects, render_project
 
-from .helpers import DEFAULTS, REPO, template_copy
+from .helpers import DEFAULTS, REPO, template_copy, values
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXAMPLES = REPO / "lumi_scaffold" / "default_plugins" / "examples"
@@ -78,7 +78,7 @@ def test_the_framework_is_offered_on_the_site_with_its_image_and_pins(tmp_path):
         assert lint_projects([project], cat) == []
         assert cat.frameworks_for("campus") == ["pytorch", "lightning"]
         assert check_conformance(cat, "lumi-framework-lightning") == []
-    assert OLD.format(p="pawsey0001") in (project / "scripts" / "job-env.sh").read_text()
+    assert values(project)["image"] == OLD.format(p="pawsey0001")
     assert "The catalogue says it ships: numpy 2.1.3, torch 2.7.1." in (project / "constraints.txt").read_text()
     assert "lightning" in (project / "requirements.txt").read_text().split()  # the framework's, on top
 
@@ -135,5 +135,5 @@ def test_when_the_site_moves_its_image_an_update_moves_the_project(template_repo
     _git(project, "commit", "-q", "-m", "generated")
     with isolated_catalogue(site_plugin(NEW), framework_plugin()):
         assert cli.main(["update", str(project), "-q"]) == 0
-    job_env = (project / "scripts" / "job-env.sh").read_text()
-    assert NEW.format(p="pawsey0001") in job_env and OLD.format(p="pawsey0001") not in job_env
+    assert values(project)["image"] == NEW.format(p="pawsey0001")
+    assert OLD.format(p="pawsey0001") not in (project / "scripts" / "values.sh").read_text()

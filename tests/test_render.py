@@ -16,7 +16,7 @@ from lumi_scaffold.plugins import get_catalogue
 from lumi_scaffold.testing import answer_matrix, lint_projects, scratch_dir
 
 from .copier_shortcuts import copier_shortcuts, render_many
-from .helpers import read_tree, render
+from .helpers import read_tree, render, values
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE_GOLDEN = os.environ.get("LUMI_SCAFFOLD_UPDATE_GOLDEN") == "1"
@@ -196,29 +196,35 @@ def test_two_node_pytorch_project_has_everything(template, tmp_path):
     for option in ("--account=project_465000000", "--partition=standard-g", "--time=01:00:00", "--nodes=2",
                    "--ntasks-per-node=8", "--gpus-per-node=8", "--cpus-per-task=7", "--mem=480G", "--output=logs/%x-%j.out"):
         assert f"#SBATCH {option}\n" in train
-    env = (p / "scripts/job-env.sh").read_text()
-    assert "--cpu-bind=verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000," in env
-    assert "srun --kill-on-bad-exit=1" in env and "run_step launch run.sh" in train
-    assert 'MASTER_ADDR="$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)"' in env
-    assert "module load lumi-aif-singularity-bindings" in env and "singularity run" in env
+    env, v = (p / "scripts/job-env.sh").read_text(), values(p)
+    # Each rank bound to its GPU's cores with the site's masks, through srun's --cpu-bind.
+    assert v["launcher"] == "srun" and v["cpu_bind"].startswith("verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000,")
+    assert '${cpu_bind:+"--cpu-bind=${cpu_bind}"}' in env
+    assert "srun --kill-on-bad-exit=1" in env and "run_step launch run.sh" in env and "train_job \"$@\"" in train
+    assert v["rendezvous"] == "1" and 'MASTER_ADDR="$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)"' in env
+    assert "load lumi-aif-singularity-bindings" in v["modules"] and v["container_command"] == ["singularity", "run"]
     run = (p / "scripts/run.sh").read_text()
-    for line in ('export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"', "export PYTHONNOUSERSITE=1",
-                 'export RANK="${SLURM_PROCID:-0}"', 'export MIOPEN_USER_DB_PATH="/tmp/', 'exec "$@"'):
+    for line in ("export PYTHONNOUSERSITE=1", 'export RANK="${SLURM_PROCID:-0}"', 'export_values "${image_env[@]}"',
+                 'MIOPEN_USER_DB_PATH="$(expand "${miopen_cache}")"', 'exec "$@"'):
         assert line in run
+    assert "NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3" in v["image_env"] and v["miopen_cache"].startswith("/tmp/")
     # A LAIF image: no GDR level, and the comment says why. [LAIF-I30, AIG-PR97]
-    assert "NCCL_NET_GDR_LEVEL=" not in run
-    assert re.search(r"^# NCCL_NET_GDR_LEVEL: exporting it \(PHB or SYS\) can make torch.distributed jobs hang with LAIF "
-                     r"images .*\[LAIF-I30, AIG-PR97\]$", run, re.M)
-    assert "WITH_CONDA" not in run
+    assert not [e for e in v["image_env"] if e.startswith("NCCL_NET_GDR_LEVEL=")]
+    assert re.search(r"^# \(not set, a known issue with this image\) NCCL_NET_GDR_LEVEL: exporting it \(PHB or SYS\) can make "
+                     r"torch.distributed jobs hang with LAIF images .*\[LAIF-I30, AIG-PR97\]$",
+                     (p / "scripts/values.sh").read_text(), re.M)
+    assert v["activate_variable"] == ""
     assert "torch 2.10.* (exact version UNCONFIRMED)" in (p / "constraints.txt").read_text()
     assert 'set_start_method("spawn")' in (p / "src/demo/train.py").read_text()
     assert "sbatch jobs/train.sbatch" in (p / "README.md").read_text()
 
 
 def test_legacy_image_keeps_the_gdr_level_with_its_reason(template, tmp_path):
-    run = (render(template, tmp_path / "p", nodes=2, container="lust-pytorch-2.7.1") / "scripts/run.sh").read_text()
-    assert 'export NCCL_NET_GDR_LEVEL="PHB"   # let RCCL use GPU-direct RDMA between GCD and NIC [WS-09, WS-2026]' in run
-    assert "Not exported with this image" not in run
+    p = render(template, tmp_path / "p", nodes=2, container="lust-pytorch-2.7.1")
+    assert "NCCL_NET_GDR_LEVEL=PHB" in values(p)["image_env"]
+    text = (p / "scripts/values.sh").read_text()
+    assert "\n# NCCL_NET_GDR_LEVEL=PHB: let RCCL use GPU-direct RDMA between GCD and NIC [WS-09, WS-2026]\n" in text
+    assert "known issue with this image" not in text
 
 
 def test_one_gpu_jax_project_has_everything(template, tmp_path):
@@ -231,16 +237,17 @@ def test_one_gpu_jax_project_has_everything(template, tmp_path):
     assert (p / "requirements.txt").read_text().splitlines()[-2:] == ["flax==0.8.3", "optax==0.2.2"]
     assert "jax 0.4.28, numpy 2.2.2, pandas 2.2.3, scipy 1.15.1" in (p / "constraints.txt").read_text()
     assert not [line for line in (p / "constraints.txt").read_text().splitlines() if line and not line.startswith("#")]
-    run = (p / "scripts/run.sh").read_text()
-    assert 'activate="${WITH_CONDA:?' in run and 'set +u\neval "${activate}"\nset -u' in run
-    assert "MASTER_ADDR" not in (p / "scripts/job-env.sh").read_text()
+    run, v = (p / "scripts/run.sh").read_text(), values(p)
+    assert v["activate_variable"] == "WITH_CONDA"
+    assert 'activate="${!activate_variable:?' in run and 'set +u\n    eval "${activate}"\n    set -u' in run
+    assert v["rendezvous"] == "0"  # no MASTER_ADDR
     assert "jax.distributed.initialize()" in (p / "src/demo/train.py").read_text()
-    assert "/var/spool/slurmd" not in (p / "scripts/job-env.sh").read_text()  # single node: no CPE binds
+    assert "/var/spool/slurmd" not in v["binds"]  # single node: no CPE binds
 
 
 def test_skipped_questions_given_as_data_do_not_leak(template, tmp_path):
     p = render(template, tmp_path / "p", container_path="/evil/x.sif", profile_rank=3, dataset_archive="/x.tar")
-    assert "/evil/x.sif" not in (p / "scripts/job-env.sh").read_text()
+    assert "/evil/x.sif" not in (p / "scripts/values.sh").read_text() + (p / "scripts/job-env.sh").read_text()
     assert not (p / "jobs/profile.sbatch").exists() and not (p / "scripts/prestage.sh").exists()
     assert "/x.tar" not in (p / "README.md").read_text() + (p / "jobs/train.sbatch").read_text()
 

@@ -15,7 +15,7 @@ from lumi_scaffold.models import ContainerImage, Site
 from lumi_scaffold.questions import check, choices, default, notices, resolve
 from lumi_scaffold.testing import lint_projects
 
-from .helpers import REPO, render
+from .helpers import REPO, render, values
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ANSWERS = {"project_name": "demo", "site": "setonix-like", "account": "pawsey0001-gpu"}
@@ -129,9 +129,9 @@ def test_projects_render_and_lint_clean(cat, tmp_path, extra):
         assert "use more GPUs per node (memory follows them)" in (project / "scripts" / "prestage.sh").read_text()
     comment = "memory follows the GPUs" + ("." if extra.get("gpus_per_node") == 1 else "")
     assert comment in train
-    job_env = (project / "scripts" / "job-env.sh").read_text()
-    assert ("--gpu-bind=closest" in job_env) == (extra.get("partition") == "gpu-highmem")
-    assert 'DATA_DIR="${DATA_DIR:-/scratch/pawsey0001/${USER}/datasets/demo}"' in job_env
+    v = values(project)
+    assert ("--gpu-bind=closest" in v["srun_options"]) == (extra.get("partition") == "gpu-highmem")
+    assert v["dataset_dir"] == "/scratch/pawsey0001/${USER}/datasets/demo"
 
 
 def test_site_options_may_not_repeat_what_the_answers_give():

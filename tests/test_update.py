@@ -19,7 +19,7 @@ import yaml
 from lumi_scaffold import cli, plugins
 from lumi_scaffold.models import ContainerImage
 
-from .helpers import DEFAULTS, template_copy
+from .helpers import DEFAULTS, template_copy, values
 
 LAIF_NEW = "/appl/local/laifs/containers/lumi-multitorch-u24r70f21m50t211-20261101_000000/lumi-multitorch-full-u24r70f21m50t211-20261101_000000.sif"
 
@@ -98,7 +98,7 @@ def test_showcase_legacy_image_moves_to_laif_and_edits_survive(template_repo, tm
     era("jan2025")
     p = copy_project(template_repo, tmp_path / "p", nodes=2)
     run = p / "scripts/run.sh"
-    assert 'activate="${WITH_CONDA:?' in run.read_text() and "/opt/cray" in (p / "scripts/job-env.sh").read_text()
+    assert values(p)["activate_variable"] == "WITH_CONDA" and "/opt/cray" in values(p)["binds"]
     # The group's own edits.
     replace_in(run, 'exec "$@"', 'export OUR_LAB_SETTING=1   # ours\nexec "$@"')
     replace_in(p / "jobs/train.sbatch", "#SBATCH --time=01:00:00", "#SBATCH --time=12:00:00")
@@ -110,11 +110,12 @@ def test_showcase_legacy_image_moves_to_laif_and_edits_survive(template_repo, tm
     era("now")
 
     assert update(p) == 0
-    run_text, env_text = run.read_text(), (p / "scripts/job-env.sh").read_text()
-    assert "WITH_CONDA" not in run_text and "export OUR_LAB_SETTING=1   # ours" in run_text
-    assert "module load lumi-aif-singularity-bindings" in env_text
-    assert "lumi-multitorch-u24r70f21m50t210-20260513_121430" in env_text and "sif-images" not in env_text
-    assert 'BINDS="${BINDS:-/pfs}"' in env_text and "singularity run" in env_text
+    v = values(p)
+    assert v["activate_variable"] == "" and "export OUR_LAB_SETTING=1   # ours" in run.read_text()
+    assert "load lumi-aif-singularity-bindings" in v["modules"]
+    assert "lumi-multitorch-u24r70f21m50t210-20260513_121430" in v["image"]
+    assert "sif-images" not in (p / "scripts/values.sh").read_text()
+    assert v["binds"] == "/pfs" and v["container_command"] == ["singularity", "run"]
     assert (p / "constraints.txt").read_text().splitlines()[-1] == "# The catalogue says it ships: torch 2.10.* (exact version UNCONFIRMED)."
     assert "#SBATCH --time=12:00:00" in (p / "jobs/train.sbatch").read_text()
     assert "# our model head" in (p / "src/demo/train.py").read_text()
@@ -130,7 +131,7 @@ def test_known_issue_way_out_drops_gdr_level_and_moves_image_keeping_edits(templ
     era("may2026")
     p = copy_project(template_repo, tmp_path / "p", nodes=2, container="laif-multitorch-20260415")
     run = p / "scripts/run.sh"
-    assert 'export NCCL_NET_GDR_LEVEL="PHB"' in run.read_text()
+    assert "NCCL_NET_GDR_LEVEL=PHB" in values(p)["image_env"]
     replace_in(run, 'exec "$@"', 'export OUR_LAB_SETTING=1   # ours\nexec "$@"')
     replace_in(p / "src/demo/train.py", "nn.Linear(64, classes)", "nn.Linear(64, classes)  # our model head")
     commit(p, "our edits")
@@ -141,17 +142,18 @@ def test_known_issue_way_out_drops_gdr_level_and_moves_image_keeping_edits(templ
     assert "note: site lumi: data reviewed 2026-11-24" in out
     assert ("warning: Known issue [LAIF-I28] affects image laif-multitorch-20260415 on 2 nodes: multi-node "
             "init_process_group hangs") in out and "Fix: lumi-scaffold update -d container=laif-multitorch-20260513" in out
-    assert "Known issue [LAIF-I30, AIG-PR97] affects scripts/run.sh's NCCL_NET_GDR_LEVEL=PHB with a laif image" in out
+    assert ("Known issue [LAIF-I30, AIG-PR97] affects NCCL_NET_GDR_LEVEL=PHB (image_env in scripts/values.sh; "
+            "scripts/run.sh before 0.4) with a laif image") in out
     assert cli.main(["explain", str(p)]) == 0
     assert "warning: Known issue [LAIF-I28]" in capsys.readouterr().out
 
     assert update(p, "-d", "container=laif-multitorch-20260513") == 0
-    text = run.read_text()
-    assert "export NCCL_NET_GDR_LEVEL" not in text
-    assert "# NCCL_NET_GDR_LEVEL: exporting it (PHB or SYS) can make torch.distributed jobs hang" in text
-    assert "export OUR_LAB_SETTING=1   # ours" in text and 'export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"' in text
+    v, text = values(p), (p / "scripts/values.sh").read_text()
+    assert not [e for e in v["image_env"] if e.startswith("NCCL_NET_GDR_LEVEL=")]
+    assert "# (not set, a known issue with this image) NCCL_NET_GDR_LEVEL: exporting it (PHB or SYS) can make torch.distributed jobs hang" in text
+    assert "export OUR_LAB_SETTING=1   # ours" in run.read_text() and "NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3" in v["image_env"]
     assert "# our model head" in (p / "src/demo/train.py").read_text()
-    assert "lumi-multitorch-u24r70f21m50t210-20260513_121430" in (p / "scripts/job-env.sh").read_text()
+    assert "lumi-multitorch-u24r70f21m50t210-20260513_121430" in v["image"]
     assert "<<<<<<<" not in "".join(f.read_text() for f in p.rglob("*") if f.is_file() and ".git" not in f.parts)
     commit(p, "update")
     capsys.readouterr()
@@ -174,7 +176,7 @@ def test_catalogue_change_arrives_without_a_template_release(template_repo, tmp_
     p = copy_project(template_repo, tmp_path / "p")
     era("nov2026")
     assert update(p) == 0
-    assert LAIF_NEW in (p / "scripts/job-env.sh").read_text()
+    assert values(p)["image"] == LAIF_NEW
     assert "it ships: torch 2.11.* (exact version UNCONFIRMED)" in (p / "constraints.txt").read_text()
 
 
@@ -183,7 +185,7 @@ def test_pinned_image_stays_and_is_reported(template_repo, tmp_path, era, capsys
     p = copy_project(template_repo, tmp_path / "p", container="laif-multitorch-20260513")
     era("nov2026")
     assert update(p) == 0
-    assert LAIF_NEW not in (p / "scripts/job-env.sh").read_text()
+    assert LAIF_NEW not in (p / "scripts/values.sh").read_text()
     # Scripts untouched; the README and the recorded status now say the image is legacy.
     assert git(p, "status", "--porcelain").split() == ["M", ".copier-answers.yml", "M", "README.md"]
     assert "**This image is legacy**: move with `lumi-scaffold update -d container=laif-multitorch-20261101`" in (p / "README.md").read_text()
@@ -198,20 +200,22 @@ def test_custom_image_path_is_never_touched(template_repo, tmp_path, era):
     era("nov2026")
     assert update(p) == 0
     assert git(p, "status", "--porcelain") == ""
-    assert 'SIF="${SIF:-/project/project_465000000/our.sif}"' in (p / "scripts/job-env.sh").read_text()
+    assert values(p)["image"] == "/project/project_465000000/our.sif"
 
 
 def test_conflicting_edit_leaves_markers_and_fails(template_repo, tmp_path, era, capsys):
     era("now")
     p = copy_project(template_repo, tmp_path / "p")
-    env = p / "scripts/job-env.sh"
-    replace_in(env, 'SIF="${SIF:-/appl/local/laifs/containers/', 'SIF="${SIF:-/project/project_465000000/copy-of/')
+    # The image line of values.sh edited by hand (SIF=... from the environment is the way the
+    # README gives): the site's move of the image conflicts with it.
+    vals = p / "scripts/values.sh"
+    replace_in(vals, "image='/appl/local/laifs/containers/", "image='/project/project_465000000/copy-of/")
     commit(p, "our own copy of the image")
     era("nov2026")
     assert update(p) == 1
     err = capsys.readouterr().err
-    assert "1 file(s) conflict with your edits:\n  scripts/job-env.sh" in err and "Fix:" in err
-    text = env.read_text()
+    assert "1 file(s) conflict with your edits:\n  scripts/values.sh" in err and "Fix:" in err
+    text = vals.read_text()
     assert "<<<<<<< before updating" in text and ">>>>>>> after updating" in text and LAIF_NEW in text
 
 
@@ -229,12 +233,12 @@ def test_dirty_project_is_refused_with_a_clear_message(template_repo, tmp_path, 
 def test_pretend_shows_the_diff_and_writes_nothing(template_repo, tmp_path, era, capsys):
     era("now")
     p = copy_project(template_repo, tmp_path / "p")
-    before = (p / "scripts/job-env.sh").read_text()
+    before = (p / "scripts/values.sh").read_text()
     era("nov2026")
     assert cli.main(["update", str(p), "--pretend"]) == 0
     out = capsys.readouterr().out
-    assert f'+SIF="${{SIF:-{LAIF_NEW}}}"' in out and "diff --git a/scripts/job-env.sh" in out
-    assert (p / "scripts/job-env.sh").read_text() == before and git(p, "status", "--porcelain") == ""
+    assert f"+image='{LAIF_NEW}'" in out and "diff --git a/scripts/values.sh" in out
+    assert (p / "scripts/values.sh").read_text() == before and git(p, "status", "--porcelain") == ""
 
 
 def test_doctor_reports_legacy_image_and_plugin_version_skew(template_repo, tmp_path, era, capsys):

@@ -105,7 +105,7 @@ class EnvSetting(Model):
     )
     known_issues: list[KnownIssue] = Field(
         default_factory=list, description="Known problems of the setting: it is not exported in projects an issue "
-        "affects (its generations and shapes), and run.sh says why in a comment.")
+        "affects (its generations and shapes), and scripts/values.sh says why in a comment.")
 
     _why = field_validator("why", "source")(check_one_line)
 

@@ -295,7 +295,7 @@ class PluginData(_Part):
     framework: FrameworkFacts
     env: list[EnvSetting] = []
     env_left_out: list[EnvLeftOut] = Field(
-        default_factory=list, description="Settings left out for this image and shape by a known issue; run.sh says why.")
+        default_factory=list, description="Settings left out for this image and shape by a known issue; scripts/values.sh says why.")
     caches: list[Cache] = []
     kernel_caches: list[KernelCache] = Field(
         default_factory=list, description="Node-local compiler caches the jobs restore at start and save at the end.")

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import importlib
 import importlib.metadata
+import importlib.util
 import itertools
 import multiprocessing
 import os
@@ -34,7 +35,7 @@ from .models import Site
 from .tracking import TRACKERS
 from .plugins import Catalogue, get_catalogue
 
-__all__ = ["answer_matrix", "job_shapes", "lint_projects", "render_many", "render_project",
+__all__ = ["answer_matrix", "job_shapes", "lint_projects", "project_values", "render_many", "render_project",
            "scratch_dir", "template_root", "template_source"]
 
 
@@ -50,6 +51,19 @@ def template_source(dest: Path | None = None) -> Path:
     shutil.copytree(root / "project-templates", dest / "project-templates", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__", "*.py[co]"))
     return dest
+
+
+def project_values(project: Path) -> dict[str, Any]:
+    """A rendered project's ``scripts/values.sh`` as its jobs read it, each ``${NAME}`` as
+    written: ``project_values(p)["modules"] == ["load rocm"]``. Read with the project's own
+    ``scripts/project_values.py``, the reader its helpers use."""
+    path = Path(project) / "scripts" / "project_values.py"
+    spec = importlib.util.spec_from_file_location("project_values", path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.read(Path(project) / "scripts" / "values.sh", raw=True))
 
 
 def job_shapes(site: Site) -> list[tuple[str, int, int]]:

@@ -61,8 +61,9 @@ def write_plugin_dist(site_dir: Path, dist: str, entry_points: dict[str, str], m
         (site_dir / f"{name}.py").write_text(textwrap.dedent(source))
 
 
+
 def values(project: Path) -> dict[str, Any]:
-    """A rendered project's scripts/values.sh as its jobs read it, ``${NAME}`` references
-    kept as written (project_values.read with raw=True): ``values(p)["image"]``."""
-    reader = load_module("project_values", project / "scripts" / "project_values.py")
-    return reader.read(project / "scripts" / "values.sh", raw=True)
+    """A rendered project's scripts/values.sh as its jobs read it (lumi_scaffold.testing.project_values)."""
+    from lumi_scaffold.testing import project_values
+
+    return project_values(project)

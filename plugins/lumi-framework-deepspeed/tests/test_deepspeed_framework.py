@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import lumi_framework_deepspeed
-from lumi_scaffold.testing import catalogue_fixture, check_conformance, plugin_matrix, render_project, template_source
+from lumi_scaffold.testing import (catalogue_fixture, check_conformance, plugin_matrix, project_values, render_project,
+                                  template_source)
 
 PLUGIN = "lumi-framework-deepspeed"
 PACKAGE = Path(lumi_framework_deepspeed.__file__).parent
@@ -64,13 +65,15 @@ def test_project_has_config_launch_and_pins(project):
     train = (project / "src" / "demo" / "train.py").read_text()
     assert "deepspeed.init_distributed(" in train and "Distributed training example for demo" in train
     assert "it ships: torch 2.10.* (exact version UNCONFIRMED)" in (project / "constraints.txt").read_text()
-    launch = (project / "scripts" / "job-env.sh").read_text()
-    assert "--cpu-bind=verbose,mask_cpu:" in launch and "torch.distributed.run" not in launch
-    # The AI guide's arguments [AIG-05], from the framework's train_args, before the user's
-    # own (the jobs' --output and data, then what was given to sbatch).
-    assert '/train.py" --deepspeed --deepspeed_config "${PROJECT_DIR}/config/ds_config.json" "$@"' in launch
-    assert 'launch run.sh --output "${RUN_DIR}" "${DATA_ARGS[@]}" "$@"' in (project / "jobs" / "train.sbatch").read_text()
-    assert "MASTER_ADDR=" in (project / "scripts" / "job-env.sh").read_text()
+    values = project_values(project)
+    assert values["launcher"] == "srun" and values["cpu_bind"].startswith("verbose,mask_cpu:")
+    # The AI guide's arguments [AIG-05], from the framework's train_args, which the jobs' launch
+    # puts before the user's own (the jobs' --output and data, then what was given to sbatch).
+    assert values["train_args"] == ["--deepspeed", "--deepspeed_config", "${PROJECT_DIR}/config/ds_config.json"]
+    assert '"${step[@]}" python -u "${PROJECT_DIR}/${train_script}" "${args[@]}" "$@"' in (
+        project / "scripts" / "job-env.sh").read_text()
+    assert values["rendezvous"] == "1"  # MASTER_ADDR and MASTER_PORT for deepspeed.init_distributed
+
 
 
 def test_jit_builds_and_compiler_caches_are_off_home(project, tmp_path):

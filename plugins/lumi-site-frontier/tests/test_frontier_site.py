@@ -21,7 +21,8 @@ import lumi_site_frontier
 from lumi_scaffold import ContainerImage, hookimpl
 from lumi_scaffold.lint import lint_project
 from lumi_scaffold.questions import check_all, choices, default
-from lumi_scaffold.testing import catalogue_fixture, check_conformance, plugin_catalogue, plugin_matrix, render_project, template_source
+from lumi_scaffold.testing import (catalogue_fixture, check_conformance, plugin_catalogue, plugin_matrix, project_values,
+                                  render_project, template_source)
 
 PLUGIN = "lumi-site-frontier"
 
@@ -112,17 +113,15 @@ def test_copier_copy_makes_a_frontier_project_with_your_image(template, tmp_path
         capture_output=True, text=True, env=env, timeout=300)
     assert made.returncode == 0, made.stderr[-2000:]
     project = tmp_path / "demo"
-    env_sh = (project / "scripts/job-env.sh").read_text()
-    assert re.findall(r"^module (?:use|load) (\S+)$", env_sh, re.M) == ["rocm", "rccl-net-plugin"]
-    # Neither module sets binds; the only *_BIND is the login shell's, unset at the start.
-    assert "sets the container's bind paths" not in env_sh
-    assert [line for line in env_sh.splitlines() if "_BIND" in line] == [
-        "unset SINGULARITY_BIND SINGULARITY_BINDPATH APPTAINER_BIND APPTAINER_BINDPATH"]
-    assert f'SIF="${{SIF:-{sif}}}"' in env_sh and "CONTAINER=(apptainer exec)" in env_sh
+    values = project_values(project)
+    assert values["modules"] == ["load rocm", "load rccl-net-plugin"]
+    # Neither module sets binds.
+    assert "sets the container's bind paths" not in (project / "scripts/values.sh").read_text()
+    assert values["image"] == sif and values["container_command"] == ["apptainer", "exec"]
     for job in ("jobs/train.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh"):
         assert "--mem" not in (project / job).read_text(), job
     assert "#SBATCH --nodes=2" in (project / "jobs/train.sbatch").read_text()
-    assert 'srun --kill-on-bad-exit=1 --cpu-bind=' in env_sh  # the launch the jobs share
+    assert values["launcher"] == "srun" and values["cpu_bind"]  # the launch the jobs share binds the ranks
     assert "container: custom" in (project / ".copier-answers.yml").read_text()
     assert "Billing:" not in (project / "README.md").read_text()  # the fact sheet gives no billing rule
     assert "on a Frontier login node" in made.stderr and "on a Frontier login node" in (project / "README.md").read_text()
@@ -139,9 +138,9 @@ def test_debug_qos_job_lines(catalogue, template, tmp_path):
     assert "#SBATCH --qos=debug" in header
     assert "#SBATCH --time=01:30:00" in header
     assert not [line for line in header if line.startswith("#SBATCH --mem")] and "#SBATCH --exclusive" not in header
-    env = (project / "scripts/job-env.sh").read_text()
-    assert "CONTAINER=(apptainer exec)" in env
-    assert env.index("module load rocm\n") < env.index("module load rccl-net-plugin\n")
+    values = project_values(project)
+    assert values["container_command"] == ["apptainer", "exec"]
+    assert values["modules"] == ["load rocm", "load rccl-net-plugin"]
 
 
 @pytest.mark.parametrize(
@@ -161,3 +160,4 @@ def test_walltime_and_node_limits(catalogue, answers, error):
         assert problems == []
     else:
         assert any(error in p for p in problems), problems
+

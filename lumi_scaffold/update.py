@@ -34,6 +34,12 @@ MOVED = {
                           "moved to scripts/values.sh",
     "scripts/run.sh": "it is the same in every project now; the site's settings (image_env, caches, the network "
                       "check) moved to scripts/values.sh",
+    "jobs/profile.sbatch": "its logic moved to profile_job in scripts/job-kinds.sh",
+    "jobs/sweep.sbatch": "its logic moved to sweep_job in scripts/job-kinds.sh",
+    "jobs/preflight.sbatch": "its logic moved to preflight_job in scripts/preflight.sh, its figures to scripts/values.sh",
+    **{name: "it is the same in every project now; its values moved to scripts/values.sh" for name in (
+        "scripts/setup-venv.sh", "scripts/attach.sh", "scripts/caches.sh", "scripts/prestage.sh", "scripts/run-profile.sh",
+        "scripts/sweep.py", "container/build.sh")},
 }
 
 

@@ -333,7 +333,8 @@ def _inside(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
 def _network(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     check = pd.site.rccl_check
     if check is None:
-        return [Heading(("The network check: none for this site.",)), Value("net_check", "")]
+        return _absent("The network check: none for this site.", "net_check", "net_check_fast", "net_check_tcp",
+                       "net_check_final", "net_check_fix")
     return [
         Heading((f"The network check (scripts/rccl_net.py): between nodes RCCL must use {check.name}; when it",
                  f"cannot, it falls back to TCP sockets, several times slower, with no error.{f' [{check.source}]' if check.source else ''}",
@@ -345,3 +346,9 @@ def _network(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], s
             "The line after which RCCL keeps its network ('' : the last network line decides).",)),
         Value("net_check_fix", check.fix),
     ]
+
+
+def _absent(heading: str, *names: str | tuple[str]) -> list[Item]:
+    """The values of a part this project does not have: a heading that says so, and each
+    name empty ('' or, for a name given as a 1-tuple, an empty list)."""
+    return [Heading((heading,)), *(Value(n[0], ()) if isinstance(n, tuple) else Value(n, "") for n in names)]

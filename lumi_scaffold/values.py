@@ -104,7 +104,7 @@ def project_values(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[s
     citations the project's site cites (lumi_scaffold.sources.cite for its site)."""
     items: list[Item] = []
     for part in (_site, _image, _modules, _binds, _storage, _tracking, _billing, _launch, _inside, _network,
-                 _preflight):
+                 _preflight, _profiler, _sweep):
         items += part(answers, pd, cite)
     return items
 
@@ -435,4 +435,37 @@ def _preflight(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str],
             "all_reduce_perf's options it was measured with ('': not known).",)),
         Value("preflight_reference_shape", ref.shape),
         Value("preflight_reference_source", ref.source),
+    ]
+
+
+def _profiler(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    p = pd.profiler
+    names = ("profiler", "profile_rank", ("profiler_command",), ("profiler_env",))
+    if p.kind == "none" or answers.get("profiler", "none") == "none":
+        return _absent("Profiling (jobs/profile.sbatch): none in this project.", *names)
+    command = tuple(p.command) if p.kind == "command" else ()
+    env = tuple(f"{e.name}={e.value}" for e in p.env) if p.kind != "command" else ()
+    return [
+        Heading((f"Profiling with {p.title} (jobs/profile.sbatch, profile_job in",
+                 "scripts/job-kinds.sh): scripts/run-profile.sh runs one rank under it, every other rank as in",
+                 cite("training. Profiling one rank keeps the overhead and the output small, and balanced training "
+                      "makes one rank representative. [WS-09]"),
+                 *((f"View: {p.view}",) if p.view else ()))),
+        Value("profiler", p.name),
+        Value("profile_rank", str(answers.get("profile_rank", 0)), (
+            "The rank it profiles; PROFILE_RANK=3 sbatch jobs/profile.sbatch profiles another.",)),
+        Value("profiler_command", command, (
+            "The profiled rank's command before the training's; {output} is its profile directory.",) if command else ()),
+        Value("profiler_env", env, tuple(f"{e.name}: {e.why}" for e in p.env) + (
+            "Set for the profiled rank only; {output} is its profile directory.",) if env else ()),
+    ]
+
+
+def _sweep(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    arrays = pd.partition.arrays
+    return [
+        Heading(("Sweeps (jobs/sweep.sbatch, sweep_job in scripts/job-kinds.sh): one trial of the training per",
+                 "line of a sweep file, each a task of a Slurm job array (scripts/sweep.py submits it).")),
+        Value("arrays", _flag(arrays), ("1: this partition takes job arrays.",)),
+        Value("arrays_refused", "" if arrays else refused_here(pd, "job arrays (the trials of a sweep would break its job limits)")),
     ]

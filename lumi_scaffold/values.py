@@ -104,7 +104,7 @@ def project_values(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[s
     citations the project's site cites (lumi_scaffold.sources.cite for its site)."""
     items: list[Item] = []
     for part in (_site, _image, _modules, _binds, _storage, _tracking, _billing, _launch, _inside, _network,
-                 _preflight, _profiler, _sweep):
+                 _preflight, _profiler, _sweep, _caches, _prestage, _venv, _attach, _cotainr):
         items += part(answers, pd, cite)
     return items
 
@@ -468,4 +468,120 @@ def _sweep(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str
                  "line of a sweep file, each a task of a Slurm job array (scripts/sweep.py submits it).")),
         Value("arrays", _flag(arrays), ("1: this partition takes job arrays.",)),
         Value("arrays_refused", "" if arrays else refused_here(pd, "job arrays (the trials of a sweep would break its job limits)")),
+    ]
+
+
+def _caches(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    caches = pd.kernel_caches
+    if not caches:
+        return _absent("Kernel caches carried from job to job (scripts/caches.sh): none for this site and framework.",
+                       "kernel_cache_store", ("kernel_cache_dirs",))
+    titles = [c.title for c in caches]
+    names = titles[0] if len(titles) == 1 else f"{', '.join(titles[:-1])} and {titles[-1]}"
+    site = pd.site
+    note = f" ({site.node_local_tmp_note})" if site.node_local_tmp_note else ""
+    return [
+        Heading((f"Compiler caches that survive jobs: {names}.",
+                 f"During a job {'they live' if len(caches) > 1 else 'it lives'} in node-local {site.node_local_tmp}{note},",
+                 "where scripts/run.sh points the framework; scripts/caches.sh carries each from job to job.")),
+        Value("kernel_cache_store", pd.kernel_cache_store, (
+            "The archives, one directory per image: KERNEL_CACHE_STORE/<image file name without .sif>/<name>.tar",
+            "(KERNEL_CACHE_STORE=... sbatch ... keeps them elsewhere).")),
+        Value("kernel_cache_dirs", tuple(f"{c.name}={c.path}" for c in caches), (
+            "Each cache's name and its node-local directory (the same directories as scripts/run.sh's).",)),
+    ]
+
+
+def _prestage(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    names = ("prestage_shared_tmp_kb", "prestage_shared_tmp", "prestage_fix")
+    if not answers.get("prestage"):
+        return _absent("Pre-staging (scripts/prestage.sh): off.", *names)
+    job, site, part = pd.job, pd.site, str(answers.get("partition", pd.partition.name))
+    tmp = site.node_local_tmp
+    items: list[Item] = [Heading((
+        f"Pre-staging (scripts/prestage.sh): the dataset archive, extracted into node-local {tmp}{f' ({site.node_local_tmp_note})' if site.node_local_tmp_note else ''}",
+        cite("on every node, so that training reads it from there, not from the parallel file system. [UG-stor], [WS-09]")))]
+    if job.shared_node_tmp_gb:
+        items += [
+            Value("prestage_shared_tmp_kb", str(job.shared_node_tmp_gb * 1000000000 // 1024), (
+                f"On a node shared with other jobs, {part} gives {tmp} about {job.shared_node_tmp_gb} GB, whatever the",
+                cite("job's memory (in KiB); jobs with whole nodes (--exclusive) are limited by their memory. [AIG-04]"))),
+            Value("prestage_shared_tmp", f"{part} gives jobs on a shared node about {job.shared_node_tmp_gb} GB of {tmp}"),
+        ]
+    else:
+        items += [Value("prestage_shared_tmp_kb", "", ("(No limit of its own for jobs on a shared node.)",)),
+                  Value("prestage_shared_tmp", "")]
+    fix = f"use whole nodes (gpus_per_node={site.gpus_per_node}, --exclusive), " if job.shared_node_tmp_gb else ""
+    train = pd.job.shapes.get("train")
+    if train is not None and train.memory.form == "follows-gpus":
+        fix += "use more GPUs per node (memory follows them)"
+    else:
+        fix += f"request more memory ({f'whole nodes: {job.whole_node_memory}' if job.whole_node_memory else '--mem'})"
+    fix += f", shard the data, or read it from {answers.get('data_location', '')} without pre-staging"
+    return items + [Value("prestage_fix", fix, ("What to do when the archive does not fit.",))]
+
+
+def _venv(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    interconnect = f" and {pd.site.interconnect}" if pd.site.interconnect else ""
+    return [
+        Heading((f"The venv (scripts/setup-venv.sh), on top of the image's Python: nothing the image ships may change",
+                 f"({pd.framework.title}, its ROCm builds of other packages, everything else its Python sees). A generic",
+                 cite(f"wheel from PyPI lacks the image's ROCm{interconnect} builds. [AIG-02]"),
+                 *(("LAIF images keep their Python in a venv (/opt/venv): the project's venv sees its packages",
+                    "through a .pth file.") if cite("[AIG-02]") else ()),
+                 cite("--pack: one SquashFS file on the parallel file system instead of thousands. [AIG-02], [UG-stor]"))),
+        Value("pip_cache", "/tmp/${USER}-pip-cache", (cite("pip's cache while it installs, off $HOME. [WS-05]"),)),
+    ]
+
+
+def _attach(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    power = pd.site.gpu_power
+    if cite("[WS-04]"):
+        gpus = ("Such a step sees the job's GPUs without",
+                "asking for them: LUMI's AI workshop and course watch a running job's GCDs with rocm-smi",
+                cite("from a step attached this way. [WS-04], [TM-ai-E08]"))
+    else:
+        gpus = ("If rocm-smi in such a step shows no GPUs, the",
+                "step needs them requested too (add --gpus-per-node=N below); whether an overlapping step",
+                "sees them by default is UNCONFIRMED for this site.")
+    return [
+        Heading(("scripts/attach.sh --help: what this site's GPUs show, and what an attached step sees.",)),
+        Value("gpu_power", power.text if power else "", ("rocm-smi's power for busy GPUs ('': no figures).",)),
+        Value("gpu_power_source", power.source if power else ""),
+        Value("overlap_source", cite("[TM-Slurm]"), ("Where Slurm's overlapping job steps are documented for this site.",)),
+        Value("attached_gpus", gpus, ("Its help's lines on whether an attached step sees the job's GPUs.",)),
+    ]
+
+
+def _cotainr(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    names = ("cotainr_image", ("cotainr_modules",), "cotainr_base_image", "cotainr_system", ("cotainr_srun",))
+    c = pd.container.cotainr
+    if c is None or answers.get("container") != "cotainr":
+        return _absent("Building the image with cotainr (container/build.sh): not in this project.", *names)
+    partition = c.build_partition or pd.job.smoke_partition
+    cpus = c.build_cpus or pd.site.cpus_per_gpu
+    srun = [f"--account={answers.get('account', '')}", f"--partition={partition}"]
+    if not c.build_partition and pd.job.smoke_qos:
+        srun.append(f"--qos={pd.job.smoke_qos}")
+    srun += ["--time=01:00:00", "--nodes=1", "--ntasks=1", f"--cpus-per-task={cpus}", f"--mem={c.build_mem_gb}G"]
+    if c.build_partition:
+        workshop = ", as the LUMI AI workshop's 2026 cotainr build asks [WS-06-2026]" if cite("[WS-06-2026]") else ""
+        where = f"On {partition}, a CPU partition: the build needs no GPU ({cpus} cores, {c.build_mem_gb} GB{workshop})."
+    elif c.build_mem_gb == 100 and cite("[WS-06]"):
+        where = cite(f"On {partition}: {c.build_mem_gb} GB of memory, as the LUMI AI workshop's reference cotainr build asks. [WS-06]")
+    else:
+        where = f"On {partition}: {c.build_mem_gb} GB of memory for the build."
+    return [
+        Heading((cite("Building the image with cotainr (container/build.sh); cotainr stops at an \"overwrite?\" prompt "
+                      "when the image exists, so the build moves it aside first. [WS-06]"),
+                 cite("A bindings module left loaded by hand sets SINGULARITY_BIND, whose targets the image being built "
+                      "lacks: the build starts with no bind paths. [TM-Cont]"))),
+        Value("cotainr_image", pd.container.path, ("The image it builds, from the project directory.",)),
+        Value("cotainr_modules", tuple(c.modules), ("What `module load` needs for cotainr.",)),
+        Value("cotainr_base_image", c.base_image or "", (
+            f"The base image: {c.base}.{f' [{c.source}]' if c.source else ''}",
+            "BASE_IMAGE=/path/to/other.sif bash container/build.sh builds on another.") if c.base_image else ()),
+        Value("cotainr_system", "" if c.base_image else (c.system or ""), (
+            f"cotainr's {c.system} system: {c.base}.{f' [{c.source}]' if c.source else ''}",) if not c.base_image else ()),
+        Value("cotainr_srun", tuple(srun), (where,)),
     ]

@@ -130,8 +130,7 @@ def test_the_marker_check_finds_lumi_in_a_lumi_project(template, tmp_path):
     project = render(template, tmp_path / "p", nodes=2, prestage=True, profiler="rocprofv3",
                      dataset_archive="/scratch/project_465000000/d.tar")
     files = {line.split(":")[0] for line in lumi_wording(project)}
-    assert {"README.md", "scripts/run.sh", "scripts/job-env.sh", "scripts/attach.sh", "scripts/setup-venv.sh",
-            "jobs/train.sbatch", "src/demo/train.py", ".copier-answers.yml"} <= files, files
+    assert {"README.md", "scripts/values.sh", "jobs/train.sbatch", "src/demo/train.py", ".copier-answers.yml"} <= files, files
 
 
 def _setonix_project(template, tmp_path, catalogue, **answers):

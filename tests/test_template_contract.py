@@ -92,9 +92,10 @@ def problem(tp, names: tuple[str, ...], seen: str = "plugin_data") -> str | None
 
 
 def test_the_scan_sees_the_templates():
-    """Guards the scan itself: it finds the paths the job files are made of."""
+    """Guards the scan itself: it finds the paths the job files are made of (most of the
+    jobs' values are computed in lumi_scaffold/values.py, which reads the model in Python)."""
     paths = {p for f in template_files() for p in used_paths(f.read_text(encoding="utf-8", errors="replace"))}
-    assert len(paths) > 100
+    assert len(paths) > 50
     assert ("job", "signal_lead") in paths and ("container", "path") in paths and ("site", "rccl_check", "name") in paths
 
 

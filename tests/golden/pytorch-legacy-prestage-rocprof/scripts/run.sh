@@ -1,21 +1,47 @@
 #!/bin/bash
-# Runs INSIDE the container, once per task: sets up the environment, then runs the
-# command it was given. Every job step goes through it:
-#   srun ... singularity exec ... "$SIF" scripts/run.sh python -u src/demo/train.py
-# It also works outside Slurm (defaults below), e.g. for scripts/setup-venv.sh.
+# Runs INSIDE the container: sets up the environment, then runs the command it was given.
+# Every job step goes through it, once per task:
+#   srun ... singularity run ... "$SIF" scripts/run.sh python -u src/<package>/train.py
+# With the torchrun launcher (launcher in scripts/values.sh), torchrun starts it once more
+# for each worker (--no-python), so each rank gets the same setup:
+#   srun ... "$SIF" scripts/run.sh python -m torch.distributed.run ... scripts/run.sh python -u src/<package>/train.py
+# It also works outside Slurm (defaults below), e.g. for scripts/setup-venv.sh. This file
+# is the same in every project; this project's values are in scripts/values.sh.
 set -euo pipefail
 
 PROJECT_DIR="${PROJECT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 # Defaults for use outside a Slurm job (login node, local tests).
 : "${USER:=$(id -un)}" "${SLURM_JOB_ID:=0}" "${SLURM_NODEID:=0}"
+# shellcheck source=values.sh
+source "${PROJECT_DIR}/scripts/values.sh"
 
-# Former LUST images keep Python in a conda env that must be activated first. [EBC-PT]
-activate="${WITH_CONDA:?this image should define WITH_CONDA}"
-# Activation scripts are not written for `set -u` (conda's read unset variables): nounset
-# is off while it runs.
-set +u
-eval "${activate}"
-set -u
+# The value $1 with every ${NAME} in it replaced by that variable's value (empty when unset).
+expand() {
+    local rest="$1" out="" name
+    while [[ "${rest}" =~ ^([^$]*)\$\{([A-Za-z_][A-Za-z0-9_]*)\}(.*)$ ]]; do
+        name="${BASH_REMATCH[2]}"
+        out+="${BASH_REMATCH[1]}${!name:-}"
+        rest="${BASH_REMATCH[3]}"
+    done
+    printf '%s' "${out}${rest}"
+}
+# Exports each NAME=value given, its ${NAME}s expanded.
+export_values() {
+    local setting
+    for setting in "$@"; do
+        export "${setting%%=*}=$(expand "${setting#*=}")"
+    done
+}
+
+# An image that keeps Python in a conda env (activate_variable in values.sh) is activated
+# first. Activation scripts are not written for `set -u` (conda's read unset variables):
+# nounset is off while it runs.
+if [ -n "${activate_variable}" ]; then
+    activate="${!activate_variable:?this image should define ${activate_variable}}"
+    set +u
+    eval "${activate}"
+    set -u
+fi
 
 # Our venv on top of the container's Python (scripts/setup-venv.sh): it sees the
 # container's packages and pins the framework, so pip never replaces it. A packed one
@@ -30,39 +56,38 @@ elif [ -f "${PROJECT_DIR}/venv/bin/activate" ]; then
     # shellcheck source=/dev/null
     source "${PROJECT_DIR}/venv/bin/activate"
 fi
-# Packages in ~/.local would shadow the container's (Singularity mounts $HOME). [TM-Cont]
+# Packages in ~/.local would shadow the container's (when the runtime mounts $HOME).
 export PYTHONNOUSERSITE=1
 
-# One process per GPU; torch.distributed's env:// rendezvous reads these. [AIG-05]
-export RANK="${SLURM_PROCID:-0}"
-export LOCAL_RANK="${SLURM_LOCALID:-0}"
-export WORLD_SIZE="${SLURM_NTASKS:-1}"
-export LOCAL_WORLD_SIZE="${SLURM_NTASKS_PER_NODE:-1}"
-# The CPUs this rank owns: size data-loader worker pools with it, minus one for the rank.
-cpus="${SLURM_CPUS_PER_TASK:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"   # (nproc obeys OMP_*)
-export LUMI_SCAFFOLD_CPUS_PER_RANK="${cpus}"
+if [ "${launcher}" = torchrun ]; then
+    # torchrun sets RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE for each worker it
+    # starts. The CPUs a worker owns, its share of the task's: size data-loader worker pools
+    # with it, minus one for the rank (never with the whole task's cores in every worker).
+    cpus="$(( ${SLURM_CPUS_PER_TASK:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)} / ${LOCAL_WORLD_SIZE:-1} ))"
+    export LUMI_SCAFFOLD_CPUS_PER_RANK="$(( cpus > 0 ? cpus : 1 ))"   # (nproc obeys OMP_*, which torchrun sets)
+    rank_process="${TORCHELASTIC_RUN_ID:-}"   # a worker torchrun started (not the torchrun task itself)
+else
+    # One process per GPU; torch.distributed's env:// rendezvous reads these, and they give
+    # any other framework's code the same numbers.
+    export RANK="${SLURM_PROCID:-0}"
+    export LOCAL_RANK="${SLURM_LOCALID:-0}"
+    export WORLD_SIZE="${SLURM_NTASKS:-1}"
+    export LOCAL_WORLD_SIZE="${SLURM_NTASKS_PER_NODE:-1}"
+    # The CPUs this rank owns: size data-loader worker pools with it, minus one for the rank.
+    cpus="${SLURM_CPUS_PER_TASK:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"   # (nproc obeys OMP_*)
+    export LUMI_SCAFFOLD_CPUS_PER_RANK="${cpus}"
+    rank_process="${SLURM_STEP_ID:-}"
+fi
 
-# Interconnect and runtime settings for LUMI.
-export NCCL_SOCKET_IFNAME="hsn0,hsn1,hsn2,hsn3"   # RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
-export NCCL_NET_GDR_LEVEL="PHB"   # let RCCL use GPU-direct RDMA between GCD and NIC [WS-09, WS-2026]
-export HSA_FORCE_FINE_GRAIN_PCIE="1"   # fine-grained PCIe memory, recommended with the RCCL OFI plugin [WS-2026]
-export FI_MR_CACHE_MONITOR="userfaultfd"   # libfabric memory-registration cache monitor (userfaultfd avoids hangs seen in LAIF images; kdreg2 is announced as the default) [WS-2026, AIG-PR118]
-export FI_CXI_DISABLE_HOST_REGISTER="1"   # HPE RCCL tuning for the CXI provider [WS-2026]
-export FI_CXI_DEFAULT_CQ_SIZE="131072"   # larger completion queue avoids CXI queue overruns at scale [WS-2026]
-# export FI_CXI_RDZV_PROTO="alt_read"   # off: needs the job option --network=disable_rdzv_get (fi_cxi), UNCONFIRMED on LUMI; the 2026 workshop sets it [WS-2026, FI-CXI, OLCF-PT]
-export FI_CXI_RX_MATCH_MODE="hybrid"   # allow software matching when hardware match entries run out [WS-2026]
-export FI_CXI_RDZV_EAGER_SIZE="0"   # HPE RCCL tuning for the CXI provider [WS-2026]
-export FI_CXI_RDZV_THRESHOLD="0"   # HPE RCCL tuning for the CXI provider [WS-2026]
-export FI_CXI_RDZV_GET_MIN="0"   # HPE RCCL tuning for the CXI provider [WS-2026]
-export FI_CXI_DEFAULT_TX_SIZE="2048"   # HPE RCCL tuning for the CXI provider [WS-2026]
-export TOKENIZERS_PARALLELISM="false"   # Hugging Face tokenizers would fork threads into DataLoader workers [WS-ref]
+# Interconnect and runtime settings of the site (image_env in values.sh, each with its reason).
+export_values "${image_env[@]}"
 
 # In a job, temporary files (Python's tempfile, compilers, pip) go to a directory of this job
-# and node in node-local /tmp (RAM, counted in the job's memory), not to a /tmp shared with
-# other jobs and users: LAIF's own multi-node tests give each job its TMPDIR too. [LAIF-T] The node's
-# first rank makes it, the others find it; it is kept for the job's later steps on the node.
+# and node in node-local storage (node_tmp in values.sh), not to one shared with other jobs
+# and users. The node's first rank makes it, the others find it; it is kept for the job's
+# later steps on the node.
 if [ "${SLURM_JOB_ID}" != 0 ]; then
-    export TMPDIR="/tmp/${USER}-tmp-${SLURM_JOB_ID}-${SLURM_NODEID}"
+    export TMPDIR="${node_tmp}/${USER}-tmp-${SLURM_JOB_ID}-${SLURM_NODEID}"
     mkdir -m 700 "${TMPDIR}" 2>/dev/null || true
     if [ ! -d "${TMPDIR}" ] || [ ! -O "${TMPDIR}" ]; then
         echo "TMPDIR=${TMPDIR} could not be made, or is another user's: this job's temporary files cannot go there. Fix: submit the job again (a new job id names a new directory)" >&2
@@ -70,30 +95,19 @@ if [ "${SLURM_JOB_ID}" != 0 ]; then
     fi
 fi
 
-# MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks), so one
-# directory per node in node-local /tmp. [WS-ref], [EBC-PT]
-export MIOPEN_USER_DB_PATH="/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
-export MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_USER_DB_PATH}"
-mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits for another
+# MIOpen's kernel cache, one directory per node in node-local storage (miopen_cache).
+if [ -n "${miopen_cache}" ]; then
+    MIOPEN_USER_DB_PATH="$(expand "${miopen_cache}")"
+    export MIOPEN_USER_DB_PATH MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_USER_DB_PATH}"
+    mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits for another
+fi
+# Compiler caches per node (kernel_cache_env), and framework caches in the project's cache
+# area (cache_env): all off $HOME.
+export_values "${kernel_cache_env[@]}" "${cache_env[@]}"
 
-# Triton's kernel cache (torch.compile compiles its GPU kernels with Triton) and
-# TorchInductor's (torch.compile's compiled graphs), both among the caches to keep off
-# $HOME [AIG-I112]: one directory each per node in node-local /tmp, like MIOpen's.
-export TRITON_CACHE_DIR="/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
-export TORCHINDUCTOR_CACHE_DIR="/tmp/${USER}-inductor-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
-# The jobs restore these caches from the project's cache area when they start and
-# save them when training ends (scripts/caches.sh; KEEP_KERNEL_CACHES=0: off).
-
-# Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
-# TORCH_EXTENSIONS_DIR: extensions torch builds just in time (DeepSpeed's ops too), kept
-# from job to job there; their default is ~/.cache. [AIG-I112]
-export TORCH_HOME="/scratch/project_465000000/${USER}/cache/torch_home"
-export HF_HOME="/scratch/project_465000000/${USER}/cache/hf_home"
-export TORCH_EXTENSIONS_DIR="/scratch/project_465000000/${USER}/cache/torch_extensions_dir"
-
-# One line per rank: where it runs, its GPU and its CPUs, as the workshop's run.sh prints. [WS-ref]
-# (Not in the jobs' helper steps: LUMI_SCAFFOLD_HELPER=1.)
-if [ -n "${SLURM_STEP_ID:-}" ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
+# One line per rank: where it runs, its GPU and its CPUs (not in the jobs' helper steps:
+# LUMI_SCAFFOLD_HELPER=1).
+if [ -n "${rank_process}" ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     gpu="none"
     if [ -n "${ROCR_VISIBLE_DEVICES:-}" ]; then   # the rank uses the LOCAL_RANK-th visible GPU
         IFS=, read -r -a gpus <<<"${ROCR_VISIBLE_DEVICES}"
@@ -107,27 +121,29 @@ if [ -n "${SLURM_STEP_ID:-}" ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     fi
 fi
 
-# RCCL debug output, one file per rank: submit with RCCL_DEBUG_FILES=1 sbatch ... [WS-09]
-# (LUMI_RCCL_DEBUG=1, its name before lumi-scaffold 0.3, works too.)
-if [ "${RCCL_DEBUG_FILES:-${LUMI_RCCL_DEBUG:-0}}" = 1 ]; then
+# RCCL debug output, one file per rank: submit with RCCL_DEBUG_FILES=1 sbatch ...
+# (rccl_debug_alias in values.sh: another name for it.)
+debug_files="${RCCL_DEBUG_FILES:-0}"
+if [ -n "${rccl_debug_alias}" ] && [ -z "${RCCL_DEBUG_FILES:-}" ]; then
+    debug_files="${!rccl_debug_alias:-0}"
+fi
+if [ "${debug_files}" = 1 ]; then
     export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET,COLL}"
     export NCCL_DEBUG_FILE="${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank${RANK:-${SLURM_PROCID:-0}}.txt"
 fi
 
-# Between nodes, RCCL must use Slingshot (aws-ofi-rccl plugin, cxi provider); when it cannot, it falls back
-# to TCP sockets, several times slower, with no error. [WS-09, LAIF-I28, RCCL-net] In a multi-node step (not on
-# the login node, nor in a 1-GPU step), rank 0 logs RCCL's network setup, and a watcher
-# (scripts/rccl_net.py: RCCL's final choice, its 'Using network' line, decides) stops the job
-# when it is TCP and warns when no final choice came within RCCL_NET_CHECK_WAIT seconds (900
-# unless set).
-# Skip the check with RCCL_NET_CHECK=0 sbatch ...
-if [ "${RANK:-}" = 0 ] && [ "${SLURM_STEP_NUM_NODES:-1}" -gt 1 ] && [ "${RCCL_NET_CHECK:-1}" = 1 ] \
-    && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
+# The network check (net_check in values.sh, with why): in a multi-node step (not on the
+# login node, nor in a 1-GPU step), rank 0 logs RCCL's network setup, and a watcher
+# (scripts/rccl_net.py: RCCL's final choice decides, its net_check_final line; without one,
+# the last network line) stops the job when it is TCP and warns when no choice came within
+# RCCL_NET_CHECK_WAIT seconds (900 unless set). Skip it with RCCL_NET_CHECK=0 sbatch ...
+if [ -n "${net_check}" ] && [ "${RANK:-}" = 0 ] && [ "${SLURM_STEP_NUM_NODES:-1}" -gt 1 ] \
+    && [ "${RCCL_NET_CHECK:-1}" = 1 ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET}"
     export NCCL_DEBUG_FILE="${NCCL_DEBUG_FILE:-${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank0.txt}"
     python "${PROJECT_DIR}/scripts/rccl_net.py" watch --pid "$$" --wait "${RCCL_NET_CHECK_WAIT:-900}" \
-        --fast 'NET/OFI Selected (P|p)rovider is cxi' --tcp 'NET/Socket|Using network Socket|NET/OFI Selected (P|p)rovider is (tcp|sockets)' --final 'Using network' \
-        --name 'Slingshot (aws-ofi-rccl plugin, cxi provider)' --fix 'the image must ship aws-ofi-rccl and see the CXI libraries (binds and modules in scripts/job-env.sh)' "${NCCL_DEBUG_FILE}" &   # $$: the training process, after the exec below
+        --fast "${net_check_fast}" --tcp "${net_check_tcp}" ${net_check_final:+--final "${net_check_final}"} \
+        --name "${net_check}" --fix "${net_check_fix}" "${NCCL_DEBUG_FILE}" &   # $$: the training process, after the exec below
 fi
 
 exec "$@"

@@ -1,9 +1,9 @@
 #!/bin/bash
-# Host-side setup shared by every job in jobs/, by the steps you run in jobs/interactive.sh
-# and by scripts/setup-venv.sh. It runs OUTSIDE the container: Slurm tools and modules exist
-# only out here.
-# The container path, binds and modules come from plugin_data in .copier-answers.yml,
-# so `lumi-scaffold update` moves them when LUMI moves its images.
+# The jobs' library: host-side setup shared by every job in jobs/, by the steps you run in
+# jobs/interactive.sh and by scripts/setup-venv.sh. It runs OUTSIDE the container: Slurm
+# tools and modules exist only out here. This file is the same in every project made by
+# lumi-scaffold; this project's values (image, binds, modules, paths, launch, costs) are in
+# scripts/values.sh, which `lumi-scaffold update` rewrites when the site moves its images.
 
 # USER is set in login shells and jobs; the default keeps `set -u` working in bare shells.
 export USER="${USER:-$(id -un)}"
@@ -11,46 +11,72 @@ export USER="${USER:-$(id -un)}"
 # The project directory: where sbatch was run (the README runs every job from there).
 PROJECT_DIR="${SLURM_SUBMIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 export PROJECT_DIR
+# shellcheck source=values.sh
+source "${PROJECT_DIR}/scripts/values.sh"
+
+# The value $1 with every ${NAME} in it replaced by that variable's value (empty when
+# unset): values.sh keeps such references as they are, to expand where they are used.
+expand() {
+    local rest="$1" out="" name
+    while [[ "${rest}" =~ ^([^$]*)\$\{([A-Za-z_][A-Za-z0-9_]*)\}(.*)$ ]]; do
+        name="${BASH_REMATCH[2]}"
+        out+="${BASH_REMATCH[1]}${!name:-}"
+        rest="${BASH_REMATCH[3]}"
+    done
+    printf '%s' "${out}${rest}"
+}
 
 # sbatch hands the job the environment of the shell that submitted it (--export=ALL),
 # modules loaded by hand included. Start from a known state: no bind paths or variables for
 # the container but the ones set here (add binds with BINDS=..., variables in
-# scripts/run.sh; Apptainer reads the SINGULARITY_ names too), and no modules but the
-# ones loaded below (module purge).
+# scripts/run.sh; Apptainer reads the SINGULARITY_ names too), and the modules as
+# module_reset in values.sh says.
 unset SINGULARITY_BIND SINGULARITY_BINDPATH APPTAINER_BIND APPTAINER_BINDPATH
 while read -r name; do
     unset "${name}"
 done < <(compgen -e | grep -E '^(SINGULARITY|APPTAINER)ENV_' || true)
-module purge
+if [ -n "${module_reset}" ]; then
+    module "${module_reset}"
+fi
 
-# cotainr image
-SIF="${SIF:-${PROJECT_DIR}/container/demo.sif}"   # built by container/build.sh
+# The image (values.sh says which, and its known issues); SIF=/path/to/image.sif uses another.
+# A path that starts with a variable from the environment is checked here, so that a job
+# with no image stops with one line.
+if [ -z "${SIF:-}" ] && [ -n "${image_variable}" ] && [ ! -f "$(expand "${image}")" ]; then
+    echo "No image at ${image} (${image_variable}=${!image_variable:-<unset>}): set ${image_variable}, or give the image with SIF=/path/to/image.sif" >&2
+    return 2
+fi
+SIF="${SIF:-$(expand "${image}")}"
 export SIF
 
-# lumi-aif-singularity-bindings: sets SINGULARITY_BIND for the workspaces, /appl and /var/spool/slurmd [TM-Cont, WS-06-2026, UG-PR315]
-# Where LUMI has the Local-LAIF module, it makes lumi-aif-singularity-bindings loadable; where it
-# has not (yet), `module use` its directory does. Which form the site documents may change
-# (UNCONFIRMED): either works here.
-if module is-avail Local-LAIF 2>/dev/null; then
-    module load Local-LAIF
-else
-    module use /appl/local/laifs/modules
-fi
-module load lumi-aif-singularity-bindings
+# The modules the image needs, loaded in order.
+for step in "${modules[@]}"; do
+    read -r verb module directory <<<"${step}"
+    case "${verb}" in
+        load) module load "${module}" ;;
+        use) module use "${module}" ;;
+        load-or-use)
+            if module is-avail "${module}" 2>/dev/null; then
+                module load "${module}"
+            else
+                module use "${directory}"
+            fi
+            ;;
+        *) echo "scripts/values.sh: modules: '${step}' is not 'load NAME', 'use DIRECTORY' or 'load-or-use NAME DIRECTORY'" >&2; return 2 ;;
+    esac
+done
 
-# Binds: real roots of symlinked file systems (Singularity does not follow symlinks in
-# bind paths) and what this image generation needs. [EBC-PT], [WS-09]
-BINDS="${BINDS:-/pfs}"
+BINDS="${BINDS:-$(expand "${binds}")}"
 export BINDS
 
 # Every step runs through this command.
 # shellcheck disable=SC2034  # used by the jobs that source this file
-CONTAINER=(singularity run)
+CONTAINER=("${container_command[@]}")
 if [ -n "${BINDS}" ]; then
     CONTAINER+=(--bind "${BINDS}")
 fi
 # The venv packed into one SquashFS file (bash scripts/setup-venv.sh --pack), bound where it
-# was built: /user-software. scripts/run.sh activates it instead of venv/. [AIG-02]
+# was built: /user-software. scripts/run.sh activates it instead of venv/.
 # VENV_PACK= (empty) leaves it out; setup-venv.sh binds the directory it packs from.
 VENV_PACK="${VENV_PACK-${PROJECT_DIR}/venv.sqsh}"
 if [ -n "${VENV_PACK}" ] && [ -d "${VENV_PACK}" ]; then
@@ -61,29 +87,38 @@ elif [ -n "${VENV_PACK}" ] && [ -f "${VENV_PACK}" ]; then
 fi
 CONTAINER+=("${SIF}")
 
-# Rendezvous for torch.distributed, computed out here because there are no Slurm tools
-# inside the container. [WS-09], [AIG-05]
-if [ -n "${SLURM_JOB_NODELIST:-}" ]; then
+# Rendezvous for torch.distributed (rendezvous=1 in values.sh), computed out here because
+# there are no Slurm tools inside the container.
+if [ "${rendezvous}" = 1 ] && [ -n "${SLURM_JOB_NODELIST:-}" ]; then
     MASTER_ADDR="$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)"
-    # 1 + the job id's last four digits, like the AI guide's "1${SLURM_JOB_ID:0-4}", so two
-    # jobs on one shared node do not collide; also right for job ids under four digits.
+    # 1 + the job id's last four digits, so two jobs on one shared node do not collide; also
+    # right for job ids under four digits.
     MASTER_PORT="$((10000 + SLURM_JOB_ID % 10000))"
     export MASTER_ADDR MASTER_PORT
 fi
 
 # srun does not take --cpus-per-task from the job in recent Slurm (it reads
-# SRUN_CPUS_PER_TASK): pass it on, so every task gets the cores the job asked for. [TM-Slurm]
+# SRUN_CPUS_PER_TASK): pass it on, so every task gets the cores the job asked for.
 if [ -n "${SLURM_CPUS_PER_TASK:-}" ]; then
     export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK}"
 fi
 
+# The storage paths that start with a variable from the environment jobs are submitted
+# from: checked here, so that a job without it stops with one line.
+for var in "${storage_variables[@]}"; do
+    if [ -z "${!var:-}" ]; then
+        echo "${var} is not set: the project's data, outputs and caches are under \${${var}} (scripts/values.sh). Fix: set ${var} in the shell that submits the job" >&2
+        return 2
+    fi
+done
+
 # Data and outputs: never under $HOME (see README.md). Override by exporting before sbatch.
-DATA_DIR="${DATA_DIR:-/scratch/project_465000000/datasets/demo}"
-OUTPUT_ROOT="${OUTPUT_ROOT:-/scratch/project_465000000/${USER}/demo/outputs}"
+DATA_DIR="${DATA_DIR:-$(expand "${dataset_dir}")}"
+OUTPUT_ROOT="${OUTPUT_ROOT:-$(expand "${output_root}")}"
 # The run directory: every job of one run writes its checkpoints here and resumes from the
 # newest, so a resubmitted or chained job goes on where the last one stopped. Another
 # RUN_NAME (RUN_NAME=lr-0.1 sbatch jobs/train.sbatch) starts another run.
-RUN_NAME="${RUN_NAME:-demo}"
+RUN_NAME="${RUN_NAME:-${run_name}}"
 if ! [[ "${RUN_NAME}" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
     echo "RUN_NAME='${RUN_NAME}' is not a plain name: use letters, digits, . _ - (it names a directory)." >&2
     return 2
@@ -91,27 +126,28 @@ fi
 RUN_DIR="${OUTPUT_ROOT}/${RUN_NAME}"
 export DATA_DIR OUTPUT_ROOT RUN_NAME RUN_DIR
 
-# Experiment tracking with MLflow (src/demo/runlog.py, rank 0): every job of a run
-# logs into one tracked run, its id kept in RUN_DIR/tracking.json. TRACKING=none sbatch ...
+# Experiment tracking (tracking in values.sh; none when empty): TRACKING=none sbatch ...
 # leaves a job out of it.
-TRACKING="${TRACKING:-mlflow}"
-if [ "${TRACKING}" != mlflow ] && [ "${TRACKING}" != none ]; then
-    echo "TRACKING='${TRACKING}': this project tracks with mlflow (or none). Fix: lumi-scaffold update -d tracking=<tracker> adds another's package" >&2
-    return 2
+if [ -n "${tracking}" ]; then
+    TRACKING="${TRACKING:-${tracking}}"
+    if [ "${TRACKING}" != "${tracking}" ] && [ "${TRACKING}" != none ]; then
+        echo "TRACKING='${TRACKING}': this project tracks with ${tracking} (or none). Fix: lumi-scaffold update -d tracking=<tracker> adds another's package" >&2
+        return 2
+    fi
+    export LUMI_SCAFFOLD_TRACKING="${TRACKING}" LUMI_SCAFFOLD_PROJECT="${project_name}"
+    for setting in "${tracking_defaults[@]}"; do   # each only where you have not set it
+        name="${setting%%=*}"
+        if [ -z "${!name:-}" ]; then
+            export "${name}=$(expand "${setting#*=}")"
+        fi
+    done
 fi
-export LUMI_SCAFFOLD_TRACKING="${TRACKING}" LUMI_SCAFFOLD_PROJECT=demo
-# MLflow's file store in the output area, one for all the project's runs (set MLFLOW_TRACKING_URI
-# for a server or an SQLite file instead). MLflow 3.17 refuses a file store unless
-# MLFLOW_ALLOW_FILE_STORE=true (older releases ignore it); unlike SQLite, it takes many jobs
-# writing at once on a shared file system.
-export MLFLOW_TRACKING_URI="${MLFLOW_TRACKING_URI:-${OUTPUT_ROOT}/mlruns}"
-export MLFLOW_ALLOW_FILE_STORE="${MLFLOW_ALLOW_FILE_STORE:-true}"
 
-# The job report (src/demo/runlog.py): rank 0 of a training or profiling step writes
+# The job report (src/<package>/runlog.py): rank 0 of a training or profiling step writes
 # RUN_DIR/reports/<job id>.json and prints one line when its training ends and at Slurm's
 # time-limit warning (time_is_up), with the GPU-hours billed from the job's start by the
-# site's rule: the rate of one node as the job file's own #SBATCH lines ask for it, times the
-# job's nodes (sbatch --nodes counts; other options given to sbatch on the command line do not).
+# site's rule for the job kind (billing_KIND in values.sh) times the job's nodes; none
+# where the site's data has no billing rule.
 #   report_job KIND
 report_job() {
     LUMI_SCAFFOLD_JOB_KIND="$1"
@@ -119,11 +155,10 @@ report_job() {
     LUMI_SCAFFOLD_TIME_UP="${PROJECT_DIR}/logs/time-up-${SLURM_JOB_ID:-0}"
     rm -f "${LUMI_SCAFFOLD_TIME_UP}"
     unset LUMI_SCAFFOLD_BILLING_PER_NODE LUMI_SCAFFOLD_BILLING_UNIT
-    case "$1" in
-        profile) LUMI_SCAFFOLD_BILLING_PER_NODE=4 LUMI_SCAFFOLD_BILLING_UNIT=GPU-hours ;;
-        train) LUMI_SCAFFOLD_BILLING_PER_NODE=4 LUMI_SCAFFOLD_BILLING_UNIT=GPU-hours ;;
-        *) ;;
-    esac
+    local billing="billing_$1"
+    if [ -n "${!billing:-}" ]; then
+        read -r LUMI_SCAFFOLD_BILLING_PER_NODE LUMI_SCAFFOLD_BILLING_UNIT <<<"${!billing}"
+    fi
     export LUMI_SCAFFOLD_JOB_KIND LUMI_SCAFFOLD_JOB_START LUMI_SCAFFOLD_TIME_UP
     export LUMI_SCAFFOLD_BILLING_PER_NODE LUMI_SCAFFOLD_BILLING_UNIT
 }
@@ -132,25 +167,44 @@ time_is_up() {
     touch "${LUMI_SCAFFOLD_TIME_UP}" 2>/dev/null || true
 }
 
-# Sets DATA_ARGS, the data arguments of the training script.
+# Pre-staging (prestage=1 in values.sh): scripts/prestage.sh extracts the archive into
+# node-local storage on every node. Override: DATASET_ARCHIVE=... sbatch ...
+if [ "${prestage}" = 1 ]; then
+    DATASET_ARCHIVE="${DATASET_ARCHIVE:-$(expand "${dataset_archive}")}"
+    NODE_TMP="${NODE_TMP:-${node_tmp}}"
+    STAGE_DIR="${NODE_TMP}/${USER}-${project_name}-${SLURM_JOB_ID:-0}"
+    export DATASET_ARCHIVE NODE_TMP STAGE_DIR
+fi
+
+# Sets DATA_ARGS, the data arguments of the training script, after staging the data when
+# the project pre-stages it.
 # shellcheck disable=SC2034  # DATA_ARGS is read by the jobs that call stage_data
 stage_data() {
-    DATA_ARGS=()
-    if [ -d "${DATA_DIR}" ]; then
+    if [ "${prestage}" = 1 ]; then
+        # One task per node (--ntasks too: the step would otherwise take the job's task count).
+        # --overlap: this helper step holds none of the job's CPUs, memory and GPUs, which Slurm
+        # frees node by node after it ends; a training step asking for all of them on a node not
+        # yet freed can be refused outright ("Memory required by task is not available").
+        srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 \
+            --kill-on-bad-exit=1 bash "${PROJECT_DIR}/scripts/prestage.sh"
+        DATA_ARGS=(--data "${STAGE_DIR}/data")
+    elif [ -d "${DATA_DIR}" ]; then
         DATA_ARGS=(--data "${DATA_DIR}")
     else
+        DATA_ARGS=()
         echo "No data in ${DATA_DIR}; training on synthetic data." >&2
     fi
 }
 
-# Kernel caches (scripts/caches.sh), one set per image: restored from the project's cache area
-# into node-local /tmp on every node when a job starts, saved back from the first node
-# after its training step has ended (not while MIOpen may be writing), so the next job does
-# not compile the same kernels again. KEEP_KERNEL_CACHES=0 sbatch ... skips both.
-# One task per node; --overlap: it holds none of the job's resources when the training step
-# starts right after it (Slurm frees a step's resources node by node).
+# Kernel caches (kernel_caches=1 in values.sh; scripts/caches.sh), one set per image:
+# restored from the project's cache area into node-local storage on every node when a job
+# starts, saved back from the first node after its training step has ended (not while
+# MIOpen may be writing), so the next job does not compile the same kernels again.
+# KEEP_KERNEL_CACHES=0 sbatch ... skips both. One task per node; --overlap: it holds none
+# of the job's resources when the training step starts right after it (Slurm frees a
+# step's resources node by node).
 restore_caches() {
-    if [ "${KEEP_KERNEL_CACHES:-1}" = 1 ]; then
+    if [ "${kernel_caches}" = 1 ] && [ "${KEEP_KERNEL_CACHES:-1}" = 1 ]; then
         srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 \
             bash "${PROJECT_DIR}/scripts/caches.sh" restore \
             || echo "caches: not restored (above); this job compiles its kernels anew" >&2
@@ -158,7 +212,7 @@ restore_caches() {
 }
 # One task on the job's first node; --overlap: it does not wait for the job's other steps.
 save_caches() {
-    if [ "${KEEP_KERNEL_CACHES:-1}" = 1 ]; then
+    if [ "${kernel_caches}" = 1 ] && [ "${KEEP_KERNEL_CACHES:-1}" = 1 ]; then
         srun --overlap --nodes=1 --ntasks=1 \
             --nodelist="$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)" \
             bash "${PROJECT_DIR}/scripts/caches.sh" save \
@@ -166,21 +220,29 @@ save_caches() {
     fi
 }
 
-# Starts src/demo/train.py on every rank of the job, each rank through
-# scripts/WRAPPER: run.sh, or run-profile.sh to profile one rank.
+# Starts the training script (train_script in values.sh) on every rank of the job, each
+# rank through scripts/WRAPPER: run.sh, or run-profile.sh to profile one rank. How the ranks
+# start and get their CPUs: the launch values in values.sh, and the comment above them.
+# --kill-on-bad-exit ends every rank when one fails.
 #   launch WRAPPER [train.py arguments...]
-# One task per node; torchrun starts a worker per GPU and rendezvouses at MASTER_ADDR. [AIG-05]
-# Its workers are not bound to cores: the catalogue does not know your image's PyTorch.
-# With PyTorch 2.9 or later, add --numa-binding=exclusive to the torchrun line. [AIG-05]
-# The srun launcher binds each rank to its GPU's cores (lumi-scaffold update -d launcher=srun).
 launch() {
-    local wrapper="${PROJECT_DIR}/scripts/$1"
+    local wrapper="${PROJECT_DIR}/scripts/$1" arg
     shift
-    srun --kill-on-bad-exit=1 "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" \
-        python -m torch.distributed.run \
-        --nnodes="${SLURM_JOB_NUM_NODES}" --nproc_per_node=8 \
-        --rdzv_id="${SLURM_JOB_ID}" --rdzv_backend=c10d --rdzv_endpoint="${MASTER_ADDR}:${MASTER_PORT}" \
-        --no-python "${wrapper}" python -u "${PROJECT_DIR}/src/demo/train.py" "$@"
+    local args=()
+    for arg in "${train_args[@]}"; do
+        args+=("$(expand "${arg}")")
+    done
+    local step=(srun --kill-on-bad-exit=1)
+    if [ "${launcher}" = torchrun ]; then
+        step+=("${srun_options[@]}" "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh"
+            python -m torch.distributed.run ${torchrun_binding:+"--numa-binding=${torchrun_binding}"}
+            --nnodes="${SLURM_JOB_NUM_NODES}" --nproc_per_node="${ranks_per_task}"
+            --rdzv_id="${SLURM_JOB_ID}" --rdzv_backend=c10d --rdzv_endpoint="${MASTER_ADDR}:${MASTER_PORT}"
+            --no-python "${wrapper}")
+    else
+        step+=(${cpu_bind:+"--cpu-bind=${cpu_bind}"} "${srun_options[@]}" "${CONTAINER[@]}" "${wrapper}")
+    fi
+    "${step[@]}" python -u "${PROJECT_DIR}/${train_script}" "${args[@]}" "$@"
 }
 
 # Runs a job step in the background (STEP_PID) and waits for it, so that a signal trap
@@ -218,8 +280,8 @@ watch_progress() {
             return 2
         fi
     done
-    # The frameworks' own collective timeouts stay below the watchdog (src/demo/train.py reads
-    # this): 600 s, or two thirds of a shorter PROGRESS_TIMEOUT.
+    # The frameworks' own collective timeouts stay below the watchdog (the training script
+    # reads this): 600 s, or two thirds of a shorter PROGRESS_TIMEOUT.
     LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT=600
     if [ "${PROGRESS_TIMEOUT}" -gt 0 ] && [ "${PROGRESS_TIMEOUT}" -le 900 ]; then
         LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT="$(( PROGRESS_TIMEOUT * 2 / 3 > 0 ? PROGRESS_TIMEOUT * 2 / 3 : 1 ))"
@@ -267,4 +329,112 @@ stop_watching() {
         kill -TERM "${WATCHDOG_PID}" 2>/dev/null || true
         wait "${WATCHDOG_PID}" 2>/dev/null || true
     fi
+}
+
+# The training job (jobs/train.sbatch): [--chain N] [train.py arguments].
+# Every job of a run writes into one run directory (RUN_DIR) and resumes from its newest
+# checkpoint. --chain N (first argument; chains=1 in values.sh) makes this the first of up
+# to N jobs: each queues the next, which starts when this one ends and resumes the run; a
+# job whose training finishes (or that fails or is cancelled before Slurm's time-limit
+# warning) cancels the rest; a job the progress watchdog stopped is replaced, once per
+# chain, by one without the node that stalled.
+train_job() {
+    report_job train
+    # The progress watchdog stops the job when no rank made progress for PROGRESS_TIMEOUT
+    # seconds (STARTUP_TIMEOUT until the first step's heartbeat): a hung collective then
+    # costs minutes, not the rest of the time limit. Set either when you submit, e.g.
+    # PROGRESS_TIMEOUT=600 sbatch jobs/train.sbatch (0: off); choose PROGRESS_TIMEOUT above
+    # your slowest step, checkpoint included.
+    PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-1200}"
+    STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-1800}"
+
+    chain=1
+    if [ "${1:-}" = "--chain" ]; then
+        if [ "${chains}" != 1 ]; then
+            echo "--chain: ${chains_refused}. Fix: train long runs on another partition (lumi-scaffold update -d partition=<name>)" >&2
+            exit 2
+        fi
+        chain="${2:-}"
+        if ! [[ "${chain}" =~ ^[1-9][0-9]{0,2}$ ]]; then
+            echo "--chain needs the number of jobs (1-999), e.g. sbatch jobs/train.sbatch --chain 4" >&2
+            exit 2
+        fi
+        shift 2
+    fi
+
+    # Slurm's warning signal_lead seconds before the time limit (--signal in the job file):
+    # from then on a job that ends unfinished ran out of time, and the next job of the chain
+    # (or submitting again) continues the run. A job that finishes the training, fails before
+    # the warning, or is cancelled (scancel; Ctrl-C or a lost allocation when run by hand)
+    # ends the chain. The kernel caches are saved after the training step has ended, not at
+    # the warning: MIOpen may be writing to them while the step runs.
+    time_up=0
+    next_job=""
+    trap 'time_up=1; echo "time limit in ${signal_lead} s${next_job:+: job ${next_job} continues the run}" >&2; time_is_up' USR1
+    trap stop_train TERM INT HUP
+
+    stage_data
+    restore_caches
+    mkdir -p "${RUN_DIR}"
+    echo "$(date -Iseconds) job ${SLURM_JOB_ID} (${SLURM_JOB_NAME:-}) on ${SLURM_JOB_NODELIST}" >>"${RUN_DIR}/jobs.txt"
+    if [ "${chain}" -gt 1 ] && [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then
+        echo "chain: this job was requeued; its first start queued the next one" >&2
+    elif [ "${chain}" -gt 1 ]; then
+        # Queued before training, so it runs even when this job is ended by its time limit (afterany).
+        if next_job="$(cd "${PROJECT_DIR}" && sbatch --parsable --dependency="afterany:${SLURM_JOB_ID}" \
+            jobs/train.sbatch --chain "$((chain - 1))" "$@")"; then
+            echo "chain: job ${next_job} continues run ${RUN_NAME} after this one ($((chain - 1)) more job(s) at most)"
+        else
+            next_job=""
+            echo "chain: could not queue the next job (above); this one trains, and the chain ends with it" >&2
+        fi
+    fi
+    local status=0 stalled_node="" retry
+    watch_progress
+    run_step launch run.sh --output "${RUN_DIR}" "${DATA_ARGS[@]}" "$@" || status=$?
+    stop_watching
+    rm -f "${LUMI_SCAFFOLD_TIME_UP}"
+    save_caches
+    if [ "${STALLED}" = 1 ]; then
+        status=$(( status == 0 ? 1 : status ))
+        stalled_node="$(sed -n 's/^node=//p' "${LUMI_SCAFFOLD_HEARTBEAT_DIR}/stalled" 2>/dev/null || true)"
+    fi
+    if [ "${status}" = 0 ]; then
+        stop_chain "training finished"
+    elif [ "${STALLED}" = 1 ] && [ "${chain}" -gt 1 ] && [ -z "${LUMI_SCAFFOLD_STALLED_BEFORE:-}" ] && [ -n "${stalled_node}" ]; then
+        # A stall in a chain: once per chain, the run goes on from its newest checkpoint
+        # without the node that stalled; a second stall ends the chain.
+        stop_chain "the watchdog stopped this job; a job without ${stalled_node} replaces it"
+        if retry="$(cd "${PROJECT_DIR}" && LUMI_SCAFFOLD_STALLED_BEFORE="${stalled_node}" sbatch --parsable \
+            --exclude="${stalled_node}" --dependency="afterany:${SLURM_JOB_ID}" jobs/train.sbatch --chain "${chain}" "$@")"; then
+            echo "chain: job ${retry} resumes run ${RUN_NAME} from its newest checkpoint, without node ${stalled_node}" >&2
+        else
+            echo "chain: could not queue a job without ${stalled_node} (above); the chain ends here" >&2
+        fi
+    elif [ "${STALLED}" = 1 ]; then
+        stop_chain "the watchdog stopped this job${LUMI_SCAFFOLD_STALLED_BEFORE:+, the second stall of this chain (the first on ${LUMI_SCAFFOLD_STALLED_BEFORE})}"
+    elif [ "${time_up}" = 0 ]; then
+        stop_chain "training failed (status ${status}) before Slurm's time-limit warning, and the next job would fail the same way"
+    fi
+    exit "${status}"
+}
+
+# Cancels the next job of the chain, saying why.
+stop_chain() {
+    if [ -n "${next_job}" ]; then
+        echo "chain: $1; cancelling job ${next_job}" >&2
+        scancel "${next_job}" || true
+    fi
+}
+
+# On TERM, INT or HUP: a cancelled job ends its chain, and its training step.
+# shellcheck disable=SC2329  # invoked by the trap in train_job
+stop_train() {
+    if [ "${time_up}" = 0 ]; then
+        stop_chain "this job was cancelled"
+    fi
+    if [ -n "${STEP_PID:-}" ]; then
+        kill -TERM "${STEP_PID}" 2>/dev/null || true   # the training step too (run by hand, Ctrl-C alone would not reach it)
+    fi
+    exit 143
 }

@@ -1,0 +1,191 @@
+#!/bin/bash
+# This project's values, read by scripts/job-env.sh and scripts/run.sh (the jobs' library,
+# the same in every project) and by the Python helpers in scripts/. lumi-scaffold writes
+# this file from .copier-answers.yml: `lumi-scaffold update -d NAME=VALUE` changes an
+# answer and this file with it. Variables named as ${NAME} in a value are expanded where
+# the value is used, in the job. Override a value for one job from the environment
+# instead (SIF=..., BINDS=..., DATA_DIR=..., README.md says which).
+# shellcheck disable=SC2034,SC2016  # the scripts that source this file read every name, and expand ${NAME}
+{
+
+# LUMI: LUMI-G (MI250X, Slingshot-11, Singularity).
+site='LUMI'
+project_name='demo'
+package='demo'
+# A job starts from no modules but the ones loaded below (module purge).
+module_reset='purge'
+# Node-local temporary storage (RAM, counted in the job's memory): each job's TMPDIR, staged data and kernel caches.
+node_tmp='/tmp'
+
+# The container image (SIF=/path/to/image.sif sbatch ... uses another).
+# Former LUST image, ROCm 6.2.0, Python 3.12, JAX 0.4.28 [EBC, PYPI]
+image='/appl/local/containers/easybuild-sif-images/lumi-jax-rocm-6.2.0-python-3.12-jax-0.4.28-dockerhash-1441a4bce06f.sif'
+# (The image's path names no environment variable to check.)
+image_variable=''
+# Every step runs through this command, the binds and the image.
+container_command=('singularity' 'exec')
+# This image keeps Python in a conda env that run.sh activates first. [EBC-PT]
+activate_variable='WITH_CONDA'
+# (The image needs no modules.)
+# Each step: `load NAME`, `use DIRECTORY`, or `load-or-use NAME DIRECTORY`.
+modules=()
+# Real roots of symlinked file systems (Singularity does not follow symlinks in
+# bind paths) and what this image generation needs. [EBC-PT], [WS-09]
+# BINDS=... sbatch ... binds others.
+binds='/pfs,/scratch,/projappl,/project,/flash,/appl'
+
+# Data and outputs: never under $HOME (README.md). DATA_DIR=..., OUTPUT_ROOT=... and
+# RUN_NAME=... sbatch ... override them.
+# (The storage paths name no environment variables.)
+storage_variables=()
+dataset_dir='/scratch/project_465000000/datasets/demo'
+output_root='/scratch/project_465000000/${USER}/demo/outputs'
+# Every job of one run writes into OUTPUT_ROOT/RUN_NAME and resumes from there.
+run_name='demo'
+# 1: scripts/prestage.sh extracts dataset_archive into node_tmp on every node.
+prestage='0'
+dataset_archive=''
+# 1: the jobs restore the kernel caches from the project's cache area when they start
+# and save them when training ends (scripts/caches.sh; KEEP_KERNEL_CACHES=0: off).
+kernel_caches='1'
+
+# Experiment tracking with Weights & Biases (src/demo/runlog.py, rank 0): every job of a run
+# logs into one tracked run, its id kept in RUN_DIR/tracking.json. TRACKING=none sbatch ...
+# leaves a job out of it.
+tracking='wandb'
+# W&B logs offline into RUN_DIR/wandb (README: wandb sync from a login node). WANDB_MODE=online
+# sbatch ... logs to the server, with WANDB_API_KEY from your environment (never the project's files).
+tracking_defaults=('WANDB_MODE=offline')
+
+# Billing, for the job report's GPU-hours: the rate of one node as each job file's own #SBATCH lines
+# ask for it (the job multiplies by its nodes; sbatch --nodes counts, other options given to
+# sbatch on the command line do not).
+# profile: max(ceil(cores/8), ceil(mem/64GB), GPUs) x 0.5 GPU-hours per hour on each node [UG-bill, TM-Slurm]
+billing_profile='0.5 GPU-hours'
+# smoke: max(ceil(cores/8), ceil(mem/64GB), GPUs) x 0.5 GPU-hours per hour on each node [UG-bill, TM-Slurm]
+billing_smoke='0.5 GPU-hours'
+# sweep: max(ceil(cores/8), ceil(mem/64GB), GPUs) x 0.5 GPU-hours per hour on each node [UG-bill, TM-Slurm]
+billing_sweep='0.5 GPU-hours'
+# train: max(ceil(cores/8), ceil(mem/64GB), GPUs) x 0.5 GPU-hours per hour on each node [UG-bill, TM-Slurm]
+billing_train='0.5 GPU-hours'
+
+# How the training and profiling ranks start (launch in scripts/job-env.sh):
+# One task per GPU with 7 cores each, placed by Slurm: CPU masks only make sense
+# on whole nodes. [TM-Bind]
+launcher='srun'
+# srun's options for the training step beyond the job's.
+srun_options=()
+# srun's --cpu-bind for the training step ('' for none).
+cpu_bind=''
+# torchrun's --numa-binding ('' for none).
+torchrun_binding=''
+# Ranks each task starts (torchrun: the GPUs of a node).
+ranks_per_task='1'
+# The training script, from the project directory.
+train_script='src/demo/train.py'
+# The framework's arguments before yours.
+train_args=()
+# 1: the jobs set MASTER_ADDR and MASTER_PORT for torch.distributed's rendezvous. [WS-09], [AIG-05]
+rendezvous='0'
+# 1: jobs/train.sbatch --chain N queues the run's next jobs.
+chains='1'
+chains_refused=''
+# Seconds before the time limit at which Slurm warns the training job.
+signal_lead='300'
+profile_signal_lead='300'
+
+# Inside the container (scripts/run.sh, every rank).
+# NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3: RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
+# NCCL_NET_GDR_LEVEL=PHB: let RCCL use GPU-direct RDMA between GCD and NIC [WS-09, WS-2026]
+# HSA_FORCE_FINE_GRAIN_PCIE=1: fine-grained PCIe memory, recommended with the RCCL OFI plugin [WS-2026]
+# FI_MR_CACHE_MONITOR=userfaultfd: libfabric memory-registration cache monitor (userfaultfd avoids hangs seen in LAIF images; kdreg2 is announced as the default) [WS-2026, AIG-PR118]
+# FI_CXI_DISABLE_HOST_REGISTER=1: HPE RCCL tuning for the CXI provider [WS-2026]
+# FI_CXI_DEFAULT_CQ_SIZE=131072: larger completion queue avoids CXI queue overruns at scale [WS-2026]
+# FI_CXI_RX_MATCH_MODE=hybrid: allow software matching when hardware match entries run out [WS-2026]
+# FI_CXI_RDZV_EAGER_SIZE=0: HPE RCCL tuning for the CXI provider [WS-2026]
+# FI_CXI_RDZV_THRESHOLD=0: HPE RCCL tuning for the CXI provider [WS-2026]
+# FI_CXI_RDZV_GET_MIN=0: HPE RCCL tuning for the CXI provider [WS-2026]
+# FI_CXI_DEFAULT_TX_SIZE=2048: HPE RCCL tuning for the CXI provider [WS-2026]
+image_env=('NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3' 'NCCL_NET_GDR_LEVEL=PHB' 'HSA_FORCE_FINE_GRAIN_PCIE=1' 'FI_MR_CACHE_MONITOR=userfaultfd' 'FI_CXI_DISABLE_HOST_REGISTER=1' 'FI_CXI_DEFAULT_CQ_SIZE=131072' 'FI_CXI_RX_MATCH_MODE=hybrid' 'FI_CXI_RDZV_EAGER_SIZE=0' 'FI_CXI_RDZV_THRESHOLD=0' 'FI_CXI_RDZV_GET_MIN=0' 'FI_CXI_DEFAULT_TX_SIZE=2048')
+# MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]
+miopen_cache='/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}'
+kernel_cache_env=()
+# Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
+cache_env=('HF_HOME=/scratch/project_465000000/${USER}/cache/hf_home')
+# Another name RCCL_DEBUG_FILES=1 answers to (its name before lumi-scaffold 0.3).
+rccl_debug_alias='LUMI_RCCL_DEBUG'
+
+# The network check: none for this site.
+net_check=''
+net_check_fast=''
+net_check_tcp=''
+net_check_final=''
+net_check_fix=''
+
+# The network preflight (jobs/preflight.sbatch): none in a one-node project.
+preflight_all_reduce_perf=()
+preflight_options=()
+preflight_benchmark=''
+preflight_benchmark_args=()
+preflight_framework=''
+preflight_reference=''
+preflight_reference_size=''
+preflight_reference_tolerance=''
+preflight_reference_nodes=''
+preflight_reference_column=''
+preflight_reference_args=''
+preflight_reference_shape=''
+preflight_reference_source=''
+preflight_mpi=()
+
+# Profiling (jobs/profile.sbatch): none in this project.
+profiler=''
+profile_rank=''
+profiler_command=()
+profiler_env=()
+
+# Sweeps (jobs/sweep.sbatch, sweep_job in scripts/job-kinds.sh): one trial of the training per
+# line of a sweep file, each a task of a Slurm job array (scripts/sweep.py submits it).
+# 1: this partition takes job arrays.
+arrays='1'
+arrays_refused=''
+
+# Compiler caches that survive jobs: MIOpen's kernel cache.
+# During a job it lives in node-local /tmp (RAM, counted in the job's memory),
+# where scripts/run.sh points the framework; scripts/caches.sh carries each from job to job.
+# The archives, one directory per image: KERNEL_CACHE_STORE/<image file name without .sif>/<name>.tar
+# (KERNEL_CACHE_STORE=... sbatch ... keeps them elsewhere).
+kernel_cache_store='/scratch/project_465000000/${USER}/cache/kernels/demo'
+# Each cache's name and its node-local directory (the same directories as scripts/run.sh's).
+kernel_cache_dirs=('miopen=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')
+
+# Pre-staging (scripts/prestage.sh): off.
+prestage_shared_tmp_kb=''
+prestage_shared_tmp=''
+prestage_fix=''
+
+# The venv (scripts/setup-venv.sh), on top of the image's Python: nothing the image ships may change
+# (JAX (jax.distributed), its ROCm builds of other packages, everything else its Python sees). A generic
+# wheel from PyPI lacks the image's ROCm and Slingshot builds. [AIG-02]
+# LAIF images keep their Python in a venv (/opt/venv): the project's venv sees its packages
+# through a .pth file.
+# --pack: one SquashFS file on the parallel file system instead of thousands. [AIG-02], [UG-stor]
+# pip's cache while it installs, off $HOME. [WS-05]
+pip_cache='/tmp/${USER}-pip-cache'
+
+# scripts/attach.sh --help: what this site's GPUs show, and what an attached step sees.
+# rocm-smi's power for busy GPUs ('': no figures).
+gpu_power='~300 W one busy GCD, ~500 W both GCDs of an MI250X'
+gpu_power_source='AIG-06'
+# Where Slurm's overlapping job steps are documented for this site.
+overlap_source='[TM-Slurm]'
+# Its help's lines on whether an attached step sees the job's GPUs.
+attached_gpus=('Such a step sees the job'\''s GPUs without' 'asking for them: LUMI'\''s AI workshop and course watch a running job'\''s GCDs with rocm-smi' 'from a step attached this way. [WS-04], [TM-ai-E08]')
+
+# Building the image with cotainr (container/build.sh): not in this project.
+cotainr_image=''
+cotainr_modules=()
+cotainr_base_image=''
+cotainr_system=''
+cotainr_srun=()
+}

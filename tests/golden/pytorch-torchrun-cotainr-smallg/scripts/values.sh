@@ -1,0 +1,213 @@
+#!/bin/bash
+# This project's values, read by scripts/job-env.sh and scripts/run.sh (the jobs' library,
+# the same in every project) and by the Python helpers in scripts/. lumi-scaffold writes
+# this file from .copier-answers.yml: `lumi-scaffold update -d NAME=VALUE` changes an
+# answer and this file with it. Variables named as ${NAME} in a value are expanded where
+# the value is used, in the job. Override a value for one job from the environment
+# instead (SIF=..., BINDS=..., DATA_DIR=..., README.md says which).
+# shellcheck disable=SC2034,SC2016  # the scripts that source this file read every name, and expand ${NAME}
+{
+
+# LUMI: LUMI-G (MI250X, Slingshot-11, Singularity).
+site='LUMI'
+project_name='demo'
+package='demo'
+# A job starts from no modules but the ones loaded below (module purge).
+module_reset='purge'
+# Node-local temporary storage (RAM, counted in the job's memory): each job's TMPDIR, staged data and kernel caches.
+node_tmp='/tmp'
+
+# The container image (SIF=/path/to/image.sif sbatch ... uses another).
+# cotainr image
+# Built by container/build.sh.
+image='${PROJECT_DIR}/container/demo.sif'
+# (The image's path names no environment variable to check.)
+image_variable=''
+# Every step runs through this command, the binds and the image.
+container_command=('singularity' 'run')
+# (The image's Python needs no activation.)
+activate_variable=''
+# lumi-aif-singularity-bindings: sets SINGULARITY_BIND for the workspaces, /appl and /var/spool/slurmd [TM-Cont, WS-06-2026, UG-PR315]
+# Where LUMI has the Local-LAIF module, it makes lumi-aif-singularity-bindings loadable; where it has not (yet),
+# `module use` its directory does. Which form the site documents may change (UNCONFIRMED):
+# either works here.
+# Each step: `load NAME`, `use DIRECTORY`, or `load-or-use NAME DIRECTORY`.
+modules=('load-or-use Local-LAIF /appl/local/laifs/modules' 'load lumi-aif-singularity-bindings')
+# Real roots of symlinked file systems (Singularity does not follow symlinks in
+# bind paths) and what this image generation needs. [EBC-PT], [WS-09]
+# BINDS=... sbatch ... binds others.
+binds='/pfs'
+
+# Data and outputs: never under $HOME (README.md). DATA_DIR=..., OUTPUT_ROOT=... and
+# RUN_NAME=... sbatch ... override them.
+# (The storage paths name no environment variables.)
+storage_variables=()
+dataset_dir='/scratch/project_465000000/datasets/demo'
+output_root='/scratch/project_465000000/${USER}/demo/outputs'
+# Every job of one run writes into OUTPUT_ROOT/RUN_NAME and resumes from there.
+run_name='demo'
+# 1: scripts/prestage.sh extracts dataset_archive into node_tmp on every node.
+prestage='0'
+dataset_archive=''
+# 1: the jobs restore the kernel caches from the project's cache area when they start
+# and save them when training ends (scripts/caches.sh; KEEP_KERNEL_CACHES=0: off).
+kernel_caches='1'
+
+# Experiment tracking with MLflow (src/demo/runlog.py, rank 0): every job of a run
+# logs into one tracked run, its id kept in RUN_DIR/tracking.json. TRACKING=none sbatch ...
+# leaves a job out of it.
+tracking='mlflow'
+# MLflow's file store in the output area, one for all the project's runs (set MLFLOW_TRACKING_URI
+# for a server or an SQLite file instead). MLflow 3.17 refuses a file store unless
+# MLFLOW_ALLOW_FILE_STORE=true (older releases ignore it); unlike SQLite, it takes many jobs
+# writing at once on a shared file system.
+tracking_defaults=('MLFLOW_TRACKING_URI=${OUTPUT_ROOT}/mlruns' 'MLFLOW_ALLOW_FILE_STORE=true')
+
+# Billing, for the job report's GPU-hours: the rate of one node as each job file's own #SBATCH lines
+# ask for it (the job multiplies by its nodes; sbatch --nodes counts, other options given to
+# sbatch on the command line do not).
+# profile: max(ceil(cores/8), ceil(mem/64GB), GPUs) x 0.5 GPU-hours per hour on each node [UG-bill, TM-Slurm]
+billing_profile='4 GPU-hours'
+# smoke: max(ceil(cores/8), ceil(mem/64GB), GPUs) x 0.5 GPU-hours per hour on each node [UG-bill, TM-Slurm]
+billing_smoke='0.5 GPU-hours'
+# sweep: max(ceil(cores/8), ceil(mem/64GB), GPUs) x 0.5 GPU-hours per hour on each node [UG-bill, TM-Slurm]
+billing_sweep='4 GPU-hours'
+# train: max(ceil(cores/8), ceil(mem/64GB), GPUs) x 0.5 GPU-hours per hour on each node [UG-bill, TM-Slurm]
+billing_train='4 GPU-hours'
+
+# How the training and profiling ranks start (launch in scripts/job-env.sh):
+# One task per node; torchrun starts a worker per GPU and rendezvouses at MASTER_ADDR. [AIG-05]
+# Its workers are not bound to cores: the catalogue does not know your image's PyTorch.
+# With PyTorch 2.9 or later, add --numa-binding=exclusive to the torchrun line. [AIG-05]
+# The srun launcher binds each rank to its GPU's cores (lumi-scaffold update -d launcher=srun).
+launcher='torchrun'
+# srun's options for the training step beyond the job's.
+srun_options=()
+# srun's --cpu-bind for the training step ('' for none).
+cpu_bind='verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000,0x0000000000fe0000,0x00000000fe000000,0x00000000000000fe,0x000000000000fe00,0x000000fe00000000,0x0000fe0000000000'
+# torchrun's --numa-binding ('' for none).
+torchrun_binding=''
+# Ranks each task starts (torchrun: the GPUs of a node).
+ranks_per_task='8'
+# The training script, from the project directory.
+train_script='src/demo/train.py'
+# The framework's arguments before yours.
+train_args=()
+# 1: the jobs set MASTER_ADDR and MASTER_PORT for torch.distributed's rendezvous. [WS-09], [AIG-05]
+rendezvous='1'
+# 1: jobs/train.sbatch --chain N queues the run's next jobs.
+chains='1'
+chains_refused=''
+# Seconds before the time limit at which Slurm warns the training job.
+signal_lead='300'
+profile_signal_lead='300'
+
+# Inside the container (scripts/run.sh, every rank).
+# NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3: RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
+# HSA_FORCE_FINE_GRAIN_PCIE=1: fine-grained PCIe memory, recommended with the RCCL OFI plugin [WS-2026]
+# FI_MR_CACHE_MONITOR=userfaultfd: libfabric memory-registration cache monitor (userfaultfd avoids hangs seen in LAIF images; kdreg2 is announced as the default) [WS-2026, AIG-PR118]
+# FI_CXI_DISABLE_HOST_REGISTER=1: HPE RCCL tuning for the CXI provider [WS-2026]
+# FI_CXI_DEFAULT_CQ_SIZE=131072: larger completion queue avoids CXI queue overruns at scale [WS-2026]
+# FI_CXI_RX_MATCH_MODE=hybrid: allow software matching when hardware match entries run out [WS-2026]
+# FI_CXI_RDZV_EAGER_SIZE=0: HPE RCCL tuning for the CXI provider [WS-2026]
+# FI_CXI_RDZV_THRESHOLD=0: HPE RCCL tuning for the CXI provider [WS-2026]
+# FI_CXI_RDZV_GET_MIN=0: HPE RCCL tuning for the CXI provider [WS-2026]
+# FI_CXI_DEFAULT_TX_SIZE=2048: HPE RCCL tuning for the CXI provider [WS-2026]
+# TOKENIZERS_PARALLELISM=false: Hugging Face tokenizers would fork threads into DataLoader workers [WS-ref]
+# (not set, a known issue with this image) NCCL_NET_GDR_LEVEL: exporting it (PHB or SYS) can make torch.distributed jobs hang with LAIF images (reported on the ROCm 7.0 ones); leave it unset, RCCL detects the level from the PCI topology; the AI Guide dropped it with no loss of speed [LAIF-I30, AIG-PR97]
+image_env=('NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3' 'HSA_FORCE_FINE_GRAIN_PCIE=1' 'FI_MR_CACHE_MONITOR=userfaultfd' 'FI_CXI_DISABLE_HOST_REGISTER=1' 'FI_CXI_DEFAULT_CQ_SIZE=131072' 'FI_CXI_RX_MATCH_MODE=hybrid' 'FI_CXI_RDZV_EAGER_SIZE=0' 'FI_CXI_RDZV_THRESHOLD=0' 'FI_CXI_RDZV_GET_MIN=0' 'FI_CXI_DEFAULT_TX_SIZE=2048' 'TOKENIZERS_PARALLELISM=false')
+# MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]
+miopen_cache='/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}'
+# Triton's and TorchInductor's kernel caches, off $HOME, node-local. [AIG-I112]
+kernel_cache_env=('TRITON_CACHE_DIR=/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'TORCHINDUCTOR_CACHE_DIR=/tmp/${USER}-inductor-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')
+# Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
+cache_env=('TORCH_HOME=/scratch/project_465000000/${USER}/cache/torch_home' 'HF_HOME=/scratch/project_465000000/${USER}/cache/hf_home' 'TORCH_EXTENSIONS_DIR=/scratch/project_465000000/${USER}/cache/torch_extensions_dir')
+# Another name RCCL_DEBUG_FILES=1 answers to (its name before lumi-scaffold 0.3).
+rccl_debug_alias='LUMI_RCCL_DEBUG'
+
+# The network check: none for this site.
+net_check=''
+net_check_fast=''
+net_check_tcp=''
+net_check_final=''
+net_check_fix=''
+
+# The network preflight (jobs/preflight.sbatch): none in a one-node project.
+preflight_all_reduce_perf=()
+preflight_options=()
+preflight_benchmark=''
+preflight_benchmark_args=()
+preflight_framework=''
+preflight_reference=''
+preflight_reference_size=''
+preflight_reference_tolerance=''
+preflight_reference_nodes=''
+preflight_reference_column=''
+preflight_reference_args=''
+preflight_reference_shape=''
+preflight_reference_source=''
+preflight_mpi=()
+
+# Profiling with Framework profiler (torch.profiler / jax.profiler) on one rank (jobs/profile.sbatch, profile_job in
+# scripts/job-kinds.sh): scripts/run-profile.sh runs one rank under it, every other rank as in
+# training. Profiling one rank keeps the overhead and the output small, and balanced training makes one rank representative. [WS-09]
+# View: open the trace in ui.perfetto.dev (keep traces under ~2 GB) or TensorBoard
+profiler='framework'
+# The rank it profiles; PROFILE_RANK=3 sbatch jobs/profile.sbatch profiles another.
+profile_rank='0'
+profiler_command=()
+# LUMI_SCAFFOLD_PROFILE_DIR: the example script profiles a few steps into this directory when it is set
+# Set for the profiled rank only; {output} is its profile directory.
+profiler_env=('LUMI_SCAFFOLD_PROFILE_DIR={output}')
+
+# Sweeps (jobs/sweep.sbatch, sweep_job in scripts/job-kinds.sh): one trial of the training per
+# line of a sweep file, each a task of a Slurm job array (scripts/sweep.py submits it).
+# 1: this partition takes job arrays.
+arrays='1'
+arrays_refused=''
+
+# Compiler caches that survive jobs: MIOpen's kernel cache, Triton's kernel cache and TorchInductor's cache.
+# During a job they live in node-local /tmp (RAM, counted in the job's memory),
+# where scripts/run.sh points the framework; scripts/caches.sh carries each from job to job.
+# The archives, one directory per image: KERNEL_CACHE_STORE/<image file name without .sif>/<name>.tar
+# (KERNEL_CACHE_STORE=... sbatch ... keeps them elsewhere).
+kernel_cache_store='/scratch/project_465000000/${USER}/cache/kernels/demo'
+# Each cache's name and its node-local directory (the same directories as scripts/run.sh's).
+kernel_cache_dirs=('miopen=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'triton=/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'inductor=/tmp/${USER}-inductor-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')
+
+# Pre-staging (scripts/prestage.sh): off.
+prestage_shared_tmp_kb=''
+prestage_shared_tmp=''
+prestage_fix=''
+
+# The venv (scripts/setup-venv.sh), on top of the image's Python: nothing the image ships may change
+# (PyTorch (DDP, RCCL), its ROCm builds of other packages, everything else its Python sees). A generic
+# wheel from PyPI lacks the image's ROCm and Slingshot builds. [AIG-02]
+# LAIF images keep their Python in a venv (/opt/venv): the project's venv sees its packages
+# through a .pth file.
+# --pack: one SquashFS file on the parallel file system instead of thousands. [AIG-02], [UG-stor]
+# pip's cache while it installs, off $HOME. [WS-05]
+pip_cache='/tmp/${USER}-pip-cache'
+
+# scripts/attach.sh --help: what this site's GPUs show, and what an attached step sees.
+# rocm-smi's power for busy GPUs ('': no figures).
+gpu_power='~300 W one busy GCD, ~500 W both GCDs of an MI250X'
+gpu_power_source='AIG-06'
+# Where Slurm's overlapping job steps are documented for this site.
+overlap_source='[TM-Slurm]'
+# Its help's lines on whether an attached step sees the job's GPUs.
+attached_gpus=('Such a step sees the job'\''s GPUs without' 'asking for them: LUMI'\''s AI workshop and course watch a running job'\''s GCDs with rocm-smi' 'from a step attached this way. [WS-04], [TM-ai-E08]')
+
+# Building the image with cotainr (container/build.sh); cotainr stops at an "overwrite?" prompt when the image exists, so the build moves it aside first. [WS-06]
+# A bindings module left loaded by hand sets SINGULARITY_BIND, whose targets the image being built lacks: the build starts with no bind paths. [TM-Cont]
+# The image it builds, from the project directory.
+cotainr_image='container/demo.sif'
+# What `module load` needs for cotainr.
+cotainr_modules=('CrayEnv' 'cotainr')
+# The base image: the LUMI AI Factory ROCm 7.0 image with libfabric and MPICH (20260513_121430, mpich layer), but no framework. [WS-06-2026, WS-PR33, SS-cot]
+# BASE_IMAGE=/path/to/other.sif bash container/build.sh builds on another.
+cotainr_base_image='/appl/local/laifs/containers/lumi-multitorch-u24r70f21m50t210-20260513_121430/lumi-multitorch-mpich-u24r70f21m50t210-20260513_121430.sif'
+cotainr_system=''
+# On small, a CPU partition: the build needs no GPU (32 cores, 60 GB, as the LUMI AI workshop's 2026 cotainr build asks [WS-06-2026]).
+cotainr_srun=('--account=project_465000000' '--partition=small' '--time=01:00:00' '--nodes=1' '--ntasks=1' '--cpus-per-task=32' '--mem=60G')
+}

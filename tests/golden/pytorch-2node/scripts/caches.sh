@@ -6,7 +6,8 @@
 # cache area, one directory per image (KERNEL_CACHE_STORE/<image file name without .sif>/):
 #   caches.sh restore   every node, when a job starts (restore_caches in scripts/job-env.sh)
 #   caches.sh save      the job's first node, after its training step has ended (save_caches),
-#                       never while the step runs: MIOpen may still be writing its database
+#                       never while the step runs: a framework (MIOpen's database) may still
+#                       be writing to them
 # Kernels compiled in one image are never restored into another (another ROCm or framework
 # version); an image rebuilt under the same name keeps its archives: delete its directory.
 # A save writes a temporary file next to the archive and renames it over the old one (one

@@ -28,7 +28,7 @@ def expected_files(a: dict) -> set[str]:
         ".copier-answers.yml", ".gitignore", ".shellcheckrc", "README.md", "constraints.txt", "requirements.txt",
         "logs/.gitkeep", "jobs/train.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh",
         "scripts/job-env.sh", "scripts/job-kinds.sh", "scripts/run.sh", "scripts/setup-venv.sh", "scripts/image_packages.py", "scripts/attach.sh",
-        "scripts/watchdog.py", "scripts/rccl_net.py",
+        "scripts/watchdog.py", "scripts/rccl_net.py", "scripts/values.sh", "scripts/project_values.py",
         f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"src/{pkg}/heartbeat.py",
         f"src/{pkg}/runlog.py", "jobs/sweep.sbatch", "scripts/sweep.py", "sweeps/example.txt",
     }

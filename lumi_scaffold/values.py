@@ -103,7 +103,8 @@ def project_values(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[s
     """Every value of the project, in the order the file shows them. ``cite`` keeps the
     citations the project's site cites (lumi_scaffold.sources.cite for its site)."""
     items: list[Item] = []
-    for part in (_site, _image, _modules, _binds, _storage, _tracking, _billing, _launch, _sweep, _inside, _network):
+    for part in (_site, _image, _modules, _binds, _storage, _tracking, _billing, _launch, _inside, _network,
+                 _preflight, _profiler, _sweep, _caches, _prestage, _venv, _attach, _cotainr):
         items += part(answers, pd, cite)
     return items
 
@@ -309,13 +310,14 @@ def _sweep(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str
     shape = pd.job.shapes.get("sweep")
     cost = pd.job.cost.get("sweep") if shape else None
     return [
-        Heading(("Sweeps (scripts/sweep.py): each trial of jobs/sweep.sbatch is a training job on the sweep's shape.",)),
+        Heading(("Sweeps (scripts/sweep.py submits jobs/sweep.sbatch, sweep_job in scripts/job-kinds.sh): one trial",
+                 "of the training per line of a sweep file, each a task of a Slurm job array on the sweep's shape.")),
         Value("sweep_at_limit", repr(cost.at_limit) if cost else "", (
             "What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).",)),
         Value("sweep_time_limit", shape.time if shape else ""),
         Value("sweep_unit", cost.unit if cost else "GPU-hours"),
         Value("sweep_refused", refused_here(pd, ARRAYS) if not pd.partition.arrays else "", (
-            "Why the partition takes no sweep ('': it takes job arrays).",)),
+            "Why the partition takes no sweep ('': it takes job arrays, and jobs/sweep.sbatch runs).",)),
     ]
 
 
@@ -358,8 +360,8 @@ def _inside(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
 def _network(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     check = pd.site.rccl_check
     if check is None:
-        return [Heading(("The network check: none for this site.",)), Value("net_check", ""), Value("net_check_fast", ""),
-                Value("net_check_tcp", ""), Value("net_check_final", ""), Value("net_check_fix", "")]
+        return _absent("The network check: none for this site.", "net_check", "net_check_fast", "net_check_tcp",
+                       "net_check_final", "net_check_fix")
     return [
         Heading((f"The network check (scripts/rccl_net.py): between nodes RCCL must use {check.name}; when it",
                  f"cannot, it falls back to TCP sockets, several times slower, with no error.{f' [{check.source}]' if check.source else ''}",
@@ -370,4 +372,232 @@ def _network(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], s
         Value("net_check_final", check.final or "", (
             "The line after which RCCL keeps its network ('' : the last network line decides).",)),
         Value("net_check_fix", check.fix),
+    ]
+
+
+def _absent(heading: str, *names: str | tuple[str]) -> list[Item]:
+    """The values of a part this project does not have: a heading that says so, and each
+    name empty ('' or, for a name given as a 1-tuple, an empty list)."""
+    return [Heading((heading,)), *(Value(n[0], ()) if isinstance(n, tuple) else Value(n, "") for n in names)]
+
+
+# Where the preflight looks for rccl-tests' all_reduce_perf in the image, in order.
+ALL_REDUCE_PERF = ("/usr/libexec/rccl-tests/all_reduce_perf", "all_reduce_perf")
+# all_reduce_perf's options where the reference names none, and the ones allreduce_bench.py takes.
+ALL_REDUCE_DEFAULT_ARGS = ("-b", "1M", "-e", "1G", "-f", "2")
+ALLREDUCE_BENCH_OPTIONS = ("-b", "-e", "-f", "-n", "-w", "-d")
+
+
+def _option_words(args: Iterable[str]) -> list[str]:
+    """Command-line words as one word per option with its value ("-b 2M")."""
+    out: list[str] = []
+    for word in args:
+        if word.startswith("-") or not out:
+            out.append(word)
+        else:
+            out[-1] += f" {word}"
+    return out
+
+
+def _preflight(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    names = (("preflight_all_reduce_perf",), ("preflight_options",), "preflight_benchmark", ("preflight_benchmark_args",),
+             "preflight_framework", "preflight_reference", "preflight_reference_size", "preflight_reference_tolerance",
+             "preflight_reference_nodes", "preflight_reference_column", "preflight_reference_args",
+             "preflight_reference_shape", "preflight_reference_source", ("preflight_mpi",))
+    if not pd.job.slurm.get("preflight"):
+        return _absent("The network preflight (jobs/preflight.sbatch): none in a one-node project.", *names)
+    job, site, ref = pd.job, pd.site, pd.site.allreduce_reference
+    ref_args = list(ref.benchmark_args) if ref and ref.benchmark_args else list(ALL_REDUCE_DEFAULT_ARGS)
+    perf_args = ref_args if "-g" in ref_args else ref_args + ["-g", "1"]  # one GPU per task unless the reference says
+    bench_args = [w for words in _option_words(ref_args) if words.split()[0] in ALLREDUCE_BENCH_OPTIONS for w in words.split()]
+    if job.cpu_bind:
+        ranks = "each bound to its GPU's cores as the training ranks are (--cpu-bind masks)"
+    else:
+        ranks = f"with {site.cpus_per_gpu} cores each, placed by Slurm"
+    torchrun = " Training starts one torchrun per node instead." if answers.get("launcher") == "torchrun" else ""
+    laif = " (where LAIF images install it, not on PATH [LAIF-R])" if cite("[LAIF-R]") else ""
+    bench = f"src/{pd.package}/allreduce_bench.py" if job.allreduce_bench else ""
+    what = {"jax": "JAX: psum over all devices", "torch": "torch.distributed.all_reduce"}.get(job.allreduce_bench, "")
+    items: list[Item] = [
+        Heading(("The network preflight (jobs/preflight.sbatch, preflight_job in scripts/preflight.sh): one task",
+                 f"per GPU, {ranks}.{torchrun}")),
+        Value("preflight_all_reduce_perf", ALL_REDUCE_PERF, (
+            f"rccl-tests' all_reduce_perf, looked up in the image in this order when the job starts{laif};",
+            "ALL_REDUCE_PERF=/path sbatch ... names another, ALL_REDUCE_PERF=none skips it.")),
+        Value("preflight_options", tuple(_option_words(perf_args)), (
+            f"all_reduce_perf's options, one option and its value a word{' (as the reference below)' if ref and ref.benchmark_args else ''}",
+            "(-g 1: one GPU per task); the job's arguments come after them. An option the image's",
+            "all_reduce_perf does not know (an older rccl-tests) is left out, and there is no verdict then.")),
+        Value("preflight_benchmark", bench, (
+            (f"Without all_reduce_perf: the project's benchmark ({what}), which prints the same table.",)
+            if bench else (f"Without all_reduce_perf the job stops: {pd.framework.title} has no benchmark in this project.",))),
+        Value("preflight_benchmark_args", ("--framework", job.allreduce_bench, *bench_args) if bench else (), (
+            "Its options: the framework, then all_reduce_perf's -b -e -f -n -w -d of the ones above.",) if bench else ()),
+        Value("preflight_framework", pd.framework.title, ("The framework, for the job's messages.",)),
+        Value("preflight_mpi", tuple(pd.container.mpi_srun_options), (
+            "How the image's MPI programs (all_reduce_perf) get their ranks from srun (none: started without them,",
+            "and a table of one-rank runs is refused).",)),
+    ]
+    if ref is None:
+        return items + [
+            Heading((f"No published all-reduce figure for {site.display_name or site.name} is known here: the job prints its",
+                     "bandwidth with no verdict; compare it with your own earlier runs.")),
+            *(Value(n, "") for n in names[5:-1])]
+    measured = ((f"Measured as it was (all_reduce_perf with these options{f', {ref.nodes} nodes' if ref.nodes else ''}), "
+                 "the job prints its share", "of it and fails below it; otherwise it prints one WARNING line with both "
+                 "figures, no verdict.") if ref.benchmark_args else
+                ("The reference does not say which all_reduce_perf options it was measured with: the job",
+                 "prints one WARNING line with both figures, no verdict."))
+    return items + [
+        Heading((f"The preflight's reference: {ref.busbw_gbs:g} GB/s {ref.column} busbw"
+                 f"{f' at {ref.size_bytes} bytes' if ref.size_bytes else ''}{f' on {ref.nodes} nodes' if ref.nodes else ''}, "
+                 f"{ref.tolerance * 100:g} % below allowed", f"({ref.shape}) [{ref.source}].", *measured)),
+        Value("preflight_reference", f"{ref.busbw_gbs:g}", ("GB/s of busbw.",)),
+        Value("preflight_reference_size", str(ref.size_bytes or 0), ("The message size in bytes (0: the largest message).",)),
+        Value("preflight_reference_tolerance", str(ref.tolerance), ("How far below it still passes (a fraction).",)),
+        Value("preflight_reference_nodes", str(ref.nodes or 0), ("The node count it was measured on (0: not known).",)),
+        Value("preflight_reference_column", ref.column, ("The busbw column of all_reduce_perf's table.",)),
+        Value("preflight_reference_args", " ".join(perf_args) if ref.benchmark_args else "", (
+            "all_reduce_perf's options it was measured with ('': not known).",)),
+        Value("preflight_reference_shape", ref.shape),
+        Value("preflight_reference_source", ref.source),
+    ]
+
+
+def _profiler(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    p = pd.profiler
+    names = ("profiler", "profile_rank", ("profiler_command",), ("profiler_env",))
+    if p.kind == "none" or answers.get("profiler", "none") == "none":
+        return _absent("Profiling (jobs/profile.sbatch): none in this project.", *names)
+    command = tuple(p.command) if p.kind == "command" else ()
+    env = tuple(f"{e.name}={e.value}" for e in p.env) if p.kind != "command" else ()
+    return [
+        Heading((f"Profiling with {p.title} (jobs/profile.sbatch, profile_job in",
+                 "scripts/job-kinds.sh): scripts/run-profile.sh runs one rank under it, every other rank as in",
+                 cite("training. Profiling one rank keeps the overhead and the output small, and balanced training "
+                      "makes one rank representative. [WS-09]"),
+                 *((f"View: {p.view}",) if p.view else ()))),
+        Value("profiler", p.name),
+        Value("profile_rank", str(answers.get("profile_rank", 0)), (
+            "The rank it profiles; PROFILE_RANK=3 sbatch jobs/profile.sbatch profiles another.",)),
+        Value("profiler_command", command, (
+            "The profiled rank's command before the training's; {output} is its profile directory.",) if command else ()),
+        Value("profiler_env", env, tuple(f"{e.name}: {e.why}" for e in p.env) + (
+            "Set for the profiled rank only; {output} is its profile directory.",) if env else ()),
+    ]
+
+
+def _caches(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    caches = pd.kernel_caches
+    if not caches:
+        return _absent("Kernel caches carried from job to job (scripts/caches.sh): none for this site and framework.",
+                       "kernel_cache_store", ("kernel_cache_dirs",))
+    titles = [c.title for c in caches]
+    names = titles[0] if len(titles) == 1 else f"{', '.join(titles[:-1])} and {titles[-1]}"
+    site = pd.site
+    note = f" ({site.node_local_tmp_note})" if site.node_local_tmp_note else ""
+    return [
+        Heading((f"Compiler caches that survive jobs: {names}.",
+                 f"During a job {'they live' if len(caches) > 1 else 'it lives'} in node-local {site.node_local_tmp}{note},",
+                 "where scripts/run.sh points the framework; scripts/caches.sh carries each from job to job.")),
+        Value("kernel_cache_store", pd.kernel_cache_store, (
+            "The archives, one directory per image: KERNEL_CACHE_STORE/<image file name without .sif>/<name>.tar",
+            "(KERNEL_CACHE_STORE=... sbatch ... keeps them elsewhere).")),
+        Value("kernel_cache_dirs", tuple(f"{c.name}={c.path}" for c in caches), (
+            "Each cache's name and its node-local directory (the same directories as scripts/run.sh's).",)),
+    ]
+
+
+def _prestage(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    names = ("prestage_shared_tmp_kb", "prestage_shared_tmp", "prestage_fix")
+    if not answers.get("prestage"):
+        return _absent("Pre-staging (scripts/prestage.sh): off.", *names)
+    job, site, part = pd.job, pd.site, str(answers.get("partition", pd.partition.name))
+    tmp = site.node_local_tmp
+    items: list[Item] = [Heading((
+        f"Pre-staging (scripts/prestage.sh): the dataset archive, extracted into node-local {tmp}{f' ({site.node_local_tmp_note})' if site.node_local_tmp_note else ''}",
+        cite("on every node, so that training reads it from there, not from the parallel file system. [UG-stor], [WS-09]")))]
+    if job.shared_node_tmp_gb:
+        items += [
+            Value("prestage_shared_tmp_kb", str(job.shared_node_tmp_gb * 1000000000 // 1024), (
+                f"On a node shared with other jobs, {part} gives {tmp} about {job.shared_node_tmp_gb} GB, whatever the",
+                cite("job's memory (in KiB); jobs with whole nodes (--exclusive) are limited by their memory. [AIG-04]"))),
+            Value("prestage_shared_tmp", f"{part} gives jobs on a shared node about {job.shared_node_tmp_gb} GB of {tmp}"),
+        ]
+    else:
+        items += [Value("prestage_shared_tmp_kb", "", ("(No limit of its own for jobs on a shared node.)",)),
+                  Value("prestage_shared_tmp", "")]
+    fix = f"use whole nodes (gpus_per_node={site.gpus_per_node}, --exclusive), " if job.shared_node_tmp_gb else ""
+    train = pd.job.shapes.get("train")
+    if train is not None and train.memory.form == "follows-gpus":
+        fix += "use more GPUs per node (memory follows them)"
+    else:
+        fix += f"request more memory ({f'whole nodes: {job.whole_node_memory}' if job.whole_node_memory else '--mem'})"
+    fix += f", shard the data, or read it from {answers.get('data_location', '')} without pre-staging"
+    return items + [Value("prestage_fix", fix, ("What to do when the archive does not fit.",))]
+
+
+def _venv(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    interconnect = f" and {pd.site.interconnect}" if pd.site.interconnect else ""
+    return [
+        Heading((f"The venv (scripts/setup-venv.sh), on top of the image's Python: nothing the image ships may change",
+                 f"({pd.framework.title}, its ROCm builds of other packages, everything else its Python sees). A generic",
+                 cite(f"wheel from PyPI lacks the image's ROCm{interconnect} builds. [AIG-02]"),
+                 *(("LAIF images keep their Python in a venv (/opt/venv): the project's venv sees its packages",
+                    "through a .pth file.") if cite("[AIG-02]") else ()),
+                 cite("--pack: one SquashFS file on the parallel file system instead of thousands. [AIG-02], [UG-stor]"))),
+        Value("pip_cache", "/tmp/${USER}-pip-cache", (cite("pip's cache while it installs, off $HOME. [WS-05]"),)),
+    ]
+
+
+def _attach(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    power = pd.site.gpu_power
+    if cite("[WS-04]"):
+        gpus = ("Such a step sees the job's GPUs without",
+                "asking for them: LUMI's AI workshop and course watch a running job's GCDs with rocm-smi",
+                cite("from a step attached this way. [WS-04], [TM-ai-E08]"))
+    else:
+        gpus = ("If rocm-smi in such a step shows no GPUs, the",
+                "step needs them requested too (add --gpus-per-node=N below); whether an overlapping step",
+                "sees them by default is UNCONFIRMED for this site.")
+    return [
+        Heading(("scripts/attach.sh --help: what this site's GPUs show, and what an attached step sees.",)),
+        Value("gpu_power", power.text if power else "", ("rocm-smi's power for busy GPUs ('': no figures).",)),
+        Value("gpu_power_source", power.source if power else ""),
+        Value("overlap_source", cite("[TM-Slurm]"), ("Where Slurm's overlapping job steps are documented for this site.",)),
+        Value("attached_gpus", gpus, ("Its help's lines on whether an attached step sees the job's GPUs.",)),
+    ]
+
+
+def _cotainr(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
+    names = ("cotainr_image", ("cotainr_modules",), "cotainr_base_image", "cotainr_system", ("cotainr_srun",))
+    c = pd.container.cotainr
+    if c is None or answers.get("container") != "cotainr":
+        return _absent("Building the image with cotainr (container/build.sh): not in this project.", *names)
+    partition = c.build_partition or pd.job.smoke_partition
+    cpus = c.build_cpus or pd.site.cpus_per_gpu
+    srun = [f"--account={answers.get('account', '')}", f"--partition={partition}"]
+    if not c.build_partition and pd.job.smoke_qos:
+        srun.append(f"--qos={pd.job.smoke_qos}")
+    srun += ["--time=01:00:00", "--nodes=1", "--ntasks=1", f"--cpus-per-task={cpus}", f"--mem={c.build_mem_gb}G"]
+    if c.build_partition:
+        workshop = ", as the LUMI AI workshop's 2026 cotainr build asks [WS-06-2026]" if cite("[WS-06-2026]") else ""
+        where = f"On {partition}, a CPU partition: the build needs no GPU ({cpus} cores, {c.build_mem_gb} GB{workshop})."
+    elif c.build_mem_gb == 100 and cite("[WS-06]"):
+        where = cite(f"On {partition}: {c.build_mem_gb} GB of memory, as the LUMI AI workshop's reference cotainr build asks. [WS-06]")
+    else:
+        where = f"On {partition}: {c.build_mem_gb} GB of memory for the build."
+    return [
+        Heading((cite("Building the image with cotainr (container/build.sh); cotainr stops at an \"overwrite?\" prompt "
+                      "when the image exists, so the build moves it aside first. [WS-06]"),
+                 cite("A bindings module left loaded by hand sets SINGULARITY_BIND, whose targets the image being built "
+                      "lacks: the build starts with no bind paths. [TM-Cont]"))),
+        Value("cotainr_image", pd.container.path, ("The image it builds, from the project directory.",)),
+        Value("cotainr_modules", tuple(c.modules), ("What `module load` needs for cotainr.",)),
+        Value("cotainr_base_image", c.base_image or "", (
+            f"The base image: {c.base}.{f' [{c.source}]' if c.source else ''}",
+            "BASE_IMAGE=/path/to/other.sif bash container/build.sh builds on another.") if c.base_image else ()),
+        Value("cotainr_system", "" if c.base_image else (c.system or ""), (
+            f"cotainr's {c.system} system: {c.base}.{f' [{c.source}]' if c.source else ''}",) if not c.base_image else ()),
+        Value("cotainr_srun", tuple(srun), (where,)),
     ]

@@ -250,10 +250,10 @@ def test_prestage_checks_the_archive_against_the_partitions_tmp_limit(template, 
 
 
 def test_jax_projects_say_nothing_about_pytorch(template, tmp_path):
-    """The files made for this project (the static library, scripts/job-env.sh and run.sh,
-    is the same in every project and describes both launchers)."""
+    """The files made for this project (the static library, scripts/job-env.sh, run.sh and
+    run-profile.sh, is the same in every project and describes both launchers)."""
     project = render(template, tmp_path / "p", framework="jax", nodes=2, profiler="rocprof")
-    for name in ("scripts/values.sh", "scripts/run-profile.sh", "jobs/train.sbatch",
+    for name in ("scripts/values.sh", "jobs/train.sbatch",
                  "jobs/profile.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh", "README.md"):
         text = (project / name).read_text().split("\n## Sources\n")[0]  # (source titles may name PyTorch)
         assert not re.search(r"torch|DDP|DataLoader", text), (name, re.findall(r".*(?:torch|DDP|DataLoader).*", text))
@@ -326,8 +326,8 @@ def test_cotainr_build_starts_clean_of_modules_and_bind_paths(template, tmp_path
                        "--accept-licenses"]  # and no bind variable
 
 
-LAIF_MPICH = re.compile(r'base="\$\{BASE_IMAGE:-(/appl/local/laifs/containers/lumi-multitorch-u24r70f21m50t210-(\d{8}_\d{6})/'
-                        r'lumi-multitorch-mpich-u24r70f21m50t210-\2\.sif)\}"')
+LAIF_MPICH = re.compile(r"^cotainr_base_image='(/appl/local/laifs/containers/lumi-multitorch-u24r70f21m50t210-(\d{8}_\d{6})/"
+                        r"lumi-multitorch-mpich-u24r70f21m50t210-\2\.sif)'$", re.M)
 
 
 def test_cotainr_builds_on_the_laif_rocm7_mpich_image_on_a_cpu_partition(template, tmp_path):
@@ -336,10 +336,10 @@ def test_cotainr_builds_on_the_laif_rocm7_mpich_image_on_a_cpu_partition(templat
     3.6.0 from the rocm7.0 index, and the build submitted to a CPU partition with no GPU
     asked for (on small-g it is billed in GPU-hours)."""
     project = render(template, tmp_path / "p", container="cotainr")
-    build = (project / "container/build.sh").read_text()
-    match = LAIF_MPICH.search(build)
-    assert match, build
-    assert "--system" not in build
+    values = (project / "scripts/values.sh").read_text()  # (container/build.sh is the same in every project)
+    match = LAIF_MPICH.search(values)
+    assert match, values
+    assert "\ncotainr_system=''\n" in values
     environment = (project / "container/environment.yml").read_text()
     pins = re.findall(r"^    - (.+)$", environment, re.M)
     assert pins[:4] == ["--extra-index-url https://download.pytorch.org/whl/rocm7.0", "triton-rocm==3.6.0",
@@ -372,9 +372,10 @@ def test_cotainr_build_without_a_build_partition_uses_the_smoke_test_partition_a
     cotainr = lumi.cotainr.model_copy(update={"build_partition": None, "base_image": None, "system": "lumi-g"})
     monkeypatch.setitem(cat.sites, "lumi", lumi.model_copy(update={"partitions": parts, "cotainr": cotainr}))
     p = render(template, tmp_path / "p", container="cotainr")
-    build = (p / "container/build.sh").read_text()
-    assert f"--partition={lumi.partial_node_partition} --qos=shortq " in build
-    assert "--system=lumi-g " in build and "BASE_IMAGE" not in build
+    result, log = _build(p, tmp_path, BASE_IMAGE=str(tmp_path / "ignored.sif"))
+    assert result.returncode == 0, result.stderr
+    assert f"--partition={lumi.partial_node_partition} --qos=shortq " in Path(f"{log}.srun").read_text()
+    assert Path(f"{log}.cotainr").read_text().split()[:3] == ["build", "container/demo.sif", "--system=lumi-g"]
     assert "`cotainr build --system=lumi-g`" in (p / "README.md").read_text()
     assert [m for m in lint_project(p, cat) if "build.sh" in m] == []  # bash -n and shellcheck
 

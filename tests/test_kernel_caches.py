@@ -18,7 +18,7 @@ import pytest
 
 from lumi_scaffold.plugins import get_catalogue
 
-from .helpers import render, values
+from .helpers import render
 from .jobs import job_env, log_of, run_job
 
 LOCAL = {"site": "local", "account": "local", "partition": "batch", "gpus_per_node": 2}
@@ -64,16 +64,12 @@ def test_second_job_finds_the_first_jobs_kernel_caches(slurm_cluster_local2n, te
     # (job ids restart with every cluster, so /tmp could hold an older session's files).
     node_tmp = tmp_path / "node-local"
     node_tmp.mkdir()
-    # The MIOpen, Triton and TorchInductor directories (and run.sh's per-job TMPDIR, under node_tmp).
-    values_sh = project / "scripts/values.sh"
-    text = values_sh.read_text()
-    assert text.count("/tmp/${USER}-") == 3 and "\nnode_tmp='/tmp'\n" in text
-    values_sh.write_text(text.replace("/tmp/${USER}-", f"{node_tmp}/${{USER}}-").replace(
-        "\nnode_tmp='/tmp'\n", f"\nnode_tmp='{node_tmp}'\n"))
-    caches_sh = project / "scripts/caches.sh"
-    text = caches_sh.read_text()
-    assert text.count('"/tmp/${USER}-') == 3
-    caches_sh.write_text(text.replace('"/tmp/${USER}-', f'"{node_tmp}/${{USER}}-'))
+    # The MIOpen, Triton and TorchInductor directories, as run.sh sets them and caches.sh
+    # carries them (and pip's cache), and run.sh's per-job TMPDIR (node_tmp): scripts/values.sh.
+    values = project / "scripts/values.sh"
+    text = values.read_text()
+    assert text.count("/tmp/${USER}-") == 7 and text.count("\nnode_tmp='/tmp'\n") == 1
+    values.write_text(text.replace("/tmp/${USER}-", f"{node_tmp}/${{USER}}-").replace("\nnode_tmp='/tmp'\n", f"\nnode_tmp='{node_tmp}'\n"))
     env = job_env(cluster, tmp_path, site_root)
     store = Path(env["KERNEL_CACHE_STORE"]) / "image"  # keyed by the image, $SIF = .../image.sif
 
@@ -141,13 +137,14 @@ def test_second_job_finds_the_first_jobs_kernel_caches(slurm_cluster_local2n, te
 
 
 def test_jax_projects_carry_only_miopens_cache(template, tmp_path):
-    """JAX does not compile with Triton: no TRITON_CACHE_DIR, and the caches script and
+    """JAX does not compile with Triton: no TRITON_CACHE_DIR, and the caches' values and
     comments name MIOpen's cache alone."""
     project = render(template, tmp_path / "p", framework="jax", nodes=2)
-    jax = values(project)
-    caches = (project / "scripts/caches.sh").read_text()
-    assert "TRITON" not in (project / "scripts/values.sh").read_text() and "triton" not in caches.lower()
-    assert "# Compiler caches that survive jobs: MIOpen's kernel cache.\n" in caches
-    assert jax["kernel_caches"] == "1" and jax["kernel_cache_env"] == [] and jax["miopen_cache"]
-    torch = values(render(template, tmp_path / "t", nodes=2))
-    assert "TRITON_CACHE_DIR=/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}" in torch["kernel_cache_env"]
+    run_sh = (project / "scripts/run.sh").read_text()
+    values = (project / "scripts/values.sh").read_text()
+    assert "TRITON" not in run_sh and "triton" not in values.lower()
+    assert "# Compiler caches that survive jobs: MIOpen's kernel cache.\n" in values
+    assert "\nkernel_cache_dirs=('miopen=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')\n" in values
+    assert "# 1: the jobs restore the kernel caches from the project's cache area" in values
+    torch_values = (render(template, tmp_path / "t", nodes=2) / "scripts/values.sh").read_text()
+    assert "'TRITON_CACHE_DIR=/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}'" in torch_values

@@ -203,8 +203,7 @@ def test_all_reduce_perf_started_without_mpi_is_refused(slurm_cluster_2nodes, te
     """An image whose generation gives no MPI launch (the former LUST images): 16 singleton
     all_reduce_perf processes are no measurement; the job says so and how to get one."""
     project = render(template, tmp_path / "p", nodes=2, container="lust-pytorch-2.7.1")
-    preflight = (project / "jobs/preflight.sbatch").read_text()
-    assert "--mpi=" not in preflight.replace("(srun --mpi=...)", "")
+    assert "\npreflight_mpi=()\n" in (project / "scripts/values.sh").read_text()
     env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_RCCL_LINE=OFI)
     env.update(image_with_all_reduce_perf(tmp_path, env))
     image = Path(env["FAKE_SINGULARITY_IMAGE_ENV"])

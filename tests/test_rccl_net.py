@@ -81,15 +81,19 @@ def test_lumi_reference_is_the_reframe_check():
 
 
 def test_preflight_finds_rccl_tests_in_usr_libexec_before_the_path(tmp_path):
-    """The LUMI preflight's own probe command (as rendered), run where /usr/libexec holds
-    rccl-tests as LAIF images install it [LAIF-R], and where only PATH has one: libexec
-    first. (A private mount namespace puts the stand-in over /usr/libexec; root only.)"""
+    """The LUMI preflight's own probe command (scripts/preflight.sh, with the places of
+    scripts/values.sh), run where /usr/libexec holds rccl-tests as LAIF images install it
+    [LAIF-R], and where only PATH has one: libexec first. (A private mount namespace puts the
+    stand-in over /usr/libexec; root only.)"""
     from .helpers import REPO, render
 
     project = render(REPO, tmp_path / "p", nodes=2)
-    script = (project / "jobs/preflight.sbatch").read_text()
-    probe = re.search(r"bash -c '([^']*all_reduce_perf[^']*)'", script)
+    script = (project / "scripts/preflight.sh").read_text()
+    probe = re.search(r"bash -c '([^']*command -v[^']*)' bash \"\$\{preflight_all_reduce_perf\[@\]\}\"", script)
     assert probe, script
+    places = re.search(r"^preflight_all_reduce_perf=\((.*)\)$", (project / "scripts/values.sh").read_text(), re.M)
+    places = re.findall(r"'([^']*)'", places.group(1))
+    assert places == ["/usr/libexec/rccl-tests/all_reduce_perf", "all_reduce_perf"]
     libexec = tmp_path / "libexec" / "rccl-tests"
     bindir = tmp_path / "bin"
     for where in (libexec, bindir):
@@ -98,10 +102,10 @@ def test_preflight_finds_rccl_tests_in_usr_libexec_before_the_path(tmp_path):
         (where / "all_reduce_perf").chmod(0o755)
     env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
     if not Path("/usr/libexec/rccl-tests/all_reduce_perf").exists():  # (this machine has none: PATH's)
-        on_path = subprocess.run(["bash", "-c", probe.group(1)], env=env, capture_output=True, text=True)
+        on_path = subprocess.run(["bash", "-c", probe.group(1), "bash", *places], env=env, capture_output=True, text=True)
         assert on_path.stdout == f"{bindir}/all_reduce_perf\n"
     both = subprocess.run(["unshare", "-m", "--propagation", "private", "bash", "-c",
-                           f'mount --bind "{libexec.parent}" /usr/libexec && {probe.group(1)}'],
+                           f'mount --bind "{libexec.parent}" /usr/libexec && {probe.group(1)}', "bash", *places],
                           env=env, capture_output=True, text=True)
     if both.returncode != 0:
         pytest.skip(f"no private mount namespace here: {both.stderr.strip()}")

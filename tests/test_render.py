@@ -27,8 +27,9 @@ def expected_files(a: dict) -> set[str]:
     files = {
         ".copier-answers.yml", ".gitignore", ".shellcheckrc", "README.md", "constraints.txt", "requirements.txt",
         "logs/.gitkeep", "jobs/train.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh",
-        "scripts/job-env.sh", "scripts/run.sh", "scripts/setup-venv.sh", "scripts/image_packages.py", "scripts/attach.sh",
-        "scripts/watchdog.py", "scripts/rccl_net.py", "scripts/values.sh", "scripts/project_values.py", "scripts/reports.py",
+        "scripts/job-env.sh", "scripts/job-kinds.sh", "scripts/run.sh", "scripts/setup-venv.sh", "scripts/image_packages.py",
+        "scripts/attach.sh", "scripts/watchdog.py", "scripts/rccl_net.py", "scripts/values.sh", "scripts/project_values.py",
+        "scripts/reports.py",
         f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"src/{pkg}/heartbeat.py",
         f"src/{pkg}/runlog.py", "jobs/sweep.sbatch", "scripts/sweep.py", "sweeps/example.txt",
         "pytest.ini", "tests/conftest.py", "tests/test_heartbeat.py", "tests/test_image_packages.py",
@@ -45,7 +46,7 @@ def expected_files(a: dict) -> set[str]:
     if site.miopen_cache or framework.triton_cache:  # kernel caches carried between jobs
         files.add("scripts/caches.sh")
     if int(a.get("nodes", 1)) > 1:  # the network preflight, and its benchmark where the framework has one
-        files.add("jobs/preflight.sbatch")
+        files |= {"jobs/preflight.sbatch", "scripts/preflight.sh"}
         if framework.name == "jax" or framework.needs_master_addr:
             files.add(f"src/{pkg}/allreduce_bench.py")
     return files

@@ -126,7 +126,7 @@ def test_projects_render_and_lint_clean(cat, tmp_path, extra):
     else:
         assert "Pull the container" not in readme and "This image is legacy" in readme
     if extra.get("prestage"):
-        assert "use more GPUs per node (memory follows them)" in (project / "scripts" / "prestage.sh").read_text()
+        assert "use more GPUs per node (memory follows them)" in (project / "scripts" / "values.sh").read_text()
     comment = "memory follows the GPUs" + ("." if extra.get("gpus_per_node") == 1 else "")
     assert comment in train
     v = values(project)

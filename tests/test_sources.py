@@ -115,15 +115,17 @@ def test_the_bibliography_reads_as_pyyaml_reads_it():
 
 
 def test_readme_leaves_out_the_keys_of_files_the_project_does_not_get(template, tmp_path):
-    """jobs/preflight.sbatch cites [LAIF-R] where it looks for rccl-tests, and only
-    multi-node projects get it (a LAIF image's project cites it in its data too: here a LUST
-    image's); scripts/prestage.sh cites [AIG-04], and only prestaging
-    projects get it. (A conditional file name renders to Copier's bare suffix, `.jinja`.)"""
+    """The preflight's values in scripts/values.sh cite [LAIF-R] where the job looks for
+    rccl-tests, and only multi-node projects have them (a LAIF image's project cites it in
+    its data too: here a LUST image's); the pre-staging values cite [AIG-04], and only
+    prestaging projects have them. (A conditional file name renders to Copier's bare
+    suffix, `.jinja`.)"""
     def listed(project):
         return set(re.findall(r"^- \*\*([A-Za-z0-9-]+)\*\*: \[", (project / "README.md").read_text(), re.M))
 
     one = render(template, tmp_path / "one", framework="jax", gpus_per_node=1, container="lust-jax-0.4.28")
     two = render(template, tmp_path / "two", nodes=2)
-    assert not (one / "jobs/preflight.sbatch").exists() and "[LAIF-R]" in (two / "jobs/preflight.sbatch").read_text()
+    assert not (one / "jobs/preflight.sbatch").exists() and "[LAIF-R]" not in (one / "scripts/values.sh").read_text()
+    assert "[LAIF-R]" in (two / "scripts/values.sh").read_text()
     assert "LAIF-R" not in listed(one) and "LAIF-R" in listed(two)
     assert not (two / "scripts/prestage.sh").exists() and "AIG-04" not in listed(two)

@@ -1,37 +1,47 @@
 #!/bin/bash
-# Compiler caches that survive jobs: MIOpen's kernel cache, Triton's kernel cache and TorchInductor's cache.
-# During a job they live in node-local /tmp (RAM, counted in the job's memory),
-# where scripts/run.sh points the framework, and node-local files end with the job: without
-# this script every job would compile its kernels anew. It carries each cache from job to
-# job through an archive in the project's cache area, one directory per image
-# (KERNEL_CACHE_STORE/<image file name without .sif>/):
+# Compiler caches that survive jobs (kernel_cache_dirs in values.sh, which names them). During
+# a job they live in node-local storage, where scripts/run.sh points the framework, and
+# node-local files end with the job: without this script every job would compile its
+# kernels anew. It carries each cache from job to job through an archive in the project's
+# cache area, one directory per image (KERNEL_CACHE_STORE/<image file name without .sif>/):
 #   caches.sh restore   every node, when a job starts (restore_caches in scripts/job-env.sh)
 #   caches.sh save      the job's first node, after its training step has ended (save_caches),
-#                       never while the step runs: MIOpen may still be writing its database
+#                       never while the step runs: a framework (MIOpen's database) may still
+#                       be writing to them
 # Kernels compiled in one image are never restored into another (another ROCm or framework
 # version); an image rebuilt under the same name keeps its archives: delete its directory.
 # A save writes a temporary file next to the archive and renames it over the old one (one
 # rename on one file system), so jobs saving at the same time leave a whole archive, the
 # last one's, never a mix. Off: KEEP_KERNEL_CACHES=0 sbatch ...
+# This file is the same in every project made by lumi-scaffold.
 set -euo pipefail
 
 : "${USER:=$(id -un)}" "${SLURM_JOB_ID:=0}" "${SLURM_NODEID:=0}"
-KERNEL_CACHE_STORE="${KERNEL_CACHE_STORE:-/scratch/project_465000000/${USER}/cache/kernels/demo}"
+# shellcheck source=values.sh
+source "$(dirname "${BASH_SOURCE[0]}")/values.sh"
+
+# The value $1 with every ${NAME} in it replaced by that variable's value (empty when
+# unset), as expand in scripts/job-env.sh does.
+expand() {
+    local rest="$1" out="" name
+    while [[ "${rest}" =~ ^([^$]*)\$\{([A-Za-z_][A-Za-z0-9_]*)\}(.*)$ ]]; do
+        name="${BASH_REMATCH[2]}"
+        out+="${BASH_REMATCH[1]}${!name:-}"
+        rest="${BASH_REMATCH[3]}"
+    done
+    printf '%s' "${out}${rest}"
+}
+
+KERNEL_CACHE_STORE="${KERNEL_CACHE_STORE:-$(expand "${kernel_cache_store}")}"
 # The image the job runs (SIF, from scripts/job-env.sh) keys the archives.
 image="$(basename "${SIF:?caches.sh runs in a job, after scripts/job-env.sh set SIF}" .sif)"
 store="${KERNEL_CACHE_STORE}/${image}"
-# name and node-local directory of each cache (the same directories as in scripts/run.sh)
-caches=(
-    miopen "/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
-    triton "/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
-    inductor "/tmp/${USER}-inductor-cache-${SLURM_JOB_ID}-${SLURM_NODEID}"
-)
 
 action="${1:-}"
 node="node ${SLURM_NODEID} (${SLURMD_NODENAME:-$(hostname)})"
-for ((i = 0; i < ${#caches[@]}; i += 2)); do
-    name="${caches[i]}"
-    dir="${caches[i + 1]}"
+for cache in "${kernel_cache_dirs[@]}"; do
+    name="${cache%%=*}"
+    dir="$(expand "${cache#*=}")"
     archive="${store}/${name}.tar"
     case "${action}" in
         restore)

@@ -1,31 +1,32 @@
 #!/bin/bash
 # Create the project's venv INSIDE the container, on top of the image's Python:
 #   bash scripts/setup-venv.sh        (login node is fine; takes a few minutes)
-# Nothing the image ships may change: PyTorch (DDP, RCCL), its ROCm builds of other packages, and
-# everything else its Python sees. Before the venv exists, the script records every
-# distribution the image's Python sees, at its exact version (local and dev suffixes
-# included), in venv/image-packages.json; pip installs requirements.txt constrained by all
-# of them (venv/image-constraints.txt) and by your own pins (constraints.txt); afterwards
-# it checks that every one is still there, unchanged. A generic wheel from PyPI lacks the
-# image's ROCm and Slingshot builds. [AIG-02]
+# Nothing the image ships may change: the framework, its ROCm builds of other packages, and
+# everything else its Python sees (scripts/values.sh says why, for this site). Before the
+# venv exists, the script records every distribution the image's Python sees, at its exact
+# version (local and dev suffixes included), in venv/image-packages.json; pip installs
+# requirements.txt constrained by all of them (venv/image-constraints.txt) and by your own
+# pins (constraints.txt); afterwards it checks that every one is still there, unchanged.
 # The venv sees the image's packages through a .pth file (scripts/image_packages.py link),
-# not --system-site-packages, which from a venv's Python (LAIF images keep theirs in
-# /opt/venv) reaches the base interpreter's packages instead of the image's.
+# not --system-site-packages, which from a venv's Python (an image's own Python may be
+# one) reaches the base interpreter's packages instead of the image's.
 # Rerun it after changing requirements.txt; after a change of image, rm -rf venv first.
 #
 #   bash scripts/setup-venv.sh --pack
 # builds the same venv at /user-software (a directory bound there while it builds) and packs
 # it into one SquashFS file, venv.sqsh, which the jobs bind at /user-software: one file on
-# the parallel file system instead of thousands. [AIG-02], [UG-stor]
+# the parallel file system instead of thousands.
 # The pack is read-only: after changing requirements.txt, rerun --pack (it builds afresh).
 # It needs mksquashfs on this node.
+# This file is the same in every project made by lumi-scaffold.
 set -euo pipefail
 
 if [ "${1:-}" != "--inside" ]; then
     # shellcheck source=job-env.sh
     source "$(dirname "${BASH_SOURCE[0]}")/job-env.sh"
-    # Keep pip's cache off $HOME. [WS-05]
-    export PIP_CACHE_DIR="${PIP_CACHE_DIR:-/tmp/${USER}-pip-cache}"
+    # Keep pip's cache off $HOME (pip_cache in values.sh).
+    PIP_CACHE_DIR="${PIP_CACHE_DIR:-$(expand "${pip_cache}")}"
+    export PIP_CACHE_DIR
     if [ "${1:-}" != "--pack" ]; then
         exec "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" bash "${PROJECT_DIR}/scripts/setup-venv.sh" --inside
     fi

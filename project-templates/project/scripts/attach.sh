@@ -2,28 +2,25 @@
 # Open a shell (or run a command) inside one of your running jobs, or watch its GPUs.
 set -euo pipefail
 
+# This file is the same in every project made by lumi-scaffold; what this site's GPUs show
+# and whether an attached step sees them are in scripts/values.sh.
+# shellcheck source=values.sh
+source "$(dirname "${BASH_SOURCE[0]}")/values.sh"
+
 usage() {
-    cat <<'USAGE'
-Usage: scripts/attach.sh JOBID [NODE] [--smi | -- COMMAND [ARGS...]]
-
-  scripts/attach.sh 1234                  a shell on the job's first node
-  scripts/attach.sh 1234 nid005001        a shell on another node of the job
-{%- set power = plugin_data.site.gpu_power %}
-  scripts/attach.sh 1234 --smi            rocm-smi every second{% if power %} (power is the best sign of
-                                          use: {{ power.text }}){% if power.source %} [{{ power.source }}]{% endif %}{% endif %}
-  scripts/attach.sh 1234 -- top -b -n 1   one command, then back
-
-Each call is its own job step that shares the job's resources (srun --overlap), so several
-can be open at once, on any of the job's nodes.{{ ' [TM-Slurm]' | lumi_cite }}
-squeue --me lists your jobs and their nodes.
-{%- if '[WS-04]' | lumi_cite %} Such a step sees the job's GPUs without
-asking for them: LUMI's AI workshop and course watch a running job's GCDs with rocm-smi
-from a step attached this way.{{ ' [WS-04], [TM-ai-E08]' | lumi_cite }}
-{%- else %} If rocm-smi in such a step shows no GPUs, the
-step needs them requested too (add --gpus-per-node=N below); whether an overlapping step
-sees them by default is UNCONFIRMED for this site.
-{%- endif %}
-USAGE
+    printf '%s\n' "Usage: scripts/attach.sh JOBID [NODE] [--smi | -- COMMAND [ARGS...]]" "" \
+        "  scripts/attach.sh 1234                  a shell on the job's first node" \
+        "  scripts/attach.sh 1234 nid005001        a shell on another node of the job"
+    if [ -n "${gpu_power}" ]; then
+        printf '%s\n' "  scripts/attach.sh 1234 --smi            rocm-smi every second (power is the best sign of" \
+            "                                          use: ${gpu_power})${gpu_power_source:+ [${gpu_power_source}]}"
+    else
+        echo "  scripts/attach.sh 1234 --smi            rocm-smi every second"
+    fi
+    printf '%s\n' "  scripts/attach.sh 1234 -- top -b -n 1   one command, then back" "" \
+        "Each call is its own job step that shares the job's resources (srun --overlap), so several" \
+        "can be open at once, on any of the job's nodes.${overlap_source:+ ${overlap_source}}" \
+        "squeue --me lists your jobs and their nodes. ${attached_gpus[0]}" "${attached_gpus[@]:1}"
 }
 
 case "${1:-}" in

@@ -29,7 +29,7 @@ def expected_files(a: dict) -> set[str]:
         "logs/.gitkeep", "jobs/train.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh",
         "scripts/job-env.sh", "scripts/job-kinds.sh", "scripts/run.sh", "scripts/setup-venv.sh", "scripts/image_packages.py",
         "scripts/attach.sh", "scripts/watchdog.py", "scripts/rccl_net.py", "scripts/values.sh", "scripts/project_values.py",
-        "scripts/reports.py",
+        "scripts/reports.py", "scripts/values-lib.sh",
         f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"src/{pkg}/heartbeat.py",
         f"src/{pkg}/runlog.py", "jobs/sweep.sbatch", "scripts/sweep.py", "sweeps/example.txt",
         "pytest.ini", "tests/conftest.py", "tests/test_heartbeat.py", "tests/test_image_packages.py",

@@ -11,20 +11,8 @@ export USER="${USER:-$(id -un)}"
 # The project directory: where sbatch was run (the README runs every job from there).
 PROJECT_DIR="${SLURM_SUBMIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 export PROJECT_DIR
-# shellcheck source=values.sh
-source "${PROJECT_DIR}/scripts/values.sh"
-
-# The value $1 with every ${NAME} in it replaced by that variable's value (empty when
-# unset): values.sh keeps such references as they are, to expand where they are used.
-expand() {
-    local rest="$1" out="" name
-    while [[ "${rest}" =~ ^([^$]*)\$\{([A-Za-z_][A-Za-z0-9_]*)\}(.*)$ ]]; do
-        name="${BASH_REMATCH[2]}"
-        out+="${BASH_REMATCH[1]}${!name:-}"
-        rest="${BASH_REMATCH[3]}"
-    done
-    printf '%s' "${out}${rest}"
-}
+# shellcheck source=values-lib.sh
+source "${PROJECT_DIR}/scripts/values-lib.sh"
 
 # sbatch hands the job the environment of the shell that submitted it (--export=ALL),
 # modules loaded by hand included. Start from a known state: no bind paths or variables for

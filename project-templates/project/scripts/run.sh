@@ -12,19 +12,9 @@ set -euo pipefail
 PROJECT_DIR="${PROJECT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 # Defaults for use outside a Slurm job (login node, local tests).
 : "${USER:=$(id -un)}" "${SLURM_JOB_ID:=0}" "${SLURM_NODEID:=0}"
-# shellcheck source=values.sh
-source "${PROJECT_DIR}/scripts/values.sh"
+# shellcheck source=values-lib.sh
+source "${PROJECT_DIR}/scripts/values-lib.sh"
 
-# The value $1 with every ${NAME} in it replaced by that variable's value (empty when unset).
-expand() {
-    local rest="$1" out="" name
-    while [[ "${rest}" =~ ^([^$]*)\$\{([A-Za-z_][A-Za-z0-9_]*)\}(.*)$ ]]; do
-        name="${BASH_REMATCH[2]}"
-        out+="${BASH_REMATCH[1]}${!name:-}"
-        rest="${BASH_REMATCH[3]}"
-    done
-    printf '%s' "${out}${rest}"
-}
 # Exports each NAME=value given, its ${NAME}s expanded.
 export_values() {
     local setting

@@ -77,15 +77,15 @@ launcher='srun'
 srun_options=()
 # srun's --cpu-bind for the training step ('' for none).
 cpu_bind=''
-# torchrun's --numa-binding ('' for none).
-torchrun_binding=''
-# Ranks each task starts (torchrun: the GPUs of a node).
+# (Not used by the srun launcher.)
+numa_binding=''
+# Ranks each task starts.
 ranks_per_task='1'
 # The training script, from the project directory.
 train_script='src/demo/train.py'
 # The framework's arguments before yours.
 train_args=()
-# 1: the jobs set MASTER_ADDR and MASTER_PORT for torch.distributed's rendezvous. [WS-09], [AIG-05]
+# 0: JAX (jax.distributed) finds its peers itself (jax.distributed.initialize() auto-detects Slurm (SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID)).
 rendezvous='0'
 # 1: jobs/train.sbatch --chain N queues the run's next jobs.
 chains='1'
@@ -93,14 +93,6 @@ chains_refused=''
 # Seconds before the time limit at which Slurm warns the training job.
 signal_lead='300'
 profile_signal_lead='300'
-
-# Sweeps (scripts/sweep.py): each trial of jobs/sweep.sbatch is a training job on the sweep's shape.
-# What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).
-sweep_at_limit='0.5'
-sweep_time_limit='01:00:00'
-sweep_unit='GPU-hours'
-# Why the partition takes no sweep ('': it takes job arrays).
-sweep_refused=''
 
 # Inside the container (scripts/run.sh, every rank).
 # NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3: RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
@@ -129,4 +121,74 @@ net_check_fast=''
 net_check_tcp=''
 net_check_final=''
 net_check_fix=''
+
+# The network preflight (jobs/preflight.sbatch): none in a one-node project.
+preflight_all_reduce_perf=()
+preflight_options=()
+preflight_benchmark=''
+preflight_benchmark_args=()
+preflight_framework=''
+preflight_reference=''
+preflight_reference_size=''
+preflight_reference_tolerance=''
+preflight_reference_nodes=''
+preflight_reference_column=''
+preflight_reference_args=''
+preflight_reference_shape=''
+preflight_reference_source=''
+preflight_mpi=()
+
+# Profiling (jobs/profile.sbatch): none in this project.
+profiler=''
+profile_rank=''
+profiler_command=()
+profiler_env=()
+
+# Sweeps (scripts/sweep.py submits jobs/sweep.sbatch, sweep_job in scripts/job-kinds.sh): one trial
+# of the training per line of a sweep file, each a task of a Slurm job array on the sweep's shape.
+# What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).
+sweep_at_limit='0.5'
+sweep_time_limit='01:00:00'
+sweep_unit='GPU-hours'
+# Why the partition takes no sweep ('': it takes job arrays, and jobs/sweep.sbatch runs).
+sweep_refused=''
+
+# Compiler caches that survive jobs: MIOpen's kernel cache.
+# During a job it lives in node-local /tmp (RAM, counted in the job's memory),
+# where scripts/run.sh points the framework; scripts/caches.sh carries each from job to job.
+# The archives, one directory per image: KERNEL_CACHE_STORE/<image file name without .sif>/<name>.tar
+# (KERNEL_CACHE_STORE=... sbatch ... keeps them elsewhere).
+kernel_cache_store='/scratch/project_465000000/${USER}/cache/kernels/demo'
+# Each cache's name and its node-local directory (the same directories as scripts/run.sh's).
+kernel_cache_dirs=('miopen=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')
+
+# Pre-staging (scripts/prestage.sh): off.
+prestage_shared_tmp_kb=''
+prestage_shared_tmp=''
+prestage_fix=''
+
+# The venv (scripts/setup-venv.sh), on top of the image's Python: nothing the image ships may change
+# (JAX (jax.distributed), its ROCm builds of other packages, everything else its Python sees). A generic
+# wheel from PyPI lacks the image's ROCm and Slingshot builds. [AIG-02]
+# LAIF images keep their Python in a venv (/opt/venv): the project's venv sees its packages
+# through a .pth file.
+# --pack: one SquashFS file on the parallel file system instead of thousands. [AIG-02], [UG-stor]
+# pip's cache while it installs, off $HOME. [WS-05]
+pip_cache='/tmp/${USER}-pip-cache'
+
+# scripts/attach.sh --help: what this site's GPUs show, and what an attached step sees.
+# rocm-smi's power for busy GPUs ('': no figures).
+gpu_power='~300 W one busy GCD, ~500 W both GCDs of an MI250X'
+gpu_power_source='AIG-06'
+# Where Slurm's overlapping job steps are documented for this site.
+overlap_source='[TM-Slurm]'
+# Its help's lines on whether an attached step sees the job's GPUs.
+attached_gpus=('Such a step sees the job'\''s GPUs without' 'asking for them: LUMI'\''s AI workshop and course watch a running job'\''s GCDs with rocm-smi' 'from a step attached this way. [WS-04], [TM-ai-E08]')
+
+# Building the image with cotainr (container/build.sh): not in this project.
+cotainr_image=''
+cotainr_modules=()
+cotainr_base_image=''
+cotainr_system=''
+cotainr_srun=()
 }

@@ -11,20 +11,8 @@ export USER="${USER:-$(id -un)}"
 # The project directory: where sbatch was run (the README runs every job from there).
 PROJECT_DIR="${SLURM_SUBMIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 export PROJECT_DIR
-# shellcheck source=values.sh
-source "${PROJECT_DIR}/scripts/values.sh"
-
-# The value $1 with every ${NAME} in it replaced by that variable's value (empty when
-# unset): values.sh keeps such references as they are, to expand where they are used.
-expand() {
-    local rest="$1" out="" name
-    while [[ "${rest}" =~ ^([^$]*)\$\{([A-Za-z_][A-Za-z0-9_]*)\}(.*)$ ]]; do
-        name="${BASH_REMATCH[2]}"
-        out+="${BASH_REMATCH[1]}${!name:-}"
-        rest="${BASH_REMATCH[3]}"
-    done
-    printf '%s' "${out}${rest}"
-}
+# shellcheck source=values-lib.sh
+source "${PROJECT_DIR}/scripts/values-lib.sh"
 
 # sbatch hands the job the environment of the shell that submitted it (--export=ALL),
 # modules loaded by hand included. Start from a known state: no bind paths or variables for
@@ -235,7 +223,7 @@ launch() {
     local step=(srun --kill-on-bad-exit=1)
     if [ "${launcher}" = torchrun ]; then
         step+=("${srun_options[@]}" "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh"
-            python -m torch.distributed.run ${torchrun_binding:+"--numa-binding=${torchrun_binding}"}
+            python -m torch.distributed.run ${numa_binding:+"--numa-binding=${numa_binding}"}
             --nnodes="${SLURM_JOB_NUM_NODES}" --nproc_per_node="${ranks_per_task}"
             --rdzv_id="${SLURM_JOB_ID}" --rdzv_backend=c10d --rdzv_endpoint="${MASTER_ADDR}:${MASTER_PORT}"
             --no-python "${wrapper}")

@@ -81,9 +81,9 @@ launcher='srun'
 srun_options=()
 # srun's --cpu-bind for the training step ('' for none).
 cpu_bind='verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000,0x0000000000fe0000,0x00000000fe000000,0x00000000000000fe,0x000000000000fe00,0x000000fe00000000,0x0000fe0000000000'
-# torchrun's --numa-binding ('' for none).
-torchrun_binding=''
-# Ranks each task starts (torchrun: the GPUs of a node).
+# (Not used by the srun launcher.)
+numa_binding=''
+# Ranks each task starts.
 ranks_per_task='1'
 # The training script, from the project directory.
 train_script='src/demo/train.py'
@@ -97,14 +97,6 @@ chains_refused=''
 # Seconds before the time limit at which Slurm warns the training job.
 signal_lead='300'
 profile_signal_lead='300'
-
-# Sweeps (scripts/sweep.py): each trial of jobs/sweep.sbatch is a training job on the sweep's shape.
-# What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).
-sweep_at_limit='96.0'
-sweep_time_limit='12:00:00'
-sweep_unit='GPU-hours'
-# Why the partition takes no sweep ('': it takes job arrays).
-sweep_refused=''
 
 # Inside the container (scripts/run.sh, every rank).
 # NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3: RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
@@ -138,5 +130,97 @@ net_check_fast='NET/OFI Selected (P|p)rovider is cxi'
 net_check_tcp='NET/Socket|Using network Socket|NET/OFI Selected (P|p)rovider is (tcp|sockets)'
 # The line after which RCCL keeps its network ('' : the last network line decides).
 net_check_final='Using network'
-net_check_fix='the image must ship aws-ofi-rccl and see the CXI libraries (binds and modules in scripts/job-env.sh)'
+net_check_fix='the image must ship aws-ofi-rccl and see the CXI libraries (binds and modules in scripts/values.sh)'
+
+# The network preflight (jobs/preflight.sbatch, preflight_job in scripts/preflight.sh): one task
+# per GPU, each bound to its GPU's cores as the training ranks are (--cpu-bind masks).
+# rccl-tests' all_reduce_perf, looked up in the image in this order when the job starts (where LAIF images install it, not on PATH [LAIF-R]);
+# ALL_REDUCE_PERF=/path sbatch ... names another, ALL_REDUCE_PERF=none skips it.
+preflight_all_reduce_perf=('/usr/libexec/rccl-tests/all_reduce_perf' 'all_reduce_perf')
+# all_reduce_perf's options, one option and its value a word (as the reference below)
+# (-g 1: one GPU per task); the job's arguments come after them. An option the image's
+# all_reduce_perf does not know (an older rccl-tests) is left out, and there is no verdict then.
+preflight_options=('-b 2M' '-e 2048M' '-f 2' '-g 1' '-z 1' '-t 1' '-R 1' '-n 80' '-w 5' '-d half')
+# Without all_reduce_perf: the project's benchmark (torch.distributed.all_reduce), which prints the same table.
+preflight_benchmark='src/demo/allreduce_bench.py'
+# Its options: the framework, then all_reduce_perf's -b -e -f -n -w -d of the ones above.
+preflight_benchmark_args=('--framework' 'torch' '-b' '2M' '-e' '2048M' '-f' '2' '-n' '80' '-w' '5' '-d' 'half')
+# The framework, for the job's messages.
+preflight_framework='PyTorch (DDP, RCCL)'
+# How the image's MPI programs (all_reduce_perf) get their ranks from srun (none: started without them,
+# and a table of one-rank runs is refused).
+preflight_mpi=('--mpi=pmi2')
+
+# The preflight's reference: 85 GB/s in-place busbw at 134217728 bytes on 2 nodes, 5 % below allowed
+# (2 nodes x 8 GCDs, half, measured with the system ROCm and aws-ofi-rccl outside a container) [RF-RCCL].
+# Measured as it was (all_reduce_perf with these options, 2 nodes), the job prints its share
+# of it and fails below it; otherwise it prints one WARNING line with both figures, no verdict.
+# GB/s of busbw.
+preflight_reference='85'
+# The message size in bytes (0: the largest message).
+preflight_reference_size='134217728'
+# How far below it still passes (a fraction).
+preflight_reference_tolerance='0.05'
+# The node count it was measured on (0: not known).
+preflight_reference_nodes='2'
+# The busbw column of all_reduce_perf's table.
+preflight_reference_column='in-place'
+# all_reduce_perf's options it was measured with ('': not known).
+preflight_reference_args='-b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5 -d half'
+preflight_reference_shape='2 nodes x 8 GCDs, half, measured with the system ROCm and aws-ofi-rccl outside a container'
+preflight_reference_source='RF-RCCL'
+
+# Profiling (jobs/profile.sbatch): none in this project.
+profiler=''
+profile_rank=''
+profiler_command=()
+profiler_env=()
+
+# Sweeps (scripts/sweep.py submits jobs/sweep.sbatch, sweep_job in scripts/job-kinds.sh): one trial
+# of the training per line of a sweep file, each a task of a Slurm job array on the sweep's shape.
+# What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).
+sweep_at_limit='96.0'
+sweep_time_limit='12:00:00'
+sweep_unit='GPU-hours'
+# Why the partition takes no sweep ('': it takes job arrays, and jobs/sweep.sbatch runs).
+sweep_refused=''
+
+# Compiler caches that survive jobs: MIOpen's kernel cache, Triton's kernel cache and TorchInductor's cache.
+# During a job they live in node-local /tmp (RAM, counted in the job's memory),
+# where scripts/run.sh points the framework; scripts/caches.sh carries each from job to job.
+# The archives, one directory per image: KERNEL_CACHE_STORE/<image file name without .sif>/<name>.tar
+# (KERNEL_CACHE_STORE=... sbatch ... keeps them elsewhere).
+kernel_cache_store='/scratch/project_465000000/${USER}/cache/kernels/demo'
+# Each cache's name and its node-local directory (the same directories as scripts/run.sh's).
+kernel_cache_dirs=('miopen=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'triton=/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'inductor=/tmp/${USER}-inductor-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')
+
+# Pre-staging (scripts/prestage.sh): off.
+prestage_shared_tmp_kb=''
+prestage_shared_tmp=''
+prestage_fix=''
+
+# The venv (scripts/setup-venv.sh), on top of the image's Python: nothing the image ships may change
+# (PyTorch (DDP, RCCL), its ROCm builds of other packages, everything else its Python sees). A generic
+# wheel from PyPI lacks the image's ROCm and Slingshot builds. [AIG-02]
+# LAIF images keep their Python in a venv (/opt/venv): the project's venv sees its packages
+# through a .pth file.
+# --pack: one SquashFS file on the parallel file system instead of thousands. [AIG-02], [UG-stor]
+# pip's cache while it installs, off $HOME. [WS-05]
+pip_cache='/tmp/${USER}-pip-cache'
+
+# scripts/attach.sh --help: what this site's GPUs show, and what an attached step sees.
+# rocm-smi's power for busy GPUs ('': no figures).
+gpu_power='~300 W one busy GCD, ~500 W both GCDs of an MI250X'
+gpu_power_source='AIG-06'
+# Where Slurm's overlapping job steps are documented for this site.
+overlap_source='[TM-Slurm]'
+# Its help's lines on whether an attached step sees the job's GPUs.
+attached_gpus=('Such a step sees the job'\''s GPUs without' 'asking for them: LUMI'\''s AI workshop and course watch a running job'\''s GCDs with rocm-smi' 'from a step attached this way. [WS-04], [TM-ai-E08]')
+
+# Building the image with cotainr (container/build.sh): not in this project.
+cotainr_image=''
+cotainr_modules=()
+cotainr_base_image=''
+cotainr_system=''
+cotainr_srun=()
 }

@@ -3,7 +3,7 @@ from the same file as the jobs' bash library (standard library only, and Python 
 grammar: scripts/sweep.py runs with the login node's own python3).
 
     from project_values import read
-    values = read()              # {'image': '/appl/...sif', 'modules': ['load x', ...], ...}
+    values = read()              # {'image': '/path/to/image.sif', 'modules': ['load x', ...], ...}
     values['output_root']        # ${NAME} in a value expanded from the environment
 """
 

@@ -17,20 +17,8 @@
 set -euo pipefail
 
 : "${USER:=$(id -un)}" "${SLURM_JOB_ID:=0}" "${SLURM_NODEID:=0}"
-# shellcheck source=values.sh
-source "$(dirname "${BASH_SOURCE[0]}")/values.sh"
-
-# The value $1 with every ${NAME} in it replaced by that variable's value (empty when
-# unset), as expand in scripts/job-env.sh does.
-expand() {
-    local rest="$1" out="" name
-    while [[ "${rest}" =~ ^([^$]*)\$\{([A-Za-z_][A-Za-z0-9_]*)\}(.*)$ ]]; do
-        name="${BASH_REMATCH[2]}"
-        out+="${BASH_REMATCH[1]}${!name:-}"
-        rest="${BASH_REMATCH[3]}"
-    done
-    printf '%s' "${out}${rest}"
-}
+# shellcheck source=values-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/values-lib.sh"
 
 KERNEL_CACHE_STORE="${KERNEL_CACHE_STORE:-$(expand "${kernel_cache_store}")}"
 # The image the job runs (SIF, from scripts/job-env.sh) keys the archives.

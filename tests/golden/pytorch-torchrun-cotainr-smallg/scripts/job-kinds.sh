@@ -49,10 +49,10 @@ profile_job() {
 # scripts/sweep.py, which counts the trials and throttles the array). Trial i trains in its
 # own run directory, RUN_NAME=<sweep file's name>-<i> (e.g. example-001), through
 # jobs/train.sbatch, and resumes like a training job. A partition that takes no job arrays
-# (arrays=0 in values.sh) refuses it in one line.
+# (sweep_refused in values.sh says why) refuses it in one line.
 sweep_job() {
-    if [ "${arrays}" != 1 ]; then
-        echo "sweep: ${arrays_refused}. Fix: sweep on another partition (lumi-scaffold update -d partition=<name>)" >&2
+    if [ -n "${sweep_refused}" ]; then
+        echo "sweep: ${sweep_refused}. Fix: sweep on another partition (lumi-scaffold update -d partition=<name>)" >&2
         exit 2
     fi
     local sweep_file="${1:-}" sweep_path sweep trial trial_args

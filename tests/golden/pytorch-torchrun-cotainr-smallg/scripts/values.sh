@@ -86,8 +86,8 @@ srun_options=()
 # srun's --cpu-bind for the training step ('' for none).
 cpu_bind='verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000,0x0000000000fe0000,0x00000000fe000000,0x00000000000000fe,0x000000000000fe00,0x000000fe00000000,0x0000fe0000000000'
 # torchrun's --numa-binding ('' for none).
-torchrun_binding=''
-# Ranks each task starts (torchrun: the GPUs of a node).
+numa_binding=''
+# Ranks each task starts: torchrun's workers per node.
 ranks_per_task='8'
 # The training script, from the project directory.
 train_script='src/demo/train.py'
@@ -101,14 +101,6 @@ chains_refused=''
 # Seconds before the time limit at which Slurm warns the training job.
 signal_lead='300'
 profile_signal_lead='300'
-
-# Sweeps (scripts/sweep.py): each trial of jobs/sweep.sbatch is a training job on the sweep's shape.
-# What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).
-sweep_at_limit='4.0'
-sweep_time_limit='01:00:00'
-sweep_unit='GPU-hours'
-# Why the partition takes no sweep ('': it takes job arrays).
-sweep_refused=''
 
 # Inside the container (scripts/run.sh, every rank).
 # NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3: RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
@@ -139,4 +131,86 @@ net_check_fast=''
 net_check_tcp=''
 net_check_final=''
 net_check_fix=''
+
+# The network preflight (jobs/preflight.sbatch): none in a one-node project.
+preflight_all_reduce_perf=()
+preflight_options=()
+preflight_benchmark=''
+preflight_benchmark_args=()
+preflight_framework=''
+preflight_reference=''
+preflight_reference_size=''
+preflight_reference_tolerance=''
+preflight_reference_nodes=''
+preflight_reference_column=''
+preflight_reference_args=''
+preflight_reference_shape=''
+preflight_reference_source=''
+preflight_mpi=()
+
+# Profiling with Framework profiler (torch.profiler / jax.profiler) on one rank (jobs/profile.sbatch, profile_job in
+# scripts/job-kinds.sh): scripts/run-profile.sh runs one rank under it, every other rank as in
+# training. Profiling one rank keeps the overhead and the output small, and balanced training makes one rank representative. [WS-09]
+# View: open the trace in ui.perfetto.dev (keep traces under ~2 GB) or TensorBoard
+profiler='framework'
+# The rank it profiles; PROFILE_RANK=3 sbatch jobs/profile.sbatch profiles another.
+profile_rank='0'
+profiler_command=()
+# LUMI_SCAFFOLD_PROFILE_DIR: the example script profiles a few steps into this directory when it is set
+# Set for the profiled rank only; {output} is its profile directory.
+profiler_env=('LUMI_SCAFFOLD_PROFILE_DIR={output}')
+
+# Sweeps (scripts/sweep.py submits jobs/sweep.sbatch, sweep_job in scripts/job-kinds.sh): one trial
+# of the training per line of a sweep file, each a task of a Slurm job array on the sweep's shape.
+# What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).
+sweep_at_limit='4.0'
+sweep_time_limit='01:00:00'
+sweep_unit='GPU-hours'
+# Why the partition takes no sweep ('': it takes job arrays, and jobs/sweep.sbatch runs).
+sweep_refused=''
+
+# Compiler caches that survive jobs: MIOpen's kernel cache, Triton's kernel cache and TorchInductor's cache.
+# During a job they live in node-local /tmp (RAM, counted in the job's memory),
+# where scripts/run.sh points the framework; scripts/caches.sh carries each from job to job.
+# The archives, one directory per image: KERNEL_CACHE_STORE/<image file name without .sif>/<name>.tar
+# (KERNEL_CACHE_STORE=... sbatch ... keeps them elsewhere).
+kernel_cache_store='/scratch/project_465000000/${USER}/cache/kernels/demo'
+# Each cache's name and its node-local directory (the same directories as scripts/run.sh's).
+kernel_cache_dirs=('miopen=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'triton=/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'inductor=/tmp/${USER}-inductor-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')
+
+# Pre-staging (scripts/prestage.sh): off.
+prestage_shared_tmp_kb=''
+prestage_shared_tmp=''
+prestage_fix=''
+
+# The venv (scripts/setup-venv.sh), on top of the image's Python: nothing the image ships may change
+# (PyTorch (DDP, RCCL), its ROCm builds of other packages, everything else its Python sees). A generic
+# wheel from PyPI lacks the image's ROCm and Slingshot builds. [AIG-02]
+# LAIF images keep their Python in a venv (/opt/venv): the project's venv sees its packages
+# through a .pth file.
+# --pack: one SquashFS file on the parallel file system instead of thousands. [AIG-02], [UG-stor]
+# pip's cache while it installs, off $HOME. [WS-05]
+pip_cache='/tmp/${USER}-pip-cache'
+
+# scripts/attach.sh --help: what this site's GPUs show, and what an attached step sees.
+# rocm-smi's power for busy GPUs ('': no figures).
+gpu_power='~300 W one busy GCD, ~500 W both GCDs of an MI250X'
+gpu_power_source='AIG-06'
+# Where Slurm's overlapping job steps are documented for this site.
+overlap_source='[TM-Slurm]'
+# Its help's lines on whether an attached step sees the job's GPUs.
+attached_gpus=('Such a step sees the job'\''s GPUs without' 'asking for them: LUMI'\''s AI workshop and course watch a running job'\''s GCDs with rocm-smi' 'from a step attached this way. [WS-04], [TM-ai-E08]')
+
+# Building the image with cotainr (container/build.sh); cotainr stops at an "overwrite?" prompt when the image exists, so the build moves it aside first. [WS-06]
+# A bindings module left loaded by hand sets SINGULARITY_BIND, whose targets the image being built lacks: the build starts with no bind paths. [TM-Cont]
+# The image it builds, from the project directory.
+cotainr_image='container/demo.sif'
+# What `module load` needs for cotainr.
+cotainr_modules=('CrayEnv' 'cotainr')
+# The base image: the LUMI AI Factory ROCm 7.0 image with libfabric and MPICH (20260513_121430, mpich layer), but no framework. [WS-06-2026, WS-PR33, SS-cot]
+# BASE_IMAGE=/path/to/other.sif bash container/build.sh builds on another.
+cotainr_base_image='/appl/local/laifs/containers/lumi-multitorch-u24r70f21m50t210-20260513_121430/lumi-multitorch-mpich-u24r70f21m50t210-20260513_121430.sif'
+cotainr_system=''
+# On small, a CPU partition: the build needs no GPU (32 cores, 60 GB, as the LUMI AI workshop's 2026 cotainr build asks [WS-06-2026]).
+cotainr_srun=('--account=project_465000000' '--partition=small' '--time=01:00:00' '--nodes=1' '--ntasks=1' '--cpus-per-task=32' '--mem=60G')
 }

@@ -16,7 +16,7 @@ from lumi_scaffold.lint import check_headers, lint_project
 from lumi_scaffold.plugin_data import validate_plugin_data
 from lumi_scaffold.plugins import get_catalogue
 
-from .helpers import REPO, render
+from .helpers import REPO, render, values
 from .test_render import CANONICAL
 
 FIXTURES = Path(__file__).parent / "fixtures" / "answers-0.3.0"
@@ -124,4 +124,7 @@ def test_the_profile_job_is_warned_before_its_own_limit(tmp_path, walltime, trai
     headers = {name: (project / "jobs" / f"{name}.sbatch").read_text() for name in ("train", "profile")}
     assert f"#SBATCH --signal=B:USR1@{train}\n" in headers["train"]
     assert f"#SBATCH --signal=B:USR1@{profile}\n" in headers["profile"]
-    assert f'trap \'echo "time limit in {profile} s: the profile will end unfinished" >&2; time_is_up\' USR1' in headers["profile"]
+    # profile_job (scripts/job-kinds.sh) says so at the warning, with the lead from values.sh.
+    assert values(project)["profile_signal_lead"] == str(profile)
+    assert ('trap \'echo "time limit in ${profile_signal_lead} s: the profile will end unfinished" >&2; time_is_up\' USR1'
+            in (project / "scripts" / "job-kinds.sh").read_text())

@@ -23,7 +23,7 @@ from lumi_scaffold.lint import lint_project
 from lumi_scaffold.questions import check, choices
 from lumi_scaffold.testing import check_conformance, isolated_catalogue, plugin_catalogue, plugin_matrix, render_project
 
-from .helpers import REPO, write_plugin_dist
+from .helpers import REPO, values, write_plugin_dist
 from .venvs import nested_venv
 
 FRONTIER, DEEPSPEED = "lumi-site-frontier", "lumi-framework-deepspeed"
@@ -265,8 +265,7 @@ def test_tutorial_plugin_installs_and_works_as_written(venv, tmp_path, template)
     assert made.returncode == 0, made.stderr
     sbatch = (tmp_path / "campus-demo/jobs/train.sbatch").read_text()
     assert "#SBATCH --partition=gpu-large" in sbatch and "#SBATCH --ntasks-per-node=4" in sbatch
-    launch = (tmp_path / "campus-demo/scripts/job-env.sh").read_text()
-    assert "--cpu-bind=verbose,mask_cpu:0x000000fe,0x00007f00,0x00fe0000,0x7f000000" in launch
+    assert values(tmp_path / "campus-demo")["cpu_bind"] == "verbose,mask_cpu:0x000000fe,0x00007f00,0x00fe0000,0x7f000000"
     refused = cli("new", str(tmp_path / "too-long"), "--defaults", "-q", "--template", str(template),
                   "-d", "site=campus", "-d", "account=mlgroup", "-d", "nodes=3", "-d", "walltime=1-00:00:00")
     assert refused.returncode == 1 and "gpu-large limit of 12:00:00 for 3 node(s)" in refused.stderr

@@ -97,8 +97,12 @@ def test_profile_job_passes_the_same_arguments(catalogue, tmp_path_factory):
     template = template_source(tmp_path_factory.mktemp("template"))
     answers = {"site": "lumi", "framework": "deepspeed", "account": "project_465000000", "profiler": "rocprofv3"}
     project = render_project(template, tmp_path_factory.mktemp("projects") / "demo", answers)
-    profile = (project / "jobs" / "profile.sbatch").read_text()
-    assert 'launch run-profile.sh --output "${output}" "${DATA_ARGS[@]}" "$@"' in profile  # the training launch
+    assert "profile_job" in (project / "jobs" / "profile.sbatch").read_text()
+    # profile_job (the static library) starts the ranks with the training's launch, so the
+    # framework's arguments (train_args in values.sh) reach the profiled run too.
+    kinds = (project / "scripts" / "job-kinds.sh").read_text()
+    assert 'launch run-profile.sh --output "${output}" "${DATA_ARGS[@]}" "$@"' in kinds
+    assert project_values(project)["train_args"][0] == "--deepspeed"
 
 
 def test_example_without_deepspeed_stops_with_a_message(project, tmp_path):

@@ -6,6 +6,7 @@ files (starting it per file would dominate the run time).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -19,7 +20,8 @@ from .jobs import Memory, gpus_of, kind_of_file, parse_options
 from .answers import read_answers
 from .plugins import Catalogue
 
-__all__ = ["bash_syntax", "check_headers", "lint_project", "shell_files", "shellcheck", "shellcheck_executable"]
+__all__ = ["ValuesUnion", "bash_syntax", "check_headers", "lint_key", "lint_project", "shell_files", "shellcheck",
+           "shellcheck_executable"]
 
 SHELL_SUFFIXES = (".sh", ".sbatch")
 
@@ -70,6 +72,99 @@ def shellcheck(files: list[Path], *, cwd: Path | None = None) -> list[str]:
     if result.returncode and not lines:
         lines = [result.stderr.strip() or f"shellcheck exited {result.returncode}"]
     return lines
+
+
+# Lines whose text cannot change what bash -n and shellcheck find: a whole-line comment
+# (not a shellcheck directive) and a plain literal word on its own line, such as an option
+# in an array. A here-document is data to the shell, so a file with one keeps every line.
+_INERT = re.compile(r"\s*#(?!\s*shellcheck\b).*|\s+--?[A-Za-z0-9][A-Za-z0-9_.:/,=@+-]*")
+
+
+def lint_key(path: Path) -> str:
+    """A key shared by shell files that lint alike: their text with inert lines blanked
+    (the line count kept, so findings keep their places); lint one file per key."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if "<<" not in text:
+        lines = text.split("\n")
+        text = "\n".join([lines[0], *("#" if _INERT.fullmatch(line) else line for line in lines[1:])])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# scripts/values.sh as lumi_scaffold/values.py writes it: a header, then one brace group
+# of comments and one-line assignments of single-quoted words, each independent of the
+# others. Many projects' files share most of their lines.
+_WORD = r"(?:'[^']*'|\\')+"
+_ASSIGNMENT = re.compile(rf"([A-Za-z_][A-Za-z0-9_]*)=(?:{_WORD}|\((?:{_WORD}(?: {_WORD})*)?\))")
+
+
+class ValuesUnion:
+    """Lints the distinct lines of many projects' scripts/values.sh at once.
+
+    Every line of the brace group is a comment or an assignment that shellcheck judges on
+    its own, so each distinct line is checked once, in a few files of the same header, none
+    assigning one name twice (a name assigned a string in one project and an array in
+    another must not meet); findings name the first project file with the line. A file of
+    any other shape is not taken (``add`` returns False): lint it whole."""
+
+    def __init__(self) -> None:
+        self.header: str | None = None
+        self.comments: dict[str, tuple[Path, int]] = {}
+        self.variants: dict[str, dict[str, tuple[Path, int]]] = {}
+
+    def add(self, path: Path) -> bool:
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+        try:
+            start = lines.index("{")
+        except ValueError:
+            return False
+        header, body = "\n".join(lines[:start + 1]), lines[start + 1:]
+        while body and body[-1] == "":
+            body.pop()
+        if not body or body[-1] != "}" or (self.header is not None and header != self.header):
+            return False
+        parsed = []
+        for number, line in enumerate(body[:-1], start + 2):
+            match = _ASSIGNMENT.fullmatch(line)
+            if not (match or line == "" or line.startswith("#")):
+                return False
+            parsed.append((match.group(1) if match else None, line, number))
+        self.header = header
+        for name, line, number in parsed:
+            if name is None:
+                self.comments.setdefault(line, (path, number))
+            else:
+                self.variants.setdefault(name, {}).setdefault(line, (path, number))
+        return True
+
+    def write(self, directory: Path) -> tuple[list[Path], dict[tuple[str, int], tuple[Path, int]]]:
+        """The union files written into ``directory``, and (file, line) -> (project file, line)."""
+        if self.header is None:
+            return [], {}
+        columns = [list(lines.items()) for lines in self.variants.values()]
+        width = max([len(column) for column in columns] + [1])
+        first = self.header.count("\n") + 2
+        files, where = [], {}
+        for index in range(width):
+            rows = [column[index] for column in columns if index < len(column)]
+            if index == 0:
+                rows += list(self.comments.items())
+            path = directory / f"values-{index}.sh"
+            path.write_text("\n".join([self.header, *(line for line, _ in rows), "}", ""]), encoding="utf-8")
+            files.append(path)
+            where.update({(str(path), first + n): origin for n, (_, origin) in enumerate(rows)})
+        return files, where
+
+    @staticmethod
+    def locate(finding: str, where: dict[tuple[str, int], tuple[Path, int]]) -> str:
+        """A finding in a union file (shellcheck's FILE:LINE:, bash's FILE: line LINE:), said of
+        the project file it came from."""
+        def origin(match: re.Match) -> str:
+            path, number = match.group(1), int(match.group(2) or match.group(3))
+            found = where.get((path, number))
+            return f"{found[0]}:{found[1]}" if found else match.group(0)
+
+        files = "|".join(sorted({re.escape(path) for path, _ in where}))
+        return re.sub(rf"({files}):(?:(\d+)|\s*line (\d+))", origin, finding) if files else finding
 
 
 _HEADER = re.compile(r"^#SBATCH\s+(--\S+)")

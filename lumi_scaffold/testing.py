@@ -10,7 +10,6 @@ projects, so a full matrix stays affordable.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -30,7 +29,7 @@ from . import plugins as _plugins
 from . import settings
 from .answers import read_answers
 from .bundle import template_root
-from .lint import bash_syntax, check_headers, shell_files, shellcheck
+from .lint import ValuesUnion, bash_syntax, check_headers, lint_key, shell_files, shellcheck
 from .models import Site
 from .tracking import TRACKERS
 from .plugins import Catalogue, get_catalogue
@@ -200,22 +199,29 @@ def _render_many(template: Path | str, root: Path, matrix: list[dict[str, Any]],
 
 
 def lint_projects(projects: Iterable[Path], cat: Catalogue | None = None, workers: int = 2) -> list[str]:
-    """bash -n + shellcheck on each distinct shell file, #SBATCH checks on every project."""
+    """bash -n + shellcheck on one shell file of each kind that lints alike
+    (lumi_scaffold.lint.lint_key; of scripts/values.sh, each distinct line:
+    lumi_scaffold.lint.ValuesUnion), #SBATCH checks on every project."""
     cat = cat or get_catalogue()
     unique: dict[str, Path] = {}
+    union = ValuesUnion()
     problems: list[str] = []
     for project in projects:
         for path in shell_files(project):
-            unique.setdefault(hashlib.sha256(path.read_bytes()).hexdigest(), path)
+            if path.relative_to(project) == Path("scripts/values.sh") and union.add(path):
+                continue
+            unique.setdefault(lint_key(path), path)
         site = str(read_answers(project).get("site") or "")
         problems += [f"{project}: {p}" for p in check_headers(project, site, cat)]
-    files = sorted(unique.values())
-    problems += bash_syntax(files)
-    batches = [files[i::workers] for i in range(workers)]
-    with ProcessPoolExecutor(workers) as pool:
-        for found in pool.map(shellcheck, batches):
-            problems += found
-    return problems
+    with tempfile.TemporaryDirectory() as scratch:
+        lines, where = union.write(Path(scratch))
+        files = sorted(unique.values()) + lines
+        found = bash_syntax(files)
+        batches = [files[i::workers] for i in range(workers)]
+        with ProcessPoolExecutor(workers) as pool:
+            for batch in pool.map(shellcheck, batches):
+                found += batch
+    return problems + [ValuesUnion.locate(finding, where) for finding in found]
 
 
 # ---------------------------------------------------------------- for plugin authors

@@ -18,6 +18,7 @@ import pytest
 
 from lumi_scaffold.lint import lint_project
 from lumi_scaffold.plugins import get_catalogue
+from lumi_scaffold.testing import lint_projects
 
 from .helpers import REPO, render
 from .images import add_wheel, image_venv
@@ -283,6 +284,34 @@ def test_lint_command_finds_a_broken_header(template, tmp_path):
     assert any("time 4-00:00:00 exceeds small-g's 3-00:00:00" in p for p in problems)
     assert any("SC2068" in p for p in problems)
 
+
+
+def test_many_projects_lint_each_distinct_line_and_job_once_and_findings_name_the_project_file(template, tmp_path):
+    """lint_projects checks scripts/values.sh line by line and job files that differ only in
+    comments and option words once; a finding still names the project's own file and line."""
+    one = render(template, tmp_path / "one", gpus_per_node=2)
+    two = render(template, tmp_path / "two", nodes=2, framework="jax")
+    assert lint_projects([one, two]) == []
+    values = two / "scripts/values.sh"
+    text = values.read_text()
+    # one name a string in one project and an array in the other: no finding
+    (one / "scripts/values.sh").write_text((one / "scripts/values.sh").read_text().replace("{\n", "{\nextra='a'\n", 1))
+    values.write_text(text.replace("{\n", "{\nextra=('a' 'b')\n", 1))
+    assert lint_projects([one, two]) == []
+    # a line of the union with a finding is said of the file and line it came from
+    values.write_text(text.replace("\nsite='LUMI'\n", "\nsite='~/LUMI'\n", 1))
+    line = values.read_text().split("\n").index("site='~/LUMI'") + 1
+    assert [p.split(": ")[0] for p in lint_projects([one, two])] == [f"{values}:{line}:6"]
+    # a file of another shape is linted whole
+    values.write_text(text + "echo $1\n")
+    assert any(p.startswith(f"{values}:") and "SC2086" in p for p in lint_projects([one, two]))
+    values.write_text(text)
+    # job files that differ only in comments lint once; a changed command is linted on its own
+    train = two / "jobs/train.sbatch"
+    train.write_text(train.read_text().replace("#SBATCH --time=", "# a comment of mine\n#SBATCH --time=", 1))
+    assert lint_projects([one, two]) == []
+    train.write_text(train.read_text().replace('train_job "$@"', "train_job $@"))
+    assert any(p.startswith(f"{train}:") and "SC2068" in p for p in lint_projects([one, two]))
 
 # TEST STAND-INS for container/build.sh: srun records its options and runs the command after
 # them; cotainr records its arguments and the bind variables it was started with.

@@ -87,10 +87,13 @@ def job_shapes(site: Site) -> list[tuple[str, int, int]]:
 
 def answer_matrix(cat: Catalogue | None = None, *, sites: Iterable[str] | None = None,
                   frameworks: Iterable[str] | None = None, **fixed: Any) -> Iterator[dict[str, Any]]:
-    """Every combination of the choice answers for the given sites and frameworks."""
+    """Every combination of the choice answers for the given sites and frameworks (by
+    default every site the questionnaire offers: not the test sites unless asked for)."""
+    from .questions import offered_sites
+
     cat = cat or get_catalogue()
     trackers = list(TRACKERS)
-    for site_name in sites or list(cat.sites):
+    for site_name in sites or offered_sites(cat):
         site = cat.sites[site_name]
         for fw_name in frameworks or cat.frameworks_for(site_name):
             if fw_name not in cat.frameworks_for(site_name):

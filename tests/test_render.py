@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lumi_scaffold import testing
+from lumi_scaffold import settings, testing
 from lumi_scaffold.plugins import get_catalogue
 from lumi_scaffold.testing import answer_matrix, lint_projects, scratch_dir
 
@@ -71,6 +71,16 @@ def test_full_matrix_renders_lints_and_fits_the_site(template, scratch):
         assert not_executable == [], project
     assert lint_projects(projects) == []
 
+
+
+def test_the_matrix_offers_the_test_site_only_when_asked(monkeypatch):
+    """answer_matrix lists what the questionnaire offers: without LUMI_SCAFFOLD_TEST_SITES the
+    local site (installed for the Slurm tests) is not a choice, so no combination names it."""
+    monkeypatch.delenv(settings.TEST_SITES)
+    assert "local" in get_catalogue().sites
+    assert "local" not in {a["site"] for a in answer_matrix()}
+    monkeypatch.setenv(settings.TEST_SITES, "1")
+    assert "local" in {a["site"] for a in answer_matrix()}
 
 def _tree_with_modes(root: Path) -> dict[str, tuple[int, bytes]]:
     return {str(p.relative_to(root)): (p.stat().st_mode, p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()}

@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from .models import ContainerImage, EnvSetting, KnownIssue
+from .plugin_data import PluginData
 
 __all__ = ["affected_image_issues", "nodes_of", "project_issues", "shared_node_notes", "split_env"]
 
@@ -36,10 +39,12 @@ def affected_image_issues(image: ContainerImage | None, nodes: int) -> list[Know
 
 
 def nodes_of(plugin_data: Mapping[str, Any]) -> int:
-    """The training job's nodes, from its recorded Slurm options (1 where none are recorded)."""
-    options = ((plugin_data.get("job") or {}).get("slurm") or {}).get("train") or []
-    value = next((o.split("=", 1)[1] for o in options if str(o).startswith("--nodes=")), "1")
-    return int(value) if str(value).isdigit() else 1
+    """The training job's nodes as the validated plugin_data holds them (schema 2's recorded
+    options are read once, by the model's upgrade); 1 where it holds none (0.1 and 0.2)."""
+    try:
+        return PluginData.model_validate(plugin_data).job.shapes["train"].nodes
+    except (ValidationError, KeyError):
+        return 1
 
 
 def _way_out(cat: Any, image: ContainerImage, nodes: int) -> ContainerImage | None:

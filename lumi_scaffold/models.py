@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_serializer, model_validator
 
+from .jobs import OWN_OPTIONS
 from ._types import (PACKAGE, VERSION, AbsPath, CpuMask, EnvName, Ident, NameWord, Package, Requirement, ShellWord, Slug, SlurmName,
                      SlurmOption, SlurmTime, brace_variable, check_abs_path, check_plain_word, check_requirement,
                      check_shell_word, check_one_line, slurm_time_seconds)
@@ -134,13 +135,9 @@ class ProfilerEnvSetting(EnvSetting):
     _value = field_validator("value")(_profiler_word)
 
 
-# Options lumi-scaffold writes itself, from the answers: a site may not give them again.
-_OWN_OPTIONS = ("--job-name", "--account", "--partition", "--time", "--nodes", "--ntasks-per-node", "--gpus-per-node",
-                "--gres", "--cpus-per-task", "--mem", "--mem-per-gpu", "--exclusive", "--qos", "--output", "--signal")
-
-
 def _not_own_option(value: str) -> str:
-    if value.split("=")[0] in _OWN_OPTIONS:
+    """A site's option that lumi-scaffold does not write itself (jobs.OWN_OPTIONS)."""
+    if value.split("=")[0] in [f"--{name}" for name in OWN_OPTIONS]:
         raise ValueError(f"{value!r}: {value.split('=')[0]} comes from the project's answers; give only other options")
     return value
 

@@ -118,8 +118,7 @@ def _torchrun_unbound(a: Answers) -> bool:
     site = a.site
     if site is None:
         return False
-    part = site.partition(str(a.get("partition"))) or site.partition(default("partition", a.raw, a.cat))
-    node = site.node_of(part.name) if part else site.node
+    node = site.node_of(_answered_partition(a, site).name)
     image = _image(a)
     bound = jobs.binding("torchrun", jobs.whole_nodes(node, a.int("gpus_per_node", node.gpus)),
                          bool(image and image.numa_binding), own_image=image is None)
@@ -366,16 +365,26 @@ def _nodes(value: Any, a: Answers) -> str:
     return ""
 
 
+def _shape_refusal(a: Answers, part: Partition, *answers: str, time: str | None = None) -> str:
+    """The first of :func:`lumi_scaffold.jobs.refusals` for the answered shape on ``part``
+    that one of ``answers`` is at fault for (any, where none are named)."""
+    site = a.site
+    assert site is not None
+    gpus = a.int("gpus_per_node", -1 if a.get("gpus_per_node") is not None else site.node_of(part.name).gpus)
+    found = jobs.refusals(site, part, nodes=a.int("nodes", 1), gpus=gpus, time=time)
+    return next((r.use() for r in found if not answers or r.answer in answers), "")
+
+
+def _answered_partition(a: Answers, site: Site) -> Partition:
+    """The answered partition, else the one the default would be for these answers."""
+    part = site.partition(str(a.get("partition"))) or site.partition(default("partition", a.raw, a.cat))
+    assert part is not None  # the default is one of the site's partitions
+    return part
+
+
 def _gpus(value: Any, a: Answers) -> str:
     site = a.site
-    if not site:
-        return ""
-    g, n, full = a.int("gpus_per_node", -1), a.int("nodes", 1), site.node_of(str(a.get("partition"))).gpus
-    if g < 1 or g > full:
-        return f"{value!r} GPUs per node is out of range: {site.name} nodes have {full} GPUs (GCDs). Use 1 to {full}."
-    if n > 1 and g != full:
-        return f"a job on {n} nodes uses whole nodes. Use gpus_per_node={full}, or nodes=1 for {g} GPUs."
-    return ""
+    return _shape_refusal(a, _answered_partition(a, site), "gpus_per_node") if site else ""
 
 
 def _partition(value: Any, a: Answers) -> str:
@@ -385,21 +394,7 @@ def _partition(value: Any, a: Answers) -> str:
     part = site.partition(str(value))
     if part is None:
         return f"unknown partition {value!r} on {site.name}. Use one of {[p.name for p in site.partitions]}."
-    full = site.node_of(part.name).gpus
-    n, g = a.int("nodes", 1), a.int("gpus_per_node", full)
-    if g > full:
-        return f"{part.name} nodes have {full} GPUs, not {g}. Use gpus_per_node={full} or fewer, or another partition."
-    if n > 1 and g != full:
-        return f"a job on {n} nodes uses whole nodes: {part.name} nodes have {full} GPUs. Use gpus_per_node={full}."
-    if n > part.max_nodes:
-        bigger = [p.name for p in site.partitions if p.max_nodes >= n]
-        return f"{part.name} allows at most {part.max_nodes} nodes, not {n}. Use partition {bigger[0] if bigger else '?'} or fewer nodes."
-    if part.allocation == "whole-node" and g != full and site.has_partial_nodes:
-        return (
-            f"{part.name} allocates (and bills) whole nodes, so {g} of {full} GPUs would waste the rest. "
-            f"Use gpus_per_node={full} or partition {site.partial_node_partition}."
-        )
-    return ""
+    return _shape_refusal(a, part)
 
 
 def _walltime(value: Any, a: Answers) -> str:
@@ -407,16 +402,11 @@ def _walltime(value: Any, a: Answers) -> str:
         seconds = slurm_time_seconds(str(value))
     except ValueError as exc:
         return str(exc) + "."
-    site = a.site
-    part = site.partition(str(a.get("partition"))) if site else None
     if seconds <= 0:
         return f"{value!r} is zero. Give a positive time such as 01:00:00."
-    if part:
-        limit = part.walltime_limit(a.int("nodes", 1))
-        if seconds > slurm_time_seconds(limit):
-            scope = f" for {a.int('nodes', 1)} node(s)" if part.walltime_bins else ""
-            return f"{value!r} exceeds the {part.name} limit of {limit}{scope}. Use at most {limit}."
-    return ""
+    site = a.site
+    part = site.partition(str(a.get("partition"))) if site else None
+    return _shape_refusal(a, part, "walltime", time=str(value)) if part else ""
 
 
 def _supported_by_framework(field: str, noun: str):
@@ -567,8 +557,7 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
     nodes = a.int("nodes", 1)
     account = str(a.get("account"))
     group = site.account.project_of(account)  # the project the account belongs to, for {project} in paths
-    part = site.partition(str(a.get("partition"))) or site.partition(default("partition", answers, cat))
-    assert part is not None  # the default is one of the site's partitions
+    part = _answered_partition(a, site)
     image = _image(a)
     container = _part("container", _container_facts, a, site, image, multi=nodes > 1)
     cache_area = site.storage_area(site.cache_area)

@@ -196,7 +196,7 @@ def test_known_issues_take_the_nodes_from_the_model_not_the_recorded_text():
     """A known issue's shape is the training job's nodes as plugin_data's model holds them
     (job.shapes.train.nodes), not a --nodes= read back out of the recorded options."""
     from lumi_scaffold.known_issues import nodes_of
-    from lumi_scaffold.questions import resolve
+    from lumi_scaffold.assemble import resolve
 
     from .test_questions import BASE
 

@@ -7,7 +7,9 @@ import dataclasses
 import pytest
 
 from lumi_scaffold.plugins import get_catalogue
-from lumi_scaffold.questions import check, check_all, choices, default, notices, resolve
+from lumi_scaffold.assemble import resolve
+from lumi_scaffold.known_issues import notices
+from lumi_scaffold.questions import check, check_all, choices, default
 
 BASE = {
     "project_name": "demo",

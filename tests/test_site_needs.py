@@ -12,7 +12,9 @@ import pytest
 from lumi_scaffold import plugins
 from lumi_scaffold.datafile import load_data_file
 from lumi_scaffold.models import ContainerImage, Site
-from lumi_scaffold.questions import check, choices, default, notices, resolve
+from lumi_scaffold.assemble import resolve
+from lumi_scaffold.known_issues import notices
+from lumi_scaffold.questions import check, choices, default
 from lumi_scaffold.testing import lint_projects
 
 from .helpers import REPO, render, values

@@ -71,6 +71,13 @@ class Memory(_Record):
             return self.gb
         return self.gb * gpus if self.form == "per-gpu" and self.gb else None
 
+    def held_gb(self, gpus: int, whole_node: bool, node_gb: int | None, gpu_gb: int | None) -> int | None:
+        """GB a job holds on each node: what it asks for, or where memory follows the GPUs,
+        their share by the node's figures (``node_gb`` per node, ``gpu_gb`` per GPU)."""
+        if self.form != "follows-gpus":
+            return self.per_node_gb(gpus)
+        return node_gb if whole_node else (gpu_gb or 0) * gpus or None
+
     @property
     def text(self) -> str:
         """What explain prints: the option, or where the memory comes from."""

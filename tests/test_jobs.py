@@ -204,3 +204,14 @@ def test_known_issues_take_the_nodes_from_the_model_not_the_recorded_text():
     data["job"]["slurm"]["train"] = [o.replace("--nodes=2", "--nodes=1") for o in data["job"]["slurm"]["train"]]
     assert nodes_of(data) == 2
     assert nodes_of({}) == 1  # 0.1 and 0.2 projects record no job
+
+
+def test_the_memory_a_job_holds_on_a_node_is_one_rule():
+    """Memory.held_gb (explain's pre-staging budget): what the job asks for, or where memory
+    follows the GPUs (Setonix), the node's on whole nodes and the GPUs' share on part of one."""
+    assert Memory(form="per-gpu", gb=60).held_gb(2, False, 480, 60) == 120
+    assert Memory(form="per-node", gb=480).held_gb(8, True, 480, 60) == 480
+    assert Memory(form="follows-gpus").held_gb(8, True, 512, 64) == 512
+    assert Memory(form="follows-gpus").held_gb(2, False, 512, 64) == 128
+    assert Memory(form="follows-gpus").held_gb(2, False, 512, None) is None
+    assert Memory(form="none").held_gb(1, False, 480, 60) is None

@@ -16,7 +16,7 @@ from jinja2 import pass_context
 from jinja2.ext import Extension
 from jinja2.runtime import Context
 
-from . import home_url, plugins, questions, sources, values
+from . import assemble, home_url, known_issues, plugins, questions, sources, values
 from .errors import RefusedAnswer, LumiScaffoldError
 
 _warned = False
@@ -129,7 +129,7 @@ def lumi_check(ctx: Context, name: str) -> str:
 def lumi_resolve(ctx: Context) -> dict[str, Any]:
     answers, cat = _answers(ctx), _catalogue()
     try:
-        data = questions.resolve(answers, cat)
+        data = assemble.resolve(answers, cat)
     except ValueError:
         # An answer Copier let through after its validator refused it (copier update checks
         # a recorded answer and drops it silently) is named as Copier would have; else the
@@ -169,7 +169,7 @@ def lumi_placeholders(ctx: Context) -> list[dict[str, str]]:
 
 
 def lumi_notices(plugin_data: Any) -> list[str]:
-    return questions.notices(plugin_data if isinstance(plugin_data, dict) else {}, _catalogue())
+    return known_issues.notices(plugin_data if isinstance(plugin_data, dict) else {}, _catalogue())
 
 
 @pass_context

@@ -242,9 +242,7 @@ def _prestage(answers: dict[str, Any], data: PluginData) -> dict[str, Any] | Non
         return {"where": where, "budget_gb": data.job.shared_node_tmp_gb,
                 "why": "the partition's limit for a job on a shared node"}
     train, site = data.job.shapes["train"], data.site
-    mem = train.memory.per_node_gb(train.gpus_per_node)
-    if train.memory.form == "follows-gpus":  # the GPUs' share, by the site's figures
-        mem = site.mem_per_node_gb if train.whole_node else (site.mem_per_gpu_gb or 0) * train.gpus_per_node
+    mem = train.memory.held_gb(train.gpus_per_node, train.whole_node, site.mem_per_node_gb, site.mem_per_gpu_gb)
     note = f" ({data.site.node_local_tmp_note})" if data.site.node_local_tmp_note else ""
     return {"where": where, "budget_gb": mem or None,
             "why": f"the job's memory on each node{note}, less what training itself uses"}

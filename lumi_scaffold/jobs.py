@@ -6,6 +6,9 @@ allocation) are entries of one registry, :data:`JOB_KINDS`. Each entry's shape i
 amount, GPUs as a count), computed from the answers and the site by the rules below, each
 written once:
 
+- :func:`whole_nodes`: whether a job has whole nodes;
+- :func:`refusals`: what a partition refuses in a job's shape (GPUs, nodes, whole nodes,
+  time limit, memory, cores), for the questionnaire and ``lint`` alike;
 - :func:`memory_rule`: which memory option a job asks for (``--mem`` per node for whole
   nodes, ``--mem-per-gpu`` for part of a node, none where memory follows the GPUs);
 - :func:`launch`: tasks, ranks per task and CPUs per task for a launcher;
@@ -35,8 +38,8 @@ from ._types import OneLine, SlurmOption, SlurmTime, matching, slurm_time_second
 if TYPE_CHECKING:
     from .models import NodeLayout, Partition, Site
 
-__all__ = ["JOB_KINDS", "JobKind", "Memory", "Shape", "binding", "cost", "kind_of_file", "launch", "memory_rule",
-           "parse_options", "profile_time", "whole_nodes"]
+__all__ = ["JOB_KINDS", "OWN_OPTIONS", "JobKind", "Memory", "Refusal", "Shape", "binding", "cost", "kind_of_file", "launch",
+           "memory_rule", "parse_options", "profile_time", "refusals", "whole_nodes"]
 
 MemoryForm = Literal["per-node", "per-gpu", "follows-gpus", "none"]
 Binding = Literal["masks", "slurm", "torchrun-numa", "torchrun-shared-node", "torchrun-own-image", "torchrun-image"]
@@ -68,6 +71,13 @@ class Memory(_Record):
             return self.gb
         return self.gb * gpus if self.form == "per-gpu" and self.gb else None
 
+    def held_gb(self, gpus: int, whole_node: bool, node_gb: int | None, gpu_gb: int | None) -> int | None:
+        """GB a job holds on each node: what it asks for, or where memory follows the GPUs,
+        their share by the node's figures (``node_gb`` per node, ``gpu_gb`` per GPU)."""
+        if self.form != "follows-gpus":
+            return self.per_node_gb(gpus)
+        return node_gb if whole_node else (gpu_gb or 0) * gpus or None
+
     @property
     def text(self) -> str:
         """What explain prints: the option, or where the memory comes from."""
@@ -93,9 +103,66 @@ class Memory(_Record):
         return cls(form="follows-gpus" if follows_gpus else "none")
 
 
-def whole_nodes(node: NodeLayout, gpus: int) -> bool:
-    """THE whole-node rule: a job with every GPU of its nodes has whole nodes."""
-    return gpus == node.gpus
+def whole_nodes(node: NodeLayout | int, gpus: int) -> bool:
+    """THE whole-node rule: a job with every GPU of its nodes (a node layout, or its GPU
+    count) has whole nodes."""
+    return gpus == (node if isinstance(node, int) else node.gpus)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """What a partition refuses in a job's shape: the answer at fault, why, and the answers
+    that would fit (``(question, value)`` pairs), worded once for the questionnaire
+    (:meth:`use`) and for ``lint`` (:meth:`fix`)."""
+
+    answer: str
+    reason: str
+    fixes: tuple[tuple[str, str], ...] = ()
+
+    def use(self) -> str:
+        """The questionnaire's message: the reason and the answers to give instead."""
+        return f"{self.reason}." + (" Use " + " or ".join(f"{n}={v}" for n, v in self.fixes) + "." if self.fixes else "")
+
+    def fix(self, context: str = "") -> str:
+        """lint's message for a job file: the reason (with ``context``) and the updates that fix the project."""
+        return f"{self.reason}{context}." + (" Fix: " + ", or ".join(f"lumi-scaffold update -d {n}={v}" for n, v in self.fixes)
+                                    if self.fixes else "")
+
+
+def refusals(site: Site, part: Partition, *, nodes: int, gpus: int, time: str | None = None,
+             memory: Memory | None = None, tasks: int = 0, cpus_per_task: int = 0,
+             partial_node: bool = False) -> list[Refusal]:
+    """THE job-shape rules against a partition entry: GPUs per node within the node's,
+    whole nodes for a job on several nodes, at most the partition's nodes, all GPUs of a node
+    on a whole-node partition (unless the job kind may use ``partial_node``), the time limit
+    for this many nodes, and (where given) memory and cores within a node's."""
+    node = site.node_of(part.name)
+    full = node.gpus
+    out = []
+    if not 0 < gpus <= full:
+        out.append(Refusal("gpus_per_node", f"{gpus} GPUs per node is out of range: {part.name} nodes have {full} GPUs (GCDs)",
+                           (("gpus_per_node", str(min(max(gpus, 1), full))),)))
+    elif nodes > 1 and not whole_nodes(node, gpus):
+        out.append(Refusal("gpus_per_node", f"a job on {nodes} nodes uses whole nodes: {part.name} nodes have {full} GPUs, not {gpus}",
+                           (("gpus_per_node", str(full)), ("nodes", "1"))))
+    elif part.allocation == "whole-node" and not whole_nodes(node, gpus) and site.has_partial_nodes and not partial_node:
+        out.append(Refusal("partition", f"{part.name} allocates (and bills) whole nodes, so {gpus} of {full} GPUs would waste the rest",
+                           (("gpus_per_node", str(full)), ("partition", site.partial_node_partition))))
+    if nodes > part.max_nodes:
+        bigger = next((p.name for p in site.partitions if p.max_nodes >= nodes), None)
+        out.append(Refusal("nodes", f"{part.name} allows at most {part.max_nodes} nodes, not {nodes}",
+                           ((("partition", bigger),) if bigger else ()) + (("nodes", str(part.max_nodes)),)))
+    limit = part.walltime_limit(nodes)
+    if time is not None and slurm_time_seconds(time) > slurm_time_seconds(limit):
+        scope = f" for {nodes} node(s)" if part.walltime_bins else ""
+        out.append(Refusal("walltime", f"{time!r} exceeds the {part.name} limit of {limit}{scope}", (("walltime", limit),)))
+    per_node = memory.per_node_gb(gpus) if memory else None
+    if per_node and node.mem_per_node_gb and per_node > node.mem_per_node_gb:
+        out.append(Refusal("memory", f"{per_node} GB of memory per node exceed the {node.mem_per_node_gb} GB a {part.name} node has"))
+    if tasks * cpus_per_task > node.usable_cores:
+        out.append(Refusal("cpus", f"{tasks} tasks x {cpus_per_task} CPUs exceed the {node.usable_cores} usable cores of a "
+                                   f"{part.name} node"))
+    return out
 
 
 def memory_rule(site: Site, node: NodeLayout, gpus: int) -> Memory:
@@ -112,6 +179,13 @@ def memory_rule(site: Site, node: NodeLayout, gpus: int) -> Memory:
 # A value written after --name= in an #SBATCH line (the job name, account, partition, QOS).
 SlurmValue = Annotated[str, AfterValidator(matching(
     re.compile(r"^[A-Za-z0-9_.,:@%+-]*$"), "{!r} may only contain letters, digits and _ . , : @ % + -"))]
+
+
+# The options lumi-scaffold writes itself: Shape.options() from the answers, and the job
+# templates' --output and --signal. A site, partition or image may not give them again
+# (models.ExtraOption); any other option is theirs (Shape.extra).
+OWN_OPTIONS = ("job-name", "account", "partition", "time", "nodes", "ntasks-per-node", "gpus-per-node", "gres",
+               "cpus-per-task", "mem", "mem-per-gpu", "exclusive", "qos", "output", "signal")
 
 
 class Shape(_Record):
@@ -185,15 +259,13 @@ def shape_from_options(options: list[str], *, ranks_per_task: int, gpus_on_node:
     o = parse_options(options)
     gpus = gpus_of(o)
     gres = re.fullmatch(r"gpu(?::([A-Za-z0-9_-]+))?:\d+", o.get("gres", ""))
-    known = {"job-name", "account", "partition", "time", "nodes", "ntasks-per-node", "gpus-per-node", "gres",
-             "cpus-per-task", "mem", "mem-per-gpu", "exclusive", "qos"}
     return Shape(
         name=o.get("job-name", ""), account=o.get("account", ""), partition=o.get("partition", ""), qos=o.get("qos", ""),
         time=o.get("time", ""), nodes=int(o.get("nodes", "1")), tasks_per_node=int(o.get("ntasks-per-node", "1")),
         ranks_per_task=ranks_per_task, gpus_per_node=max(gpus, 1), gpu_request="gres" if gres else "gpus-per-node",
         gpu_type=(gres.group(1) or "") if gres else "", cpus_per_task=int(o.get("cpus-per-task", "1")),
-        memory=Memory.parse(o, follows_gpus), exclusive="exclusive" in o, whole_node=gpus == gpus_on_node,
-        extra=[opt for opt in options if _OPTION.match(opt) and _OPTION.match(opt).group(1) not in known],  # type: ignore[union-attr]
+        memory=Memory.parse(o, follows_gpus), exclusive="exclusive" in o, whole_node=whole_nodes(gpus_on_node, gpus),
+        extra=[opt for opt in options if _OPTION.match(opt) and _OPTION.match(opt).group(1) not in OWN_OPTIONS],  # type: ignore[union-attr]
     )
 
 

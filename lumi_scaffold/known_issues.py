@@ -1,5 +1,8 @@
 """Known issues of images and env settings (catalogue data), for new and existing projects.
 
+:func:`notices` are the warnings at the end of copy and update and in ``doctor``: legacy,
+removed or observed images, torchrun without CPU binding, and the known issues below.
+
 An image or an env setting may carry :class:`~lumi_scaffold.models.KnownIssue` entries. A
 new project leaves out the settings an issue affects (scripts/values.sh says why), and the
 end of copy and update, ``doctor`` and ``explain`` name the issues that affect a project's
@@ -13,9 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .models import ContainerImage, EnvSetting, KnownIssue
+from pydantic import ValidationError
 
-__all__ = ["affected_image_issues", "nodes_of", "project_issues", "shared_node_notes", "split_env"]
+from .models import ContainerImage, EnvSetting, KnownIssue
+from .plugin_data import PluginData
+
+__all__ = ["affected_image_issues", "nodes_of", "notices", "project_issues", "shared_node_notes", "split_env"]
 
 
 def split_env(settings: Iterable[EnvSetting], nodes: int, generation: str) -> tuple[list[EnvSetting], list[dict[str, str]]]:
@@ -36,10 +42,12 @@ def affected_image_issues(image: ContainerImage | None, nodes: int) -> list[Know
 
 
 def nodes_of(plugin_data: Mapping[str, Any]) -> int:
-    """The training job's nodes, from its recorded Slurm options (1 where none are recorded)."""
-    options = ((plugin_data.get("job") or {}).get("slurm") or {}).get("train") or []
-    value = next((o.split("=", 1)[1] for o in options if str(o).startswith("--nodes=")), "1")
-    return int(value) if str(value).isdigit() else 1
+    """The training job's nodes as the validated plugin_data holds them (schema 2's recorded
+    options are read once, by the model's upgrade); 1 where it holds none (0.1 and 0.2)."""
+    try:
+        return PluginData.model_validate(plugin_data).job.shapes["train"].nodes
+    except (ValidationError, KeyError):
+        return 1
 
 
 def _way_out(cat: Any, image: ContainerImage, nodes: int) -> ContainerImage | None:
@@ -107,3 +115,53 @@ def shared_node_notes(plugin_data: Mapping[str, Any], cat: Any) -> list[str]:
     fix = (f" Fix: lumi-scaffold update -d partition={whole.name} -d gpus_per_node={site.node_of(whole.name).gpus} "
            f"(whole nodes, billed as such), or one GPU per job" if whole else " Fix: one GPU per job")
     return [f"jobs/train.sbatch puts {gpus} GPUs on {part.name}'s shared nodes: {note.text}{source}.{fix}"]
+
+
+def _legacy_only(plugin_data: Mapping[str, Any], cat: Any) -> str:
+    """A notice where the project's image is of a legacy generation and so is every image
+    the catalogue has for its framework on its site (JAX on LUMI today)."""
+    site = cat.sites.get(str((plugin_data.get("site") or {}).get("name")))
+    framework = str((plugin_data.get("framework") or {}).get("name"))
+    container = plugin_data.get("container") or {}
+    generation = site.generation(str(container.get("generation"))) if site else None
+    if site is None or generation is None or not generation.legacy or container.get("id") not in cat.containers:
+        return ""
+    images = cat.images(site.name, framework)
+    if any(not (g := site.generation(i.generation)) or not g.legacy for i in images):
+        return ""
+    newest = cat.recommended_image(site.name, framework) or images[0]
+    title = cat.frameworks[framework].title if framework in cat.frameworks else framework
+    note = f"; {generation.note[:1].lower()}{generation.note[1:].rstrip('.')}" if generation.note else ""
+    return (f"{title} on {site.display_name or site.name} has only images of a legacy generation ({generation.name}: "
+            f"{generation.title}{note}); {newest.id} is the newest. lumi-scaffold update moves the project once the "
+            "catalogue has a newer image")
+
+
+def notices(plugin_data: Mapping[str, Any], cat: Any) -> list[str]:
+    """Warnings for the end of copy/update and for doctor: legacy or removed images, torchrun
+    workers without CPU binding, known issues of the image or the settings for the project's
+    shape."""
+    out = []
+    container = plugin_data.get("container") or {}
+    current = cat.containers.get(container.get("id", ""))
+    status = current.status if current else container.get("status")
+    if status in ("legacy", "removed"):
+        target = cat.containers.get((current.replaced_by if current else None) or container.get("replaced_by") or "")
+        advice = f" Move to {target.id} ({target.path}) with: lumi-scaffold update -d container={target.id}" if target else ""
+        out.append(f"Container image {container.get('id')} is {status}.{advice}")
+    if status == "observed":
+        recommended = cat.recommended_image(current.site, current.framework) if current else None
+        move = f" or move to the recommended image with: lumi-scaffold update -d container={recommended.id}" if recommended else ""
+        out.append(f"Container image {container.get('id')} is observed, not announced: it was seen in public job scripts "
+                   f"[{current.source if current else ''}], and {((plugin_data.get('site') or {}).get('display_name') or 'the site')} "
+                   f"has not announced it. Run lumi-scaffold doctor on a login node to check that it is there, and "
+                   f"jobs/smoke-test.sbatch before a long job{move}")
+    legacy_only = _legacy_only(plugin_data, cat)
+    out += [legacy_only] if legacy_only else []
+    job = plugin_data.get("job") or {}
+    if job.get("binding") in ("torchrun-image", "torchrun-own-image") or (
+            "binding" not in job and job.get("whole_node") and job.get("ranks_per_task", 1) > 1 and not job.get("torchrun_binding")):
+        out.append(f"torchrun's workers get no CPU binding with {container.get('id')}: the image is not known to have "
+                   "torch.distributed.run --numa-binding (PyTorch 2.9 and later). The srun launcher binds each rank to "
+                   "its GPU's cores: lumi-scaffold update -d launcher=srun")
+    return out + project_issues(plugin_data, cat) + shared_node_notes(plugin_data, cat)

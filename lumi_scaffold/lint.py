@@ -15,8 +15,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from ._types import slurm_time_seconds
-from .jobs import Memory, gpus_of, kind_of_file, parse_options
+from .jobs import Memory, gpus_of, kind_of_file, parse_options, refusals
 from .answers import read_answers
 from .plugins import Catalogue
 
@@ -210,31 +209,16 @@ def _refusals(path: Path, opts: dict[str, str], site, part) -> list[str]:
     def bad(message: str) -> None:
         problems.append(f"{path.name}: {message}")
 
-    entry = part.name if part.name == part.slurm_name else f"{part.name} (Slurm partition {part.slurm_name})"
     if not site.account.matches(opts.get("account", "")):
         bad(f"account {opts.get('account')!r} does not match {site.account.pattern}")
-    node = site.node_of(part.name)
-    nodes, gpus = int(opts.get("nodes", "1")), gpus_of(opts)
-    limit = part.walltime_limit(nodes)
-    if slurm_time_seconds(opts.get("time", "0:00:00")) > slurm_time_seconds(limit):
-        bad(f"time {opts['time']} exceeds {entry}'s {limit} for {nodes} node(s), its limit in the catalogue "
-            f"installed now. Fix: a shorter #SBATCH --time in {path.name} (lumi-scaffold update -d walltime=... for the project)")
-    if nodes > part.max_nodes:
-        bad(f"{nodes} nodes exceed {entry}'s {part.max_nodes}, its limit in the catalogue installed now. "
-            f"Fix: lumi-scaffold update -d nodes=... (or another partition)")
-    if not 0 < gpus <= node.gpus:
-        bad(f"{gpus} GPUs per node outside 1..{node.gpus}")
-    tasks, cpus = int(opts.get("ntasks-per-node", "1")), int(opts.get("cpus-per-task", "1"))
-    if tasks * cpus > node.usable_cores:
-        bad(f"{tasks} tasks x {cpus} CPUs exceed the {node.usable_cores} usable cores")
     kind = kind_of_file(f"jobs/{path.name}")
-    if part.allocation == "whole-node" and gpus != node.gpus and site.has_partial_nodes and not (kind and kind.partial_node):
-        bad(f"{entry} is whole-node but the job asks for {gpus} GPUs. Fix: ask for all {node.gpus} "
-            f"(lumi-scaffold update -d gpus_per_node={node.gpus}), or choose a partition entry that shares nodes "
-            "(lumi-scaffold update -d partition=<name>)")
-    memory = Memory.parse(opts, site.memory_follows_gpus).per_node_gb(gpus)
-    if memory and node.mem_per_node_gb and memory > node.mem_per_node_gb:
-        bad(f"{memory} GB of memory per node exceed the {node.mem_per_node_gb} GB a {entry} node has")
+    gpus = gpus_of(opts)
+    slurm = "" if part.name == part.slurm_name else f"{part.name} is Slurm partition {part.slurm_name} in "
+    for refusal in refusals(site, part, nodes=int(opts.get("nodes", "1")), gpus=gpus, time=opts.get("time"),
+                            memory=Memory.parse(opts, site.memory_follows_gpus), tasks=int(opts.get("ntasks-per-node", "1")),
+                            cpus_per_task=int(opts.get("cpus-per-task", "1")), partial_node=bool(kind and kind.partial_node)):
+        # The file's header against the catalogue installed now (its limits may have changed).
+        bad(refusal.fix(f" ({slurm}the catalogue installed now)"))
     if "output" not in opts:
         bad("no --output (logs would land in the submit directory)")
     return problems

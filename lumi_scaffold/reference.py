@@ -1,5 +1,5 @@
 """The reference pages, made from the code: every question (copier.yml, with the choices
-and defaults the built-in plugins give), the catalogue models (lumi_scaffold/models.py),
+and defaults the built-in plugins give), the catalogue models (lumi_scaffold/models/),
 PluginData (lumi_scaffold/plugin_data.py) and the hook specifications
 (lumi_scaffold/hookspecs.py).
 
@@ -74,9 +74,9 @@ def _anchor(name: str) -> str:
 
 
 def _model_classes(module: types.ModuleType) -> list[type[BaseModel]]:
-    """Public pydantic models defined in ``module``, in source order."""
+    """Public pydantic models defined in ``module`` (or a package's modules), in the order it names them."""
     return [v for n, v in vars(module).items()
-            if inspect.isclass(v) and issubclass(v, BaseModel) and v.__module__ == module.__name__
+            if inspect.isclass(v) and issubclass(v, BaseModel) and v.__module__.startswith(module.__name__)
             and not n.startswith("_") and v.model_fields]
 
 
@@ -145,7 +145,7 @@ def models_page() -> str:
     classes = _catalogue_classes()
     links = {c: f"#{_anchor(c.__name__)}" for c in classes}
     hooks = ", ".join(f"[`{hook}`](hookspecs.md#{hook})" for hook in plugins.KINDS)
-    intro = (f"{GENERATED.format(source='lumi_scaffold/models.py')}\n\n{_md(models.__doc__)}\n\n"
+    intro = (f"{GENERATED.format(source='lumi_scaffold/models/')}\n\n{_md(models.__doc__)}\n\n"
              f"Plugins register the first {len(plugins.KINDS)} through the hooks ({hooks}); the others are their parts. "
              "[The catalogue](../catalogue.md) explains the fields with examples and sources.")
     return _models_doc("Catalogue models", intro, classes, links)

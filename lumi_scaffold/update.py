@@ -243,7 +243,7 @@ def project_notices(project: Path, answers: dict[str, Any] | None = None) -> lis
     """Legacy/removed images and plugins whose versions differ from those that made the
     project (``answers``: its answers where the caller has read them)."""
     from .plugins import get_catalogue
-    from .questions import notices
+    from .known_issues import notices
 
     answers = template_answers(project, answers)
     plugin_data = answers.get("plugin_data") or {}

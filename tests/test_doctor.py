@@ -34,7 +34,8 @@ def test_a_limit_lowered_since_the_project_was_made_is_reported(tmp_path, monkey
     monkeypatch.setattr(doctor, "find_sbatch", lambda: None)  # not a login node
     assert cli.main(["doctor", str(project)]) == 1
     out = capsys.readouterr().out
-    assert "problem: train.sbatch: time 2-00:00:00 exceeds standard-g's 1-00:00:00 for 1 node(s), its limit in the catalogue installed now" in out
+    assert ("problem: train.sbatch: '2-00:00:00' exceeds the standard-g limit of 1-00:00:00 (the catalogue installed now). "
+            "Fix: lumi-scaffold update -d walltime=1-00:00:00") in out
     assert "note: no sbatch on PATH" in out
 
 

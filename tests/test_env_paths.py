@@ -209,13 +209,13 @@ def test_errors_from_the_extension_are_copiers_user_errors(template, tmp_path, m
     error, and still the lumi-scaffold error it was (lumi-scaffold new reports it so)."""
     from copier.errors import UserMessageError
 
-    from lumi_scaffold import questions
+    from lumi_scaffold import assemble
     from lumi_scaffold.testing import render_project
 
     def refuse(*_args, **_kwargs):
         raise PluginDataError("plugin_data.container.path='x': must be an absolute path")
 
-    monkeypatch.setattr(questions, "resolve", refuse)
+    monkeypatch.setattr(assemble, "resolve", refuse)
     with pytest.raises(PluginDataError) as info:
         render_project(template, tmp_path / "demo", {"project_name": "demo"})
     assert isinstance(info.value, UserMessageError) and info.value.message.startswith("plugin_data.container.path='x'")

@@ -281,7 +281,8 @@ def test_lint_command_finds_a_broken_header(template, tmp_path):
     train = project / "jobs/train.sbatch"
     train.write_text(train.read_text().replace("--time=01:00:00", "--time=4-00:00:00").replace('train_job "$@"', "train_job $@"))
     problems = lint_project(project, get_catalogue())
-    assert any("time 4-00:00:00 exceeds small-g's 3-00:00:00" in p for p in problems)
+    assert any("train.sbatch: '4-00:00:00' exceeds the small-g limit of 3-00:00:00 (the catalogue installed now). "
+               "Fix: lumi-scaffold update -d walltime=3-00:00:00" in p for p in problems)
     assert any("SC2068" in p for p in problems)
 
 

@@ -60,7 +60,7 @@ def test_the_memory_rule_is_decided_once_and_everything_follows(tmp_path, monkey
     assert lint_project(after, cat) == []
     train_file = after / "jobs/train.sbatch"
     train_file.write_text(train_file.read_text().replace("--mem=480G", "--mem=999G"))
-    assert check_headers(after, "lumi", cat) == ["train.sbatch: 999 GB of memory per node exceed the 480 GB a small-g node has"]
+    assert check_headers(after, "lumi", cat) == ["train.sbatch: 999 GB of memory per node exceed the 480 GB a small-g node has (the catalogue installed now)."]
 
 
 def test_every_kind_with_a_shape_renders_its_options_in_one_function(tmp_path):
@@ -128,3 +128,90 @@ def test_the_profile_job_is_warned_before_its_own_limit(tmp_path, walltime, trai
     assert values(project)["profile_signal_lead"] == str(profile)
     assert ('trap \'echo "time limit in ${profile_signal_lead} s: the profile will end unfinished" >&2; time_is_up\' USR1'
             in (project / "scripts" / "job-kinds.sh").read_text())
+
+
+def _refused(part: str, **shape) -> list[tuple[str, str, tuple]]:
+    site = get_catalogue().sites["lumi"]
+    return [(r.answer, r.reason, r.fixes) for r in jobs.refusals(site, site.partition(part), **shape)]
+
+
+def test_the_job_shape_rules_are_one_function_with_their_edges():
+    """jobs.refusals holds every shape rule (the questionnaire and lint call it): the edges
+    of each, on LUMI's standard-g (whole nodes, 8 GPUs, 1024 nodes, 2 days), small-g (shared
+    nodes, 4 nodes, 3 days) and dev-g (whole nodes, 32 nodes, 3 hours)."""
+    assert _refused("standard-g", nodes=1, gpus=8, time="2-00:00:00") == []
+    assert _refused("standard-g", nodes=1, gpus=9) == [
+        ("gpus_per_node", "9 GPUs per node is out of range: standard-g nodes have 8 GPUs (GCDs)", (("gpus_per_node", "8"),))]
+    assert _refused("small-g", nodes=1, gpus=0)[0][2] == (("gpus_per_node", "1"),)
+    # The whole-node rule: several nodes need all GPUs of each, on any partition.
+    assert _refused("small-g", nodes=2, gpus=8) == []
+    assert _refused("small-g", nodes=2, gpus=7) == [
+        ("gpus_per_node", "a job on 2 nodes uses whole nodes: small-g nodes have 8 GPUs, not 7",
+         (("gpus_per_node", "8"), ("nodes", "1")))]
+    # A whole-node partition refuses part of a node, unless the kind may use part (the smoke test).
+    assert _refused("standard-g", nodes=1, gpus=7) == [
+        ("partition", "standard-g allocates (and bills) whole nodes, so 7 of 8 GPUs would waste the rest",
+         (("gpus_per_node", "8"), ("partition", "small-g")))]
+    assert _refused("standard-g", nodes=1, gpus=1, partial_node=True) == []
+    assert _refused("small-g", nodes=4, gpus=8) == []
+    assert _refused("small-g", nodes=5, gpus=8) == [
+        ("nodes", "small-g allows at most 4 nodes, not 5", (("partition", "standard-g"), ("nodes", "4")))]
+    assert _refused("dev-g", nodes=1, gpus=8, time="03:00:00") == []
+    assert _refused("dev-g", nodes=1, gpus=8, time="03:00:01") == [
+        ("walltime", "'03:00:01' exceeds the dev-g limit of 03:00:00", (("walltime", "03:00:00"),))]
+    assert _refused("small-g", nodes=1, gpus=1, memory=Memory(form="per-node", gb=480)) == []
+    assert _refused("small-g", nodes=1, gpus=8, memory=Memory(form="per-gpu", gb=60)) == []
+    assert _refused("small-g", nodes=1, gpus=8, memory=Memory(form="per-gpu", gb=61)) == [
+        ("memory", "488 GB of memory per node exceed the 480 GB a small-g node has", ())]
+    assert _refused("small-g", nodes=1, gpus=8, tasks=8, cpus_per_task=7) == []
+    assert _refused("small-g", nodes=1, gpus=8, tasks=8, cpus_per_task=8)[0][1] == (
+        "8 tasks x 8 CPUs exceed the 56 usable cores of a small-g node")
+
+
+@pytest.mark.parametrize(("question", "changes", "edit"), [
+    ("partition", {"gpus_per_node": 4}, ("--gpus-per-node=8", "--gpus-per-node=4")),
+    ("walltime", {"walltime": "2-00:00:01"}, ("--time=01:00:00", "--time=2-00:00:01")),
+])
+def test_a_shape_the_questionnaire_refuses_lint_refuses_in_the_same_words(tmp_path, question, changes, edit):
+    """The questionnaire's check and lint's check of a job file's header are one refusal
+    (jobs.refusals), worded once: a rule changed there cannot diverge between them."""
+    from lumi_scaffold.questions import check
+
+    from .test_questions import BASE
+
+    cat = get_catalogue()
+    answers = dict(BASE)
+    asked = check(question, {**answers, **changes}[question], {**answers, **changes}, cat)
+    project = render(REPO, tmp_path / "p", **answers)
+    train = project / "jobs/train.sbatch"
+    assert edit[0] in train.read_text()
+    train.write_text(train.read_text().replace(edit[0], edit[1]))
+    [linted] = [p for p in check_headers(project, "lumi", cat) if p.startswith("train.sbatch:")]
+    reason = asked.split(". Use ")[0]
+    assert asked and linted == f"train.sbatch: {reason} (the catalogue installed now). Fix: " + ", or ".join(
+        f"lumi-scaffold update -d {fix}" for fix in asked.split(". Use ")[1].rstrip(".").split(" or "))
+
+
+def test_known_issues_take_the_nodes_from_the_model_not_the_recorded_text():
+    """A known issue's shape is the training job's nodes as plugin_data's model holds them
+    (job.shapes.train.nodes), not a --nodes= read back out of the recorded options."""
+    from lumi_scaffold.known_issues import nodes_of
+    from lumi_scaffold.assemble import resolve
+
+    from .test_questions import BASE
+
+    data = resolve({**BASE, "nodes": 2}, get_catalogue())
+    data["job"]["slurm"]["train"] = [o.replace("--nodes=2", "--nodes=1") for o in data["job"]["slurm"]["train"]]
+    assert nodes_of(data) == 2
+    assert nodes_of({}) == 1  # 0.1 and 0.2 projects record no job
+
+
+def test_the_memory_a_job_holds_on_a_node_is_one_rule():
+    """Memory.held_gb (explain's pre-staging budget): what the job asks for, or where memory
+    follows the GPUs (Setonix), the node's on whole nodes and the GPUs' share on part of one."""
+    assert Memory(form="per-gpu", gb=60).held_gb(2, False, 480, 60) == 120
+    assert Memory(form="per-node", gb=480).held_gb(8, True, 480, 60) == 480
+    assert Memory(form="follows-gpus").held_gb(8, True, 512, 64) == 512
+    assert Memory(form="follows-gpus").held_gb(2, False, 512, 64) == 128
+    assert Memory(form="follows-gpus").held_gb(2, False, 512, None) is None
+    assert Memory(form="none").held_gb(1, False, 480, 60) is None

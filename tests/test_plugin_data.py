@@ -22,7 +22,7 @@ import yaml
 from lumi_scaffold import cli, plugins
 from lumi_scaffold.models import NodeLayout
 from lumi_scaffold.plugin_data import SCHEMA, PluginData, PluginDataError, validate_plugin_data
-from lumi_scaffold.questions import resolve
+from lumi_scaffold.assemble import resolve
 from lumi_scaffold.testing import answer_matrix
 
 from .helpers import DEFAULTS, REPO, render

@@ -7,7 +7,9 @@ import dataclasses
 import pytest
 
 from lumi_scaffold.plugins import get_catalogue
-from lumi_scaffold.questions import check, check_all, choices, default, notices, resolve
+from lumi_scaffold.assemble import resolve
+from lumi_scaffold.known_issues import notices
+from lumi_scaffold.questions import check, check_all, choices, default
 
 BASE = {
     "project_name": "demo",
@@ -33,11 +35,11 @@ BASE = {
         ({"account": "foo"}, "account", "is not a lumi project account (like project_465000000)"),
         ({"account": "project_465000000; rm -rf ~"}, "account", "is not a lumi project account"),
         ({"account": "project_463000000"}, "account", "is not a lumi project account"),
-        ({"gpus_per_node": 9}, "gpus_per_node", "lumi nodes have 8 GPUs (GCDs). Use 1 to 8."),
-        ({"gpus_per_node": 0}, "gpus_per_node", "Use 1 to 8"),
+        ({"gpus_per_node": 9}, "gpus_per_node", "standard-g nodes have 8 GPUs (GCDs). Use gpus_per_node=8."),
+        ({"gpus_per_node": 0}, "gpus_per_node", "Use gpus_per_node=1."),
         ({"nodes": 0}, "nodes", "Use 1 to 1024"),
-        ({"nodes": 2, "gpus_per_node": 4, "partition": "small-g"}, "gpus_per_node", "a job on 2 nodes uses whole nodes. Use gpus_per_node=8"),
-        ({"nodes": 5, "partition": "small-g"}, "partition", "small-g allows at most 4 nodes, not 5. Use partition standard-g"),
+        ({"nodes": 2, "gpus_per_node": 4, "partition": "small-g"}, "gpus_per_node", "a job on 2 nodes uses whole nodes: small-g nodes have 8 GPUs, not 4. Use gpus_per_node=8 or nodes=1."),
+        ({"nodes": 5, "partition": "small-g"}, "partition", "small-g allows at most 4 nodes, not 5. Use partition=standard-g or nodes=4."),
         ({"nodes": 33, "partition": "dev-g"}, "partition", "dev-g allows at most 32 nodes"),
         ({"gpus_per_node": 2, "partition": "standard-g"}, "partition", "standard-g allocates (and bills) whole nodes"),
         ({"walltime": "2-00:00:01"}, "walltime", "exceeds the standard-g limit of 2-00:00:00"),

@@ -289,7 +289,8 @@ def new(*args, cwd):
 def test_cli_new_reports_bad_answer_cleanly(template, tmp_path):
     result = new(str(tmp_path / "p"), "--template", str(template), "--defaults", "-d", "gpus_per_node=9", cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stderr.strip().endswith("lumi-scaffold: error: gpus_per_node: 9 GPUs per node is out of range: lumi nodes have 8 GPUs (GCDs). Use 1 to 8.")
+    assert result.stderr.strip().endswith("lumi-scaffold: error: gpus_per_node: 9 GPUs per node is out of range: small-g nodes have 8 GPUs (GCDs). "
+                                         "Use gpus_per_node=8.")
     assert "Traceback" not in result.stderr and not (tmp_path / "p").exists()
     result = new(str(tmp_path / "p"), "--template", str(template), "--defaults", "-d", "nodes=two", cwd=tmp_path)
     assert (result.returncode, result.stderr.strip()) == (1, "lumi-scaffold: error: nodes='two': not a whole number. Fix: e.g. --data nodes=1")

@@ -12,7 +12,9 @@ import pytest
 from lumi_scaffold import plugins
 from lumi_scaffold.datafile import load_data_file
 from lumi_scaffold.models import ContainerImage, Site
-from lumi_scaffold.questions import check, choices, default, notices, resolve
+from lumi_scaffold.assemble import resolve
+from lumi_scaffold.known_issues import notices
+from lumi_scaffold.questions import check, choices, default
 from lumi_scaffold.testing import lint_projects
 
 from .helpers import REPO, render, values
@@ -90,7 +92,7 @@ def test_gpus_are_checked_against_the_partitions_nodes(monkeypatch):
     cat.sites["setonix-like"] = site.model_copy(update={"partitions": parts})
     answers = {**ANSWERS, "framework": "pytorch", "gpus_per_node": 8}
     assert check("partition", "gpu-highmem", answers, cat) == (
-        "gpu-highmem nodes have 4 GPUs, not 8. Use gpus_per_node=4 or fewer, or another partition.")
+        "8 GPUs per node is out of range: gpu-highmem nodes have 4 GPUs (GCDs). Use gpus_per_node=4.")
     assert check("partition", "gpu-highmem", {**answers, "gpus_per_node": 4}, cat) == ""
     data = resolve({**answers, "gpus_per_node": 4, "partition": "gpu-highmem"}, cat)
     assert data["job"]["whole_node"] is True and data["job"]["cpu_bind"].count("0x") == 4
@@ -164,6 +166,8 @@ def test_two_entries_on_one_slurm_partition_are_linted_by_entry(monkeypatch, tmp
     # A job that fits no entry of its Slurm partition is refused for its own entry, with a fix.
     train = shared / "jobs" / "train.sbatch"
     train.write_text(train.read_text().replace("#SBATCH --nodes=1", "#SBATCH --nodes=9"))
-    [problem] = lint_projects([shared], cat)
-    assert problem.endswith("train.sbatch: 9 nodes exceed gpu's 8, its limit in the catalogue installed now. "
-                            "Fix: lumi-scaffold update -d nodes=... (or another partition)")
+    problems = lint_projects([shared], cat)
+    assert [p.split("train.sbatch: ")[1] for p in problems] == [
+        "a job on 9 nodes uses whole nodes: gpu nodes have 8 GPUs, not 2 (the catalogue installed now). "
+        "Fix: lumi-scaffold update -d gpus_per_node=8, or lumi-scaffold update -d nodes=1",
+        "gpu allows at most 8 nodes, not 9 (the catalogue installed now). Fix: lumi-scaffold update -d nodes=8"]

@@ -154,7 +154,7 @@ def test_doctor_asks_slurm_about_every_job(slurm_cluster, template, tmp_path):
     assert any(line.startswith("ok: jobs/profile.sbatch: sbatch --test-only:") for line in lines), lines
     assert any(line.startswith("problem: jobs/train.sbatch: sbatch --test-only:") and "time limit" in line
                for line in lines), lines
-    assert any(line.startswith("problem: train.sbatch: time 3-00:00:01 exceeds small-g's 3-00:00:00") for line in lines)
+    assert any(line.startswith("problem: train.sbatch: '3-00:00:01' exceeds the small-g limit of 3-00:00:00") for line in lines)
 
 
 # ------------------------------------------------------------------ real runs

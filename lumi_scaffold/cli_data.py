@@ -1,0 +1,106 @@
+"""The answers given on the command line (``--data NAME=VALUE``, ``--data-file``): read, and
+checked against the template's questions before Copier casts them."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .answers import load_yaml
+from .errors import UsageError
+
+__all__ = ["BOOL_QUESTIONS", "BUNDLED_QUESTIONS", "INT_QUESTIONS", "check_data", "check_site", "parse_data", "question_types"]
+
+
+def parse_data(pairs: list[str], data_file: str | None) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if data_file:
+        loaded = load_yaml(Path(data_file), "--data-file")
+        if not isinstance(loaded, dict):
+            raise UsageError(f"--data-file {data_file}: expected a mapping of question: answer, "
+                             f"found {type(loaded).__name__}. Fix: write `question: answer` lines")
+        data.update(loaded)
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--data {pair!r}: write NAME=VALUE, e.g. --data nodes=2")
+        data[name] = value
+    return data
+
+
+_WHOLE = re.compile(r"-?[0-9]+")
+_TRUE = {"true", "yes", "y", "on", "1"}
+_FALSE = {"false", "no", "n", "off", "0"}
+
+
+# The questions of the template bundled in this package (tests/test_cli.py checks that
+# they are copier.yml's): the bundle is a git repository, not a directory to read.
+BUNDLED_QUESTIONS = {
+    "project_name": "str", "site": "str", "account": "str", "framework": "str", "container": "str",
+    "container_path": "str", "nodes": "int", "gpus_per_node": "int", "partition": "str", "walltime": "str",
+    "launcher": "str", "data_location": "str", "prestage": "bool", "dataset_archive": "str", "profiler": "str",
+    "profile_rank": "int", "tracking": "str", "extra_requirements": "str", "plugin_data": "json",
+}
+
+
+def question_types(template: str) -> dict[str, str] | None:
+    """Question name -> type from ``template``'s copier.yml (this package's questions for
+    its bundled template); None for another template that is not a local directory (a git
+    URL: Copier checks what it can)."""
+    from .bundle import is_bundled
+
+    if is_bundled(template):
+        return dict(BUNDLED_QUESTIONS)
+    path = Path(template).expanduser() / "copier.yml"
+    try:
+        if not path.is_file():
+            return None
+        config = load_yaml(path, "template")
+    except (OSError, UsageError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    return {str(k): str(v.get("type", "str")) if isinstance(v, dict) else "str"
+            for k, v in config.items() if not str(k).startswith("_")}
+
+
+def check_data(data: dict[str, Any], types: dict[str, str] | None) -> None:
+    """Refuse unknown questions and values of the wrong type, before Copier casts them
+    (it truncates 2.5 nodes to 2 and takes any word for a yes)."""
+    for name, value in data.items():
+        if types is not None and name not in types:
+            close = difflib.get_close_matches(str(name), types, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise UsageError(f"{name}={value!r}: there is no question {name!r}. Fix: {hint}the questions are {', '.join(types)}")
+        kind = (types or {}).get(name) or ("int" if name in INT_QUESTIONS else "bool" if name in BOOL_QUESTIONS else "")
+        if kind == "int" and not (type(value) is int or isinstance(value, str) and _WHOLE.fullmatch(value)):
+            raise UsageError(f"{name}={value!r}: not a whole number. Fix: e.g. --data {name}=1")
+        if kind == "bool" and not (type(value) is bool or isinstance(value, str) and value.lower() in _TRUE | _FALSE):
+            raise UsageError(f"{name}={value!r}: not a yes/no answer. Fix: --data {name}=true or --data {name}=false")
+        if kind == "json" and isinstance(value, str):
+            try:
+                json.loads(value)
+            except ValueError as exc:
+                raise UsageError(f"{name}={value!r}: not JSON ({exc}). Fix: leave {name} out; it is computed") from None
+        if kind == "str" and not isinstance(value, str):
+            raise UsageError(f"{name}={value!r}: expected text, got a {type(value).__name__}. "
+                             f"Fix: quote it in the data file, e.g. {name}: \"{value}\"")
+
+
+INT_QUESTIONS = ("nodes", "gpus_per_node", "profile_rank")
+BOOL_QUESTIONS = ("prestage",)
+
+
+def check_site(data: dict[str, Any]) -> None:
+    """The site answer first, with its own message (Copier's would be 'Invalid choice')."""
+    if "site" not in data:
+        return
+    from .plugins import get_catalogue
+    from .questions import check
+
+    message = check("site", data["site"], data, get_catalogue())
+    if message:
+        raise UsageError(f"site={data['site']!r}: {message}")

@@ -1,0 +1,124 @@
+"""The answers given so far, and the defaults computed from them.
+
+:class:`Answers` is the typed view of the answers that the choices, defaults and checks of
+:mod:`lumi_scaffold.questions` and the assembly of plugin_data (:mod:`lumi_scaffold.assemble`)
+read; :func:`default` gives the computed default of a question (copier.yml's
+``lumi_default``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import jobs, settings
+from .models import ContainerImage, Partition, Site, StorageArea
+from .plugins import Catalogue
+
+__all__ = ["CONTAINER_SPECIAL", "TEST_SITES", "TEST_SITES_ENV", "Answers", "answered_partition", "chosen_image", "default",
+           "offered_sites"]
+
+CONTAINER_SPECIAL = ("recommended", "custom", "cotainr")
+# Sites that exist for lumi-scaffold's own tests (plugins/lumi-site-local): offered only
+# when this variable is 1 (tests/conftest.py sets it).
+TEST_SITES = frozenset({"local"})
+TEST_SITES_ENV = settings.TEST_SITES
+
+
+def offered_sites(cat: Catalogue) -> list[str]:
+    """The sites the questionnaire offers: all but the test sites, unless they are asked for."""
+    with_tests = settings.test_sites()
+    return [name for name in cat.sites if with_tests or name not in TEST_SITES]
+
+
+class Answers:
+    """Typed view of the answers given so far (missing ones are None)."""
+
+    def __init__(self, answers: Mapping[str, Any], catalogue: Catalogue) -> None:
+        self.raw = answers
+        self.cat = catalogue
+
+    def get(self, name: str) -> Any:
+        value = self.raw.get(name)
+        return None if _is_undefined(value) else value
+
+    @property
+    def site(self) -> Site | None:
+        return self.cat.sites.get(str(self.get("site")))
+
+    def int(self, name: str, fallback: int = 0) -> int:
+        try:
+            return int(self.get(name))
+        except (TypeError, ValueError):
+            return fallback
+
+
+def _is_undefined(value: Any) -> bool:
+    return value is None or type(value).__name__.endswith("Undefined")
+
+
+def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
+    a = Answers(answers, cat)
+    site = a.site
+    if name == "site":
+        offered = offered_sites(cat)
+        return "lumi" if "lumi" in offered else next(iter(offered), "")
+    if name == "account":
+        return site.account.example if site else ""
+    if name == "framework":
+        names = cat.frameworks_for(site.name) if site else []
+        return "pytorch" if "pytorch" in names else (names[0] if names else "")
+    if name == "container":
+        # No recommended image: the first legacy one where the site has only those (its status
+        # is shown and warned about), else the user's own .sif (a site where users pull their own).
+        fw = str(a.get("framework"))
+        if not site or cat.recommended_image(site.name, fw):
+            return "recommended"
+        # An observed image (not announced by the site) is never a default.
+        legacy = [i for i in cat.images(site.name, fw) if i.status != "observed"]
+        return legacy[0].id if legacy else "custom"
+    if name == "container_path":
+        # In the site's first data area; on LUMI /project/<account>/containers/<project>.sif.
+        area = next((s for s in site.storage if s.data), None) if site else None
+        root = _resolve(area, site, a) if area and site else "/project"
+        return f"{root}/containers/{a.get('project_name')}.sif"
+    if name == "gpus_per_node":
+        return site.node.gpus if site else 1
+    if name == "partition":
+        if not site:
+            return ""
+        whole = jobs.whole_nodes(site.node, a.int("gpus_per_node"))
+        return site.whole_node_partition if whole else site.partial_node_partition
+    if name == "data_location":
+        if not site:
+            return ""
+        areas = [s.name for s in site.storage if s.data]
+        return "scratch" if "scratch" in areas else areas[0]
+    if name == "dataset_archive":
+        area = site.storage_area(str(a.get("data_location"))) if site else None
+        root = _resolve(area, site, a) if area and site else "/data"
+        return f"{root}/datasets/{a.get('project_name')}.tar"
+    raise KeyError(f"no computed default for question {name!r}")
+
+
+def _resolve(area: StorageArea, site: Site, a: Answers) -> str:
+    """An area's path for the answered account (and the project it belongs to)."""
+    account = str(a.get("account"))
+    return area.resolve(account, site.account.project_of(account))
+
+
+def answered_partition(a: Answers, site: Site) -> Partition:
+    """The answered partition, else the one the default would be for these answers."""
+    part = site.partition(str(a.get("partition"))) or site.partition(default("partition", a.raw, a.cat))
+    assert part is not None  # the default is one of the site's partitions
+    return part
+
+
+def chosen_image(a: Answers) -> ContainerImage | None:
+    """The catalogue image of the answers (None: the user's own, or no site yet)."""
+    site, fw, choice = a.site, str(a.get("framework")), a.get("container")
+    if site is None or choice in ("custom", "cotainr"):
+        return None
+    if choice in (None, "recommended"):
+        return a.cat.recommended_image(site.name, fw)
+    return a.cat.containers.get(str(choice))

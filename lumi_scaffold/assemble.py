@@ -21,8 +21,7 @@ from .known_issues import affected_image_issues, split_env
 from .models import ContainerImage, EnvSetting, Framework, NodeLayout, Partition, Site
 from .plugin_data import SCHEMA, ContainerFacts, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from .plugins import Catalogue
-from .defaults import Answers, answered_partition, chosen_image
-from .questions import split_requirements
+from .defaults import Answers, answered_partition, chosen_image, split_requirements
 from .tracking import TRACKERS
 
 __all__ = ["build_plugin_data", "resolve"]

@@ -8,6 +8,7 @@ read; :func:`default` gives the computed default of a question (copier.yml's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -122,3 +123,8 @@ def chosen_image(a: Answers) -> ContainerImage | None:
     if choice in (None, "recommended"):
         return a.cat.recommended_image(site.name, fw)
     return a.cat.containers.get(str(choice))
+
+
+def split_requirements(value: Any) -> list[str]:
+    """The extra_requirements answer as a list of requirement specifiers."""
+    return [part for part in re.split(r"[\s,]+(?![=<>!~])", str(value or "").strip()) if part]

@@ -22,7 +22,7 @@ from .models import Partition, Site
 from . import plugin_data as _plugin_data
 from . import jobs
 from .defaults import (CONTAINER_SPECIAL, TEST_SITES, TEST_SITES_ENV, Answers, answered_partition, chosen_image, default,
-                       offered_sites)
+                       offered_sites, split_requirements)
 from .labels import CONTAINER_LABELS, LABEL_WIDTH, fit, framework_status, image_label, status_label
 from .tracking import TRACKERS
 
@@ -326,10 +326,6 @@ def _tracking(value: Any, a: Answers) -> str:
     if value not in TRACKERS:
         return f"{value!r} is not a tracker: use one of {', '.join(TRACKERS)}."
     return ""
-
-
-def split_requirements(value: Any) -> list[str]:
-    return [part for part in re.split(r"[\s,]+(?![=<>!~])", str(value or "").strip()) if part]
 
 
 _CHECKS = {

@@ -289,6 +289,9 @@ def culprit(cause, facts, text, beats, flight_dir):
             ranks = ranks or late[0]
         elif beats:
             evidence.append("heartbeats: every rank at step {}".format(max(s for _, s in beats.values())))
+            if not ranks:  # no rank to blame: the watchdog's "furthest behind" is only the oldest beat
+                facts.pop("rank", None)
+                facts.pop("node", None)
         elif cause == "heartbeat stall" and "ahead" in facts and facts["step"] < facts["ahead"]:
             ranks = [facts["rank"]]
         if ranks:
@@ -298,12 +301,12 @@ def culprit(cause, facts, text, beats, flight_dir):
             facts["rank"], facts["node"] = ranks[0], nodes.get(ranks[0], facts.get("node", ""))
             if len(ranks) > 1:
                 facts["ranks"] = ranks
-        elif facts.get("timed_out") is not None and "rank" not in facts:
-            facts["rank"] = facts["timed_out"]
-            facts["node"] = nodes.get(facts["rank"], "")
+        elif facts.get("timed_out") is not None:
+            evidence.append("rank {}{} timed out waiting; the rank it waited for is not named".format(
+                facts["timed_out"], " on " + nodes[facts["timed_out"]] if facts["timed_out"] in nodes else ""))
     if "rank" in facts and not facts.get("node"):
         facts["node"] = nodes.get(facts["rank"], "")
-    if "rank" in facts and facts["rank"] in beats and "step" not in facts:
+    if facts.get("rank") is not None and facts["rank"] in beats and "step" not in facts:
         facts["step"] = beats[facts["rank"]][1]
     elif "step" not in facts and beats:
         facts["step"] = max(s for _, s in beats.values())
@@ -354,7 +357,9 @@ def line(cause, facts, decision, reason):
         where.append("on {}".format(facts["node"]))
     if facts.get("step") is not None and facts.get("step", -1) >= 0:
         where.append("at step {}".format(facts["step"]))
-    text = "fault: {}: {}".format(what, " ".join(where) or "rank and node unknown")
+    if not facts.get("ranks") and facts.get("rank") is None:
+        where.insert(0, "no rank to blame")
+    text = "fault: {}: {}".format(what, " ".join(where))
     if facts.get("detail"):
         text += " ({})".format(facts["detail"])
     if facts.get("evidence"):

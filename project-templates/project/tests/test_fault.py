@@ -200,5 +200,6 @@ def test_it_runs_as_a_script(tmp_path):
     result = subprocess.run([sys.executable, str(FAULT_PY), "end", "--status", "1", "--log", str(log),
                              "--run-dir", str(tmp_path / "run"), "--job", "5", "--out", str(tmp_path / "d")],
                             capture_output=True, text=True, check=True)
-    assert result.stdout.startswith("fault: hang (collective timeout): rank 0 on nid005000"), result.stdout
+    assert result.stdout.startswith("fault: hang (collective timeout): no rank to blame (gloo: timed out waiting 1800000 ms for a recv on rank 0); "), result.stdout
+    assert "rank 0 on nid005000 timed out waiting; the rank it waited for is not named" in result.stdout
     assert json.loads((tmp_path / "run/reports/5.json").read_text())["steps"]["done"] == 0

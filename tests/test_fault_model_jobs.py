@@ -47,7 +47,7 @@ def test_the_pytorch_example_hung_at_step_5_is_named_and_the_chain_resumes(slurm
     result = slurm_cluster_2nodes.wait(first, timeout=180)
     log = log_of(project, first)
     assert result.state == "FAILED" and time.monotonic() - started < 120, log
-    line = re.search(r"^fault: hang \((collective timeout|heartbeat stall)\): rank 1 on (nid00500[01]) at step 4 "
+    line = re.search(r"^fault: hang \((collective timeout|heartbeat stall)\): rank 1 on (nid00500[01]) after step 4 "
                      r"\(?.*heartbeats: rank\(s\) 1 at step 4, the others at step 5.*Next: resume elsewhere: ", log, re.M)
     assert line, log
     node = line.group(2)
@@ -109,7 +109,7 @@ def test_a_hang_with_no_rank_behind_is_resubmitted_unchanged_and_its_step_is_sca
                                                                                          tmp_path, site_root):
     """8 ranks on one node, all waiting at step 5: the watchdog stops the step by scancel of
     the step; no node is excluded (no evidence against any); the line says "software hang
-    suspected"; the job that replaces it resumes at step 4 and finishes."""
+    suspected"; the job that replaces it resumes after step 4 and finishes."""
     project = render(template, tmp_path / "p", walltime="01:00:00")
     (project / "src/demo/train.py").write_text(EVERY_RANK_HANGS)
     env = job_env(slurm_cluster_2nodes, tmp_path, site_root, PROGRESS_TIMEOUT="5", STARTUP_TIMEOUT="60")
@@ -118,7 +118,7 @@ def test_a_hang_with_no_rank_behind_is_resubmitted_unchanged_and_its_step_is_sca
     log = log_of(project, first)
     assert result.state == "FAILED", log
     assert re.search(rf"^watchdog: cancelled step {first}\.\d+ \(scancel\)$", log, re.M), log
-    assert re.search(r"^fault: hang \(heartbeat stall\): no rank to blame at step 4; .*heartbeats: every rank at step 4\. "
+    assert re.search(r"^fault: hang \(heartbeat stall\): no rank to blame after step 4; .*heartbeats: every rank at step 4\. "
                      r"Next: resume: software hang suspected", log, re.M), log
     assert "chain: the watchdog stopped this job; a job on any nodes replaces it (software hang suspected)" in log
     retry = re.search(r"^chain: job (\d+) resumes run demo from its newest checkpoint$", log, re.M)

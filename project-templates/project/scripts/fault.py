@@ -339,8 +339,9 @@ def decide(cause, facts, exclude, hung_before, known_issues, status, chain=1, ne
     if cause == "network fallback":
         return "stop", "RCCL fell back to TCP sockets: the next job would too (the fix above)"
     if cause == "rank died":
-        return "stop", "rank {} on {} exited ({}): the next job would fail the same way".format(
-            facts.get("rank"), facts.get("node") or "?", facts.get("detail", ""))
+        return "stop", ("training failed (status {}) before Slurm's time-limit warning: rank {} on {} first ({}), "
+                        "and the next job would fail the same way".format(status, facts.get("rank"),
+                                                                         facts.get("node") or "?", facts.get("detail", "")))
     return "stop", ("training failed (status {}) before Slurm's time-limit warning, and the next job would fail "
                     "the same way".format(status))
 
@@ -356,7 +357,7 @@ def line(cause, facts, decision, reason):
     if facts.get("node"):
         where.append("on {}".format(facts["node"]))
     if facts.get("step") is not None and facts.get("step", -1) >= 0:
-        where.append("at step {}".format(facts["step"]))
+        where.append("after step {}".format(facts["step"]))  # (its last heartbeat: at least that far)
     if not facts.get("ranks") and facts.get("rank") is None:
         where.insert(0, "no rank to blame")
     text = "fault: {}: {}".format(what, " ".join(where))

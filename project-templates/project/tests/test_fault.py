@@ -84,7 +84,7 @@ def test_a_gloo_timeout_is_a_hang_named_by_the_rank_behind(fault, tmp_path, caps
     decision, report = end(fault, tmp_path, RANKS + [GLOO_TIMEOUT, "srun: error: nid005000: task 0: Exited with exit code 1"],
                            heartbeats=hb, chain=2)
     line = capsys.readouterr().out.strip()
-    assert line.startswith("fault: hang (collective timeout): rank 3 on nid005001 at step 4 "), line
+    assert line.startswith("fault: hang (collective timeout): rank 3 on nid005001 after step 4 "), line
     assert "Flight Recorder: none for gloo" in line and "heartbeats: rank(s) 3 at step 4, the others at step 5" in line
     assert decision == {"cause": "collective timeout", "decision": "resume-elsewhere", "exclude": "nid005001",
                         "reason": decision["reason"]}
@@ -96,10 +96,10 @@ def test_a_gloo_timeout_is_a_hang_named_by_the_rank_behind(fault, tmp_path, caps
 def test_a_hang_with_every_rank_at_one_step_is_a_software_hang_resubmitted_unchanged(fault, tmp_path, capsys):
     hb = beats(tmp_path, {0: ("nid005000", 5), 1: ("nid005000", 5), 2: ("nid005001", 5), 3: ("nid005001", 5)})
     decision, _ = end(fault, tmp_path, RANKS + NCCL_TIMEOUT, heartbeats=hb, chain=3,
-                      known_issues="[LAIF-I44] the first collective on a second process group hangs")
+                      known_issues="the first collective on a second process group hangs (an issue of the image)")
     line = capsys.readouterr().out
     assert decision["decision"] == "resume" and decision["exclude"] == ""
-    assert "software hang suspected" in line and "[LAIF-I44]" in line and "no Flight Recorder dump" in line
+    assert "software hang suspected" in line and "the image's known issues: the first collective on a second process group hangs" in line and "no Flight Recorder dump" in line
     assert "NCCL watchdog: ALLREDUCE #808 timed out on rank 1" in line
 
 

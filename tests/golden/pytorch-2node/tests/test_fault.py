@@ -203,3 +203,16 @@ def test_it_runs_as_a_script(tmp_path):
     assert result.stdout.startswith("fault: hang (collective timeout): no rank to blame (gloo: timed out waiting 1800000 ms for a recv on rank 0); "), result.stdout
     assert "rank 0 on nid005000 timed out waiting; the rank it waited for is not named" in result.stdout
     assert json.loads((tmp_path / "run/reports/5.json").read_text())["steps"]["done"] == 0
+
+
+def test_the_runs_reader_reads_a_report_only_the_job_wrote(fault, tmp_path):
+    """A script without runlog: scripts/reports.py (sweep.py, explain --runs) reads the job's
+    own report, and the run says why its newest job stopped."""
+    spec = importlib.util.spec_from_file_location("project_reports", FAULT_PY.parent / "reports.py")
+    assert spec and spec.loader
+    reports = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reports)
+    end(fault, tmp_path, RANKS + SRUN_DIED, status=7)
+    run = reports.run(tmp_path / "run")
+    assert run and [j["job"] for j in run["jobs"]] == ["12"] and run["steps"] == 0
+    assert run["stopped_by"]["cause"] == "rank died" and run["jobs"][0]["ended"] == "rank died"

@@ -216,3 +216,11 @@ def test_the_runs_reader_reads_a_report_only_the_job_wrote(fault, tmp_path):
     run = reports.run(tmp_path / "run")
     assert run and [j["job"] for j in run["jobs"]] == ["12"] and run["steps"] == 0
     assert run["stopped_by"]["cause"] == "rank died" and run["jobs"][0]["ended"] == "rank died"
+
+
+def test_it_is_python_3_6(tmp_path):
+    """The node's own python3 runs it (3.6 on LUMI's nodes): no grammar newer than 3.6."""
+    import ast
+
+    ast.parse(FAULT_PY.read_text(), feature_version=(3, 6))
+    assert "from __future__ import annotations" not in FAULT_PY.read_text()

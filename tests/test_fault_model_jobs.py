@@ -131,3 +131,52 @@ def test_a_hang_with_no_rank_behind_is_resubmitted_unchanged_and_its_step_is_sca
     assert result.state == "COMPLETED", log2
     assert "resumed at step 4" in log2 and "done: 8 steps" in log2
     assert slurm_cluster_2nodes.job_info(int(retry.group(1)))["ExcNodeList"] in ("", "(null)")
+
+
+# TEST STAND-IN for a training script whose ranks die or whose RCCL logs a network: rank 0
+# logs FAKE_RCCL_LINE to RCCL's debug file; FAKE_DIE=R makes rank R exit 7 after 2 s.
+NET_OR_DIE = """import os, sys, time
+if os.environ.get("NCCL_DEBUG_FILE") and os.environ.get("FAKE_RCCL_LINE"):
+    with open(os.environ["NCCL_DEBUG_FILE"], "a") as log:
+        log.write(os.environ["FAKE_RCCL_LINE"] + "\\n")
+time.sleep(2)
+if os.environ.get("FAKE_DIE") == os.environ["RANK"]:
+    print("rank", os.environ["RANK"], "dying", flush=True)
+    sys.exit(7)
+time.sleep(8)
+print("rank", os.environ["RANK"], "trained", flush=True)
+"""
+
+
+@pytest.mark.parametrize("fault", ["network", "die"])
+def test_a_network_fallback_and_a_dying_rank_are_named_and_stop_the_chain(slurm_cluster_2nodes, template, tmp_path,
+                                                                         site_root, fault):
+    """2 nodes, --chain 2: RCCL on TCP sockets (rank 0's check stops the job), or rank 11
+    (on nid005001) exits 7: one `fault:` line with the cause, the report's stopped_by, and
+    the chain's next job cancelled with that reason."""
+    project = render(template, tmp_path / "p", nodes=2, walltime="01:00:00")
+    (project / "src/demo/train.py").write_text(NET_OR_DIE)
+    extra = ({"FAKE_RCCL_LINE": "nid005000:1:1 [0] NCCL INFO NET/Socket : Using [0]hsn0:10.253.1.1<0>\n"
+                                "nid005000:1:1 [0] NCCL INFO Using network Socket"} if fault == "network"
+             else {"FAKE_DIE": "11", "RCCL_NET_CHECK": "0"})
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, **extra)
+    first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch", "--chain", "2"], cwd=project, env=env)
+    result = slurm_cluster_2nodes.wait(first, timeout=120)
+    log = log_of(project, first)
+    assert result.state == "FAILED", log
+    assert log.count("fault: ") == 1, log
+    queued = re.search(r"^chain: job (\d+) continues run demo", log, re.M)
+    assert queued, log
+    report = json.loads((tmp_path / "outputs/demo/reports" / f"{first}.json").read_text())
+    if fault == "network":
+        assert re.search(r"^fault: network fallback: rank 0 on nid005000 \(ERROR: RCCL talks between nodes over TCP "
+                         r"sockets.*Next: stop: RCCL fell back to TCP sockets", log, re.M), log
+        assert f"chain: RCCL fell back to TCP sockets: the next job would too (the fix above); cancelling job {queued.group(1)}" in log
+    else:
+        assert re.search(r"^fault: rank died: rank 11 on nid005001 \(Exited with exit code 7\)\. Next: stop: training failed "
+                         r"\(status \d+\) before Slurm's time-limit warning: rank 11 on nid005001 first", log, re.M), log
+        assert re.search(rf"^chain: training failed .* cancelling job {queued.group(1)}$", log, re.M), log
+        assert (report["stopped_by"]["rank"], report["stopped_by"]["node"]) == (11, "nid005001")
+    assert report["stopped_by"]["decision"] == "stop" and report["exit"]["status"] != 0
+    assert report["steps"]["done"] == 0 and report["seconds"]["job"] > 0  # the job's own report: no runlog here
+    assert slurm_cluster_2nodes.wait(int(queued.group(1)), timeout=30).state == "CANCELLED"

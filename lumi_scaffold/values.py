@@ -146,6 +146,8 @@ def _image(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str
     var = "" if c.relative else path_variable(c.path)
     out: list[Item] = [Heading(("The container image (SIF=/path/to/image.sif sbatch ... uses another).",)),
                        Value("image", path, tuple(comment))]
+    out.append(Value("image_known_issues", "; ".join(f"[{i.key}] {i.title}" for i in c.known_issues), (
+        "The image's known issues, named by scripts/fault.py when a job hangs with no rank to blame ('': none).",)))
     out.append(Value("image_variable", var, (
         (f"The image's path starts with ${{{var}}}, from the environment jobs are submitted from: a job checks it.",)
         if var else ("(The image's path names no environment variable to check.)",))))

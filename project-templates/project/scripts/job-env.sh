@@ -294,19 +294,35 @@ watch_progress() {
     echo "watchdog: on (PROGRESS_TIMEOUT=${PROGRESS_TIMEOUT} s, STARTUP_TIMEOUT=${STARTUP_TIMEOUT} s before the first heartbeat)"
 }
 
-# On the watchdog's signal: every rank's stacks (one helper task per node), then the step stops.
+# On the watchdog's signal: every rank's stacks (one helper task per node), then the step
+# stops: scancel of the training step (its id found with squeue before the helper step
+# starts), which Slurm carries out on every node of the step, a rank blocked in C code
+# included; where no step id is found, SIGTERM to srun, SIGKILL 60 s later.
 # shellcheck disable=SC2329  # invoked by the trap in watch_progress
 on_stall() {
     # shellcheck disable=SC2034  # read by the jobs that source this file
     STALLED=1
+    local steps=() step
+    mapfile -t steps < <(squeue --noheader --steps --jobs="${SLURM_JOB_ID}" --format=%i 2>/dev/null \
+        | grep -E "^${SLURM_JOB_ID}\.[0-9]+$" || true)
     echo "watchdog: the stacks of every rank follow; RCCL's logs stay in logs/rccl-${SLURM_JOB_ID}-rank*.txt" >&2
     LUMI_SCAFFOLD_HELPER=1 timeout 120 srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" \
         --ntasks-per-node=1 "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" \
         python "${PROJECT_DIR}/scripts/watchdog.py" dump --dir "${LUMI_SCAFFOLD_HEARTBEAT_DIR}" \
         || echo "watchdog: could not collect the stacks (above)" >&2
+    for step in "${steps[@]}"; do
+        if scancel "${step}"; then
+            echo "watchdog: cancelled step ${step} (scancel)" >&2
+        else
+            echo "watchdog: scancel ${step} failed (above); stopping srun instead" >&2
+            steps=()
+        fi
+    done
     if [ -n "${STEP_PID:-}" ]; then
-        kill -TERM "${STEP_PID}" 2>/dev/null || true
-        ( sleep 60; kill -KILL "${STEP_PID}" 2>/dev/null ) &   # a rank that ignores SIGTERM
+        if [ "${#steps[@]}" = 0 ]; then
+            kill -TERM "${STEP_PID}" 2>/dev/null || true
+        fi
+        ( sleep 60; kill -KILL "${STEP_PID}" 2>/dev/null ) &   # an srun that does not return
     fi
 }
 
@@ -375,34 +391,103 @@ train_job() {
             echo "chain: could not queue the next job (above); this one trains, and the chain ends with it" >&2
         fi
     fi
-    local status=0 stalled_node="" retry
+    local status=0 retry what exclude=()
+    flight_recorder
     watch_progress
     run_step launch run.sh --output "${RUN_DIR}" "${DATA_ARGS[@]}" "$@" || status=$?
     stop_watching
-    rm -f "${LUMI_SCAFFOLD_TIME_UP}"
     save_caches
     if [ "${STALLED}" = 1 ]; then
         status=$(( status == 0 ? 1 : status ))
-        stalled_node="$(sed -n 's/^node=//p' "${LUMI_SCAFFOLD_HEARTBEAT_DIR}/stalled" 2>/dev/null || true)"
     fi
-    if [ "${status}" = 0 ]; then
+    job_outcome "${status}"
+    rm -f "${LUMI_SCAFFOLD_TIME_UP}"
+    if [ "${FAULT_DECISION}" = finished ]; then
         stop_chain "training finished"
-    elif [ "${STALLED}" = 1 ] && [ "${chain}" -gt 1 ] && [ -z "${LUMI_SCAFFOLD_STALLED_BEFORE:-}" ] && [ -n "${stalled_node}" ]; then
-        # A stall in a chain: once per chain, the run goes on from its newest checkpoint
-        # without the node that stalled; a second stall ends the chain.
-        stop_chain "the watchdog stopped this job; a job without ${stalled_node} replaces it"
-        if retry="$(cd "${PROJECT_DIR}" && LUMI_SCAFFOLD_STALLED_BEFORE="${stalled_node}" sbatch --parsable \
-            --exclude="${stalled_node}" --dependency="afterany:${SLURM_JOB_ID}" jobs/train.sbatch --chain "${chain}" "$@")"; then
-            echo "chain: job ${retry} resumes run ${RUN_NAME} from its newest checkpoint, without node ${stalled_node}" >&2
-        else
-            echo "chain: could not queue a job without ${stalled_node} (above); the chain ends here" >&2
+    elif [ "${FAULT_HANG}" = 1 ] && [ "${FAULT_DECISION}" != stop ] && [ "${chain}" -gt 1 ]; then
+        # A hang in a chain (fault.py's decision): once per chain, the run goes on from its
+        # newest checkpoint in a job that replaces this one, without a node only on evidence
+        # against it; a second hang ends the chain.
+        what="a collective timed out in this job (a hang)"
+        if [ "${FAULT_CAUSE}" = "heartbeat stall" ]; then
+            what="the watchdog stopped this job"
         fi
-    elif [ "${STALLED}" = 1 ]; then
-        stop_chain "the watchdog stopped this job${LUMI_SCAFFOLD_STALLED_BEFORE:+, the second stall of this chain (the first on ${LUMI_SCAFFOLD_STALLED_BEFORE})}"
-    elif [ "${time_up}" = 0 ]; then
-        stop_chain "training failed (status ${status}) before Slurm's time-limit warning, and the next job would fail the same way"
+        if [ -n "${FAULT_EXCLUDE}" ]; then
+            exclude=(--exclude="${FAULT_EXCLUDE}")
+            stop_chain "${what}; a job without ${FAULT_EXCLUDE} replaces it"
+        else
+            stop_chain "${what}; a job on any nodes replaces it (software hang suspected)"
+        fi
+        if retry="$(cd "${PROJECT_DIR}" && LUMI_SCAFFOLD_STALLED_BEFORE="${FAULT_EXCLUDE:-a software hang in job ${SLURM_JOB_ID}}" \
+            sbatch --parsable "${exclude[@]}" --dependency="afterany:${SLURM_JOB_ID}" jobs/train.sbatch --chain "${chain}" "$@")"; then
+            echo "chain: job ${retry} resumes run ${RUN_NAME} from its newest checkpoint${FAULT_EXCLUDE:+, without node ${FAULT_EXCLUDE}}" >&2
+        else
+            echo "chain: could not queue a job to resume (above); the chain ends here" >&2
+        fi
+    elif [ "${FAULT_DECISION}" = stop ]; then
+        stop_chain "${FAULT_REASON}"
     fi
     exit "${status}"
+}
+
+# PyTorch's Flight Recorder for the training step: every rank keeps its last collectives in
+# a ring buffer and, when a NCCL/RCCL collective times out, writes them to
+# RUN_DIR/flight-recorder/<job id>/rank-<R>, from which scripts/fault.py names the rank that
+# never entered the collective the others wait in. torch >= 2.10 reads the TORCH_FR_ names,
+# older releases the TORCH_NCCL_ ones (PyTorch, "ProcessGroupNCCL Environment Variables";
+# torchtitan sets the same). gloo writes no dump on its timeout. Your own values win.
+flight_recorder() {
+    FLIGHT_DIR="${RUN_DIR}/flight-recorder/${SLURM_JOB_ID:-0}"
+    mkdir -p "${FLIGHT_DIR}"
+    export TORCH_FR_BUFFER_SIZE="${TORCH_FR_BUFFER_SIZE:-${TORCH_NCCL_TRACE_BUFFER_SIZE:-2000}}"
+    export TORCH_NCCL_TRACE_BUFFER_SIZE="${TORCH_NCCL_TRACE_BUFFER_SIZE:-${TORCH_FR_BUFFER_SIZE}}"
+    export TORCH_NCCL_DUMP_ON_TIMEOUT="${TORCH_NCCL_DUMP_ON_TIMEOUT:-1}"
+    export TORCH_FR_DUMP_TEMP_FILE="${TORCH_FR_DUMP_TEMP_FILE:-${FLIGHT_DIR}/rank-}"
+    export TORCH_NCCL_DEBUG_INFO_TEMP_FILE="${TORCH_NCCL_DEBUG_INFO_TEMP_FILE:-${TORCH_FR_DUMP_TEMP_FILE}}"
+}
+
+# Why the training step ended (scripts/fault.py, with the node's python3, else the image's):
+# one `fault:` line naming the cause, rank, node and step (none when the training finished),
+# the job report RUN_DIR/reports/<job id>.json written or completed (wall time, GPU-hours
+# billed, exit status and cause, stopped_by), and the decision for the chain in FAULT_CAUSE,
+# FAULT_HANG (1: a collective timeout or a heartbeat stall), FAULT_DECISION (finished,
+# resume, resume-elsewhere, stop), FAULT_EXCLUDE (a node, only on evidence) and FAULT_REASON.
+#   job_outcome STATUS
+job_outcome() {
+    local decision="${PROJECT_DIR}/logs/fault-${SLURM_JOB_ID:-0}" python=(python3) logs=() up=0
+    if [ -f "${LUMI_SCAFFOLD_TIME_UP}" ] || [ "${time_up:-0}" = 1 ]; then
+        up=1
+    fi
+    if ! command -v python3 >/dev/null 2>&1; then
+        python=(env LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" python)
+    fi
+    mapfile -t logs < <(scontrol show job "${SLURM_JOB_ID:-0}" 2>/dev/null | sed -n 's/^ *Std\(Out\|Err\)=//p' | sort -u)
+    rm -f "${decision}"
+    "${python[@]}" "${PROJECT_DIR}/scripts/fault.py" end --status "$1" --log "${logs[@]}" \
+        --heartbeats "${LUMI_SCAFFOLD_HEARTBEAT_DIR:-}" --flight "${FLIGHT_DIR:-}" \
+        --time-up "${up}" --chain "${chain:-1}" --next "${next_job:-}" \
+        --hung-before "${LUMI_SCAFFOLD_STALLED_BEFORE:-}" --known-issues "${image_known_issues}" \
+        --run-dir "${RUN_DIR}" --job "${SLURM_JOB_ID:-0}" --out "${decision}" \
+        || echo "fault: scripts/fault.py failed (above): no report from the job" >&2
+    FAULT_CAUSE="$(sed -n 's/^cause=//p' "${decision}" 2>/dev/null || true)"
+    FAULT_DECISION="$(sed -n 's/^decision=//p' "${decision}" 2>/dev/null || true)"
+    FAULT_EXCLUDE="$(sed -n 's/^exclude=//p' "${decision}" 2>/dev/null || true)"
+    FAULT_REASON="$(sed -n 's/^reason=//p' "${decision}" 2>/dev/null || true)"
+    if [ -z "${FAULT_DECISION}" ]; then   # no decision read: the rule of lumi-scaffold 0.3
+        FAULT_DECISION=stop
+        FAULT_REASON="training failed (status $1) before Slurm's time-limit warning, and the next job would fail the same way"
+        if [ "$1" = 0 ]; then
+            FAULT_DECISION=finished
+        elif [ "${up}" = 1 ]; then
+            FAULT_DECISION=resume
+        fi
+    fi
+    FAULT_HANG=0
+    if [ "${FAULT_CAUSE}" = "collective timeout" ] || [ "${FAULT_CAUSE}" = "heartbeat stall" ]; then
+        FAULT_HANG=1
+    fi
+    rm -f "${decision}"
+    rmdir "${FLIGHT_DIR:-}" "$(dirname "${FLIGHT_DIR:-/}")" 2>/dev/null || true   # (no dump: nothing to keep)
 }
 
 # Cancels the next job of the chain, saying why.

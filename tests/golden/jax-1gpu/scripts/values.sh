@@ -20,6 +20,8 @@ node_tmp='/tmp'
 # The container image (SIF=/path/to/image.sif sbatch ... uses another).
 # Former LUST image, ROCm 6.2.0, Python 3.12, JAX 0.4.28 [EBC, PYPI]
 image='/appl/local/containers/easybuild-sif-images/lumi-jax-rocm-6.2.0-python-3.12-jax-0.4.28-dockerhash-1441a4bce06f.sif'
+# The image's known issues, named by scripts/fault.py when a job hangs with no rank to blame ('': none).
+image_known_issues=''
 # (The image's path names no environment variable to check.)
 image_variable=''
 # Every step runs through this command, the binds and the image.

@@ -20,6 +20,8 @@ node_tmp='/tmp'
 # The container image (SIF=/path/to/image.sif sbatch ... uses another).
 # LAIF lumi-multitorch full, ROCm 7.0, torch 2.10 (2026-05-13) [WS-2026, LAIF-R]
 image='/appl/local/laifs/containers/lumi-multitorch-u24r70f21m50t210-20260513_121430/lumi-multitorch-full-u24r70f21m50t210-20260513_121430.sif'
+# The image's known issues, named by scripts/fault.py when a job hangs with no rank to blame ('': none).
+image_known_issues=''
 # (The image's path names no environment variable to check.)
 image_variable=''
 # Every step runs through this command, the binds and the image.

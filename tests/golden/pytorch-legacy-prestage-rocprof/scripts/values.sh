@@ -20,6 +20,8 @@ node_tmp='/tmp'
 # The container image (SIF=/path/to/image.sif sbatch ... uses another).
 # Former LUST image, ROCm 6.2.4, Python 3.12, PyTorch 2.7.1 [WS, TM-Cont, EBC]
 image='/appl/local/containers/easybuild-sif-images/lumi-pytorch-rocm-6.2.4-python-3.12-pytorch-v2.7.1-dockerhash-0d479e852886.sif'
+# The image's known issues, named by scripts/fault.py when a job hangs with no rank to blame ('': none).
+image_known_issues=''
 # (The image's path names no environment variable to check.)
 image_variable=''
 # Every step runs through this command, the binds and the image.

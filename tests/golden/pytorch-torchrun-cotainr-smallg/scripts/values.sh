@@ -21,6 +21,8 @@ node_tmp='/tmp'
 # cotainr image
 # Built by container/build.sh.
 image='${PROJECT_DIR}/container/demo.sif'
+# The image's known issues, named by scripts/fault.py when a job hangs with no rank to blame ('': none).
+image_known_issues=''
 # (The image's path names no environment variable to check.)
 image_variable=''
 # Every step runs through this command, the binds and the image.

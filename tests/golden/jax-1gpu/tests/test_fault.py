@@ -1,0 +1,226 @@
+"""scripts/fault.py, the one fault model of the training job: each way a job stops ends in
+one `fault:` line, one stopped_by in the job report and one chain decision. Read against
+real log lines from public issues (each cited where it is used) and against Flight Recorder
+dumps made here in the format PyTorch writes (a pickled dict with "version", "pg_config"
+and "entries"; torch/distributed/flight_recorder/components/loader.py reads the same keys)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FAULT_PY = Path(__file__).resolve().parents[1] / "scripts" / "fault.py"
+
+
+@pytest.fixture(scope="module")
+def fault():
+    spec = importlib.util.spec_from_file_location("project_fault", FAULT_PY)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- Real log lines (as their sources print them) ----
+
+# gloo's collective timeout, as PyTorch raises it on the rank that waited:
+# Intellindust-AI-Lab/DEIMv2#65 (2025-10-22); the `[rank0]:` prefix is what torch >= 2.2
+# puts before every line of a rank's traceback (the form our own CPU test prints).
+GLOO_TIMEOUT = ("[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+                "Timed out waiting 1800000ms for recv operation to complete")
+# NCCL's watchdog on every rank that entered the collective: XPixelGroup/BasicSR#737 (2025-06-26).
+NCCL_TIMEOUT = [
+    "[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran "
+    "for 600020 milliseconds before timing out.",
+    "[rank1]:[E626 06:24:44.906457629 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 1] Exception "
+    "(either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL work: 811, last completed "
+    "NCCL work: 807.",
+]
+# An older PyTorch's form of the same line: OFA-Sys/OFA#271 (2022-10-21).
+NCCL_TIMEOUT_OLD = ("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: "
+                    "WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds "
+                    "before timing out.")
+# scripts/run.sh's line per rank, and srun's when a task ends first (Slurm's own wording).
+RANKS = ["rank 0/4 node nid005000 local_rank 0 gpu 0 cpus 1-7", "rank 1/4 node nid005000 local_rank 1 gpu 1 cpus 9-15",
+         "rank 2/4 node nid005001 local_rank 0 gpu 0 cpus 1-7", "rank 3/4 node nid005001 local_rank 1 gpu 1 cpus 9-15"]
+SRUN_DIED = ["srun: error: nid005001: task 3: Exited with exit code 7",
+             "srun: Terminating StepId=12.0",
+             "srun: error: nid005000: tasks 0-1: Killed"]
+
+
+def beats(tmp_path, steps):
+    """A heartbeat directory as scripts/run.sh names its files: rank<R>@<node>, the step in each."""
+    directory = tmp_path / "heartbeat"
+    directory.mkdir()
+    for rank, (node, step) in steps.items():
+        (directory / f"rank{rank}@{node}").write_text(f"{step}\n")
+    return directory
+
+
+def end(fault, tmp_path, log, status=1, **extra):
+    (tmp_path / "job.out").write_text("\n".join(log) + "\n")
+    out = tmp_path / "decision"
+    argv = ["end", "--status", str(status), "--log", str(tmp_path / "job.out"), "--run-dir", str(tmp_path / "run"),
+            "--job", "12", "--out", str(out)]
+    for key, value in extra.items():
+        argv += ["--" + key.replace("_", "-"), str(value)]
+    assert fault.main(argv) == 0
+    decision = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    report = json.loads((tmp_path / "run" / "reports" / "12.json").read_text())
+    return decision, report
+
+
+def test_a_gloo_timeout_is_a_hang_named_by_the_rank_behind(fault, tmp_path, capsys):
+    """Rank 3 (on nid005001) beat step 4, the others step 5; gloo timed out on rank 0: a hang,
+    rank 3 the culprit, gloo has no Flight Recorder, and nid005001 is excluded on evidence."""
+    hb = beats(tmp_path, {0: ("nid005000", 5), 1: ("nid005000", 5), 2: ("nid005001", 5), 3: ("nid005001", 4)})
+    decision, report = end(fault, tmp_path, RANKS + [GLOO_TIMEOUT, "srun: error: nid005000: task 0: Exited with exit code 1"],
+                           heartbeats=hb, chain=2)
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("fault: hang (collective timeout): rank 3 on nid005001 after step 4 "), line
+    assert "Flight Recorder: none for gloo" in line and "heartbeats: rank(s) 3 at step 4, the others at step 5" in line
+    assert decision == {"cause": "collective timeout", "decision": "resume-elsewhere", "exclude": "nid005001",
+                        "reason": decision["reason"]}
+    assert report["stopped_by"]["cause"] == "collective timeout" and report["stopped_by"]["hang"] is True
+    assert (report["stopped_by"]["rank"], report["stopped_by"]["node"], report["stopped_by"]["step"]) == (3, "nid005001", 4)
+    assert report["ended"] == "hang" and report["exit"] == {"status": 1, "cause": "collective timeout"}
+
+
+def test_a_hang_with_every_rank_at_one_step_is_a_software_hang_resubmitted_unchanged(fault, tmp_path, capsys):
+    hb = beats(tmp_path, {0: ("nid005000", 5), 1: ("nid005000", 5), 2: ("nid005001", 5), 3: ("nid005001", 5)})
+    decision, _ = end(fault, tmp_path, RANKS + NCCL_TIMEOUT, heartbeats=hb, chain=3,
+                      known_issues="the first collective on a second process group hangs (an issue of the image)")
+    line = capsys.readouterr().out
+    assert decision["decision"] == "resume" and decision["exclude"] == ""
+    assert "software hang suspected" in line and "the image's known issues: the first collective on a second process group hangs" in line and "no Flight Recorder dump" in line
+    assert "NCCL watchdog: ALLREDUCE #808 timed out on rank 1" in line
+
+
+def test_the_older_nccl_line_is_a_collective_timeout_too(fault):
+    assert fault.classify(NCCL_TIMEOUT_OLD, 1, 0)[0] == "collective timeout"
+
+
+def test_a_second_hang_in_a_chain_stops_it(fault, tmp_path):
+    decision, report = end(fault, tmp_path, RANKS + [GLOO_TIMEOUT], hung_before="nid005001")
+    assert decision["decision"] == "stop" and "the second hang of this chain (the first: nid005001)" in decision["reason"]
+    assert report["stopped_by"]["decision"] == "stop"
+
+
+def test_a_rank_that_dies_is_named_by_srun_and_stops_the_chain(fault, tmp_path, capsys):
+    decision, report = end(fault, tmp_path, RANKS + SRUN_DIED, status=7)
+    assert capsys.readouterr().out.startswith("fault: rank died: rank 3 on nid005001 (Exited with exit code 7)")
+    assert decision["decision"] == "stop" and report["stopped_by"]["rank"] == 3
+
+
+def test_the_watchdogs_stall_line_a_network_fallback_and_the_time_limit(fault, tmp_path):
+    stall = ("watchdog: no progress for 31 s (PROGRESS_TIMEOUT=30); last progress: rank 3 on nid005000 (step 5, 31 s "
+             "ago); furthest behind: rank 15 on nid005001 (step 4). Stopping the step.")
+    cause, facts = fault.classify(stall, 1, 0)
+    assert cause == "heartbeat stall" and (facts["rank"], facts["node"], facts["step"]) == (15, "nid005001", 4)
+    assert fault.classify("watchdog: no rank made progress within the startup allowance (40 s, STARTUP_TIMEOUT)", 1, 0)[0] \
+        == "no heartbeat"
+    net = ("ERROR: RCCL talks between nodes over TCP sockets, not Slingshot: 1 rank(s), e.g. x ('NET/Socket'). Fix: y. "
+           "Stopping the job; RCCL_NET_CHECK=0 runs anyway.")
+    assert fault.classify(net + "\n" + SRUN_DIED[0], 143, 0)[0] == "network fallback"
+    assert fault.classify("srun: error: nid005000: task 0: Terminated", 143, 1)[0] == "time limit"
+    assert fault.classify("", 0, 0)[0] == "finished"
+    assert fault.classify("Traceback ...\nValueError: x", 1, 0)[0] == "failed"
+
+
+def test_the_report_keeps_what_the_training_script_wrote(fault, tmp_path, monkeypatch):
+    """runlog.py's report (losses, step times) is completed, not replaced; wall time and
+    GPU-hours are the job's."""
+    monkeypatch.setenv("LUMI_SCAFFOLD_BILLING_PER_NODE", "4")
+    monkeypatch.setenv("LUMI_SCAFFOLD_BILLING_UNIT", "GPU-hours")
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "2")
+    monkeypatch.setenv("LUMI_SCAFFOLD_JOB_START", str(int(__import__("time").time()) - 3600))
+    (tmp_path / "run" / "reports").mkdir(parents=True)
+    (tmp_path / "run" / "reports" / "12.json").write_text(json.dumps(
+        {"job": "12", "ended": "finished", "steps": {"first": 1, "last": 50, "done": 50},
+         "loss": {"last": 0.5, "best": 0.4}, "step_time_s": {"p50": 0.1}, "seconds": {"job": 10.0, "training": 9.0}}))
+    decision, report = end(fault, tmp_path, RANKS, status=0)
+    assert decision["decision"] == "finished" and report["stopped_by"] is None
+    assert report["loss"] == {"last": 0.5, "best": 0.4} and report["step_time_s"] == {"p50": 0.1}
+    assert report["ended"] == "finished" and report["seconds"]["training"] == 9.0
+    assert 3599 <= report["seconds"]["job"] <= 3700
+    assert 7.99 <= report["billing"]["billed"] <= 8.3 and report["billing"]["per_1000_steps"] > 0
+
+
+def flight_dump(entries, ranks="[0, 1, 2, 3]"):
+    """One rank's dump as PyTorch pickles it (the keys its own reader uses)."""
+    return {"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": ranks}},
+            "pg_status": {}, "entries": entries}
+
+
+def entry(seq, state, name="nccl:all_reduce"):
+    return {"record_id": seq, "pg_id": 0, "process_group": ("0", "default_pg"), "collective_seq_id": seq,
+            "p2p_seq_id": 0, "op_id": seq, "profiling_name": name, "time_created_ns": 0, "state": state,
+            "is_p2p": False, "input_sizes": [[4]], "output_sizes": [[4]], "timeout_ms": 600000, "frames": []}
+
+
+def test_flight_recorder_dumps_name_the_rank_that_never_entered_the_collective(fault, tmp_path, capsys):
+    """Ranks 0, 1, 3 wait in all_reduce #6; rank 2's newest collective is #5: rank 2 is the
+    culprit, and its node (nid005001, from run.sh's lines) is excluded on that evidence."""
+    flight = tmp_path / "flight"
+    flight.mkdir()
+    for rank in range(4):
+        done = [entry(seq, "completed") for seq in range(1, 6)]
+        waiting = [] if rank == 2 else [entry(6, "started")]
+        (flight / f"rank-{rank}").write_bytes(pickle.dumps(flight_dump(done + waiting)))
+    assert fault.align(fault.dumps(str(flight))) == [("0", 6, "nccl:all_reduce", [0, 1, 3], [2])]
+    hb = beats(tmp_path, {r: ("nid005000" if r < 2 else "nid005001", 5) for r in range(4)})
+    decision, report = end(fault, tmp_path, RANKS + NCCL_TIMEOUT, heartbeats=hb, flight=flight, chain=2)
+    line = capsys.readouterr().out
+    assert "rank 2 on nid005001" in line
+    assert "Flight Recorder: rank(s) 2 never entered collective 6 (nccl:all_reduce, process group 0) that rank(s) 0, 1, 3 wait in" in line
+    assert decision["decision"] == "resume-elsewhere" and decision["exclude"] == "nid005001"
+    assert report["stopped_by"]["evidence"].startswith("Flight Recorder: rank(s) 2")
+    # the command line reader says the same
+    assert fault.main(["flight", str(flight)]) == 0
+    assert "collective 6 (nccl:all_reduce): waiting: rank(s) 0, 1, 3; never entered: 2" in capsys.readouterr().out
+
+
+def test_a_dump_that_names_a_class_is_refused_not_run(fault, tmp_path):
+    flight = tmp_path / "flight"
+    flight.mkdir()
+    (flight / "rank-0").write_bytes(pickle.dumps(flight_dump([entry(1, "started")]) | {"x": Path("/")}))
+    assert fault.dumps(str(flight)) == {}
+
+
+def test_it_runs_as_a_script(tmp_path):
+    log = tmp_path / "job.out"
+    log.write_text("\n".join(RANKS + [GLOO_TIMEOUT]) + "\n")
+    result = subprocess.run([sys.executable, str(FAULT_PY), "end", "--status", "1", "--log", str(log),
+                             "--run-dir", str(tmp_path / "run"), "--job", "5", "--out", str(tmp_path / "d")],
+                            capture_output=True, text=True, check=True)
+    assert result.stdout.startswith("fault: hang (collective timeout): no rank to blame (gloo: timed out waiting 1800000 ms for a recv on rank 0); "), result.stdout
+    assert "rank 0 on nid005000 timed out waiting; the rank it waited for is not named" in result.stdout
+    assert json.loads((tmp_path / "run/reports/5.json").read_text())["steps"]["done"] == 0
+
+
+def test_the_runs_reader_reads_a_report_only_the_job_wrote(fault, tmp_path):
+    """A script without runlog: scripts/reports.py (sweep.py, explain --runs) reads the job's
+    own report, and the run says why its newest job stopped."""
+    spec = importlib.util.spec_from_file_location("project_reports", FAULT_PY.parent / "reports.py")
+    assert spec and spec.loader
+    reports = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reports)
+    end(fault, tmp_path, RANKS + SRUN_DIED, status=7)
+    run = reports.run(tmp_path / "run")
+    assert run and [j["job"] for j in run["jobs"]] == ["12"] and run["steps"] == 0
+    assert run["stopped_by"]["cause"] == "rank died" and run["jobs"][0]["ended"] == "rank died"
+
+
+def test_it_is_python_3_6(tmp_path):
+    """The node's own python3 runs it (3.6 on LUMI's nodes): no grammar newer than 3.6."""
+    import ast
+
+    ast.parse(FAULT_PY.read_text(), feature_version=(3, 6))
+    assert "from __future__ import annotations" not in FAULT_PY.read_text()

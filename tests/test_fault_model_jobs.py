@@ -1,0 +1,182 @@
+"""One fault model, through the generated job files on the local Slurm (2 emulated nodes):
+however a training step stops making progress, the job prints one `fault:` line naming the
+hang, the rank and the step, writes stopped_by into its report, and the chain resumes
+(without a node only on evidence) instead of ending as "training failed". A stalled step is
+ended by scancel of the step.
+
+Before lumi-scaffold 0.4 (issue 33) a framework collective timeout (the PyTorch example's
+gloo `Timed out waiting ...`) was "training failed" and ended the chain, and a hang with
+every rank at one step excluded a node picked by heartbeat age.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+from .helpers import render
+from .jobs import job_env, log_of
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+
+def test_the_pytorch_example_hung_at_step_5_is_named_and_the_chain_resumes(slurm_cluster_2nodes, template, tmp_path,
+                                                                          site_root):
+    """The example (DDP over gloo on the CPU, 2 ranks on one node, --chain 2), rank 1 asleep
+    at step 5 of the first job (after its optimizer step, before its heartbeat): the job
+    stops well before its 1 h limit, at gloo's collective timeout (or the watchdog, whichever
+    the job's limits make first), with one line naming a hang, rank 1 and step 4 (its last
+    heartbeat; rank 0 beat step 5); the report says so; a job without that node replaces it,
+    resumes from the checkpoint of step 4 and finishes."""
+    project = render(template, tmp_path / "p", partition="small-g", gpus_per_node=2, walltime="01:00:00")
+    train = project / "src/demo/train.py"
+    text = train.read_text()
+    assert "            step += 1\n" in text
+    train.write_text(text.replace(
+        "            step += 1\n",
+        "            step += 1\n            if rank == 1 and step == 5 and start == 0:\n"
+        "                time.sleep(10**6)\n", 1))
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, PROGRESS_TIMEOUT="9", STARTUP_TIMEOUT="120")
+    started = time.monotonic()
+    # 1.2 s a step: longer than the heartbeat's once a second, so each rank's file holds its step
+    first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch", "--chain", "2", "--steps", "8", "--checkpoint-every", "2",
+                                         "--num-workers", "0", "--seconds-per-step", "1.2"], cwd=project, env=env)
+    result = slurm_cluster_2nodes.wait(first, timeout=180)
+    log = log_of(project, first)
+    assert result.state == "FAILED" and time.monotonic() - started < 120, log
+    line = re.search(r"^fault: hang \((collective timeout|heartbeat stall)\): rank 1 on (nid00500[01]) after step 4 "
+                     r"\(?.*heartbeats: rank\(s\) 1 at step 4, the others at step 5.*Next: resume elsewhere: ", log, re.M)
+    assert line, log
+    node = line.group(2)
+    if line.group(1) == "collective timeout":
+        assert "Timed out waiting 6000ms" in log and "Flight Recorder: none for gloo" in log, log
+    assert log.count("fault: ") == 1, log
+    report = json.loads((tmp_path / "outputs/demo/reports" / f"{first}.json").read_text())
+    stopped = report["stopped_by"]
+    assert (stopped["hang"], stopped["rank"], stopped["node"], stopped["step"], stopped["decision"], stopped["exclude"]) \
+        == (True, 1, node, 4, "resume-elsewhere", node), report
+    assert report["exit"]["status"] != 0 and report["seconds"]["job"] > 0 and report["billing"]["billed"] > 0
+    queued = re.search(r"^chain: job (\d+) continues run demo", log, re.M)
+    retry = re.search(rf"^chain: job (\d+) resumes run demo from its newest checkpoint, without node {node}$", log, re.M)
+    assert queued and retry, log
+    assert "training failed" not in log
+    result = slurm_cluster_2nodes.wait(int(retry.group(1)), timeout=180)
+    log2 = log_of(project, int(retry.group(1)))
+    assert result.state == "COMPLETED", log2
+    assert re.search(r"^resumed from \S+checkpoint-00000004\.pt at step 4$", log2, re.M), log2
+    assert "done: 8 steps on 2 process(es)" in log2 and "fault:" not in log2
+    assert slurm_cluster_2nodes.job_info(int(retry.group(1)))["ExcNodeList"] == node
+    assert slurm_cluster_2nodes.wait(int(queued.group(1)), timeout=30).state == "CANCELLED"
+    report2 = json.loads((tmp_path / "outputs/demo/reports" / f"{retry.group(1)}.json").read_text())
+    assert report2["ended"] == "finished" and report2["stopped_by"] is None and report2["loss"]["last"] is not None
+
+
+# TEST STAND-IN: every rank beats its step, then at step 5 EVERY rank waits in a collective
+# that never returns (a software hang: no rank is behind another), except in the job that
+# replaces a hung one (LUMI_SCAFFOLD_STALLED_BEFORE set), which resumes from the checkpoint
+# (step 4) and finishes.
+EVERY_RANK_HANGS = """import argparse, faulthandler, os, signal, time
+faulthandler.register(signal.SIGUSR2, all_threads=True)
+parser = argparse.ArgumentParser()
+parser.add_argument("--output")
+parser.add_argument("--steps", type=int, default=8)
+args, _ = parser.parse_known_args()
+rank = int(os.environ["RANK"])
+checkpoint = os.path.join(args.output, "checkpoint")
+start = int(open(checkpoint).read()) if os.path.exists(checkpoint) else 0
+if rank == 0:
+    print(f"resumed at step {start}" if start else "new run", flush=True)
+for step in range(start + 1, args.steps + 1):
+    if step == 5 and not os.environ.get("LUMI_SCAFFOLD_STALLED_BEFORE"):
+        while True:
+            time.sleep(1)
+    with open(os.environ["LUMI_SCAFFOLD_HEARTBEAT"], "w") as beat:
+        beat.write(f"{step}\\n")
+    if rank == 0:
+        with open(checkpoint + ".tmp", "w") as saved:
+            saved.write(str(step))
+        os.replace(checkpoint + ".tmp", checkpoint)
+    time.sleep(0.3)
+if rank == 0:
+    print(f"done: {args.steps} steps", flush=True)
+"""
+
+
+def test_a_hang_with_no_rank_behind_is_resubmitted_unchanged_and_its_step_is_scancelled(slurm_cluster_2nodes, template,
+                                                                                         tmp_path, site_root):
+    """8 ranks on one node, all waiting at step 5: the watchdog stops the step by scancel of
+    the step; no node is excluded (no evidence against any); the line says "software hang
+    suspected"; the job that replaces it resumes after step 4 and finishes."""
+    project = render(template, tmp_path / "p", walltime="01:00:00")
+    (project / "src/demo/train.py").write_text(EVERY_RANK_HANGS)
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, PROGRESS_TIMEOUT="5", STARTUP_TIMEOUT="60")
+    first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch", "--chain", "2", "--steps", "8"], cwd=project, env=env)
+    result = slurm_cluster_2nodes.wait(first, timeout=180)
+    log = log_of(project, first)
+    assert result.state == "FAILED", log
+    assert re.search(rf"^watchdog: cancelled step {first}\.\d+ \(scancel\)$", log, re.M), log
+    assert re.search(r"^fault: hang \(heartbeat stall\): no rank to blame after step 4; .*heartbeats: every rank at step 4\. "
+                     r"Next: resume: software hang suspected", log, re.M), log
+    assert "chain: the watchdog stopped this job; a job on any nodes replaces it (software hang suspected)" in log
+    retry = re.search(r"^chain: job (\d+) resumes run demo from its newest checkpoint$", log, re.M)
+    assert retry, log
+    report = json.loads((tmp_path / "outputs/demo/reports" / f"{first}.json").read_text())
+    assert report["stopped_by"]["cause"] == "heartbeat stall" and report["stopped_by"]["exclude"] is None
+    assert report["ended"] == "hang" and report["steps"]["last"] == 4  # the job's own report: no runlog here
+    result = slurm_cluster_2nodes.wait(int(retry.group(1)), timeout=180)
+    log2 = log_of(project, int(retry.group(1)))
+    assert result.state == "COMPLETED", log2
+    assert "resumed at step 4" in log2 and "done: 8 steps" in log2
+    assert slurm_cluster_2nodes.job_info(int(retry.group(1)))["ExcNodeList"] in ("", "(null)")
+
+
+# TEST STAND-IN for a training script whose ranks die or whose RCCL logs a network: rank 0
+# logs FAKE_RCCL_LINE to RCCL's debug file; FAKE_DIE=R makes rank R exit 7 after 2 s.
+NET_OR_DIE = """import os, sys, time
+if os.environ.get("NCCL_DEBUG_FILE") and os.environ.get("FAKE_RCCL_LINE"):
+    with open(os.environ["NCCL_DEBUG_FILE"], "a") as log:
+        log.write(os.environ["FAKE_RCCL_LINE"] + "\\n")
+time.sleep(2)
+if os.environ.get("FAKE_DIE") == os.environ["RANK"]:
+    print("rank", os.environ["RANK"], "dying", flush=True)
+    sys.exit(7)
+time.sleep(8)
+print("rank", os.environ["RANK"], "trained", flush=True)
+"""
+
+
+@pytest.mark.parametrize("fault", ["network", "die"])
+def test_a_network_fallback_and_a_dying_rank_are_named_and_stop_the_chain(slurm_cluster_2nodes, template, tmp_path,
+                                                                         site_root, fault):
+    """2 nodes, --chain 2: RCCL on TCP sockets (rank 0's check stops the job), or rank 11
+    (on nid005001) exits 7: one `fault:` line with the cause, the report's stopped_by, and
+    the chain's next job cancelled with that reason."""
+    project = render(template, tmp_path / "p", nodes=2, walltime="01:00:00")
+    (project / "src/demo/train.py").write_text(NET_OR_DIE)
+    extra = ({"FAKE_RCCL_LINE": "nid005000:1:1 [0] NCCL INFO NET/Socket : Using [0]hsn0:10.253.1.1<0>\n"
+                                "nid005000:1:1 [0] NCCL INFO Using network Socket"} if fault == "network"
+             else {"FAKE_DIE": "11", "RCCL_NET_CHECK": "0"})
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, **extra)
+    first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch", "--chain", "2"], cwd=project, env=env)
+    result = slurm_cluster_2nodes.wait(first, timeout=120)
+    log = log_of(project, first)
+    assert result.state == "FAILED", log
+    assert log.count("fault: ") == 1, log
+    queued = re.search(r"^chain: job (\d+) continues run demo", log, re.M)
+    assert queued, log
+    report = json.loads((tmp_path / "outputs/demo/reports" / f"{first}.json").read_text())
+    if fault == "network":
+        assert re.search(r"^fault: network fallback: rank 0 on nid005000 \(ERROR: RCCL talks between nodes over TCP "
+                         r"sockets.*Next: stop: RCCL fell back to TCP sockets", log, re.M), log
+        assert f"chain: RCCL fell back to TCP sockets: the next job would too (the fix above); cancelling job {queued.group(1)}" in log
+    else:
+        assert re.search(r"^fault: rank died: rank 11 on nid005001 \(Exited with exit code 7\)\. Next: stop: training failed "
+                         r"\(status \d+\) before Slurm's time-limit warning: rank 11 on nid005001 first", log, re.M), log
+        assert re.search(rf"^chain: training failed .* cancelling job {queued.group(1)}$", log, re.M), log
+        assert (report["stopped_by"]["rank"], report["stopped_by"]["node"]) == (11, "nid005001")
+    assert report["stopped_by"]["decision"] == "stop" and report["exit"]["status"] != 0
+    assert report["steps"]["done"] == 0 and report["seconds"]["job"] > 0  # the job's own report: no runlog here
+    assert slurm_cluster_2nodes.wait(int(queued.group(1)), timeout=30).state == "CANCELLED"

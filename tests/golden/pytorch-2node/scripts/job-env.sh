@@ -224,7 +224,10 @@ save_caches() {
 #   launch WRAPPER DIR [--data DATA] [train.py arguments...]
 launch() {
     local wrapper="${PROJECT_DIR}/scripts/$1" dir arg
-    dir="$(cd "$2" && pwd)" || return 2
+    if ! dir="$(cd "$2" 2>/dev/null && pwd)"; then
+        echo "launch: no directory '$2' to start train.py in (the run directory). Fix: check OUTPUT_ROOT and RUN_NAME" >&2
+        return 2
+    fi
     shift 2
     local given=() args=() made=()
     for arg in "${train_args[@]}"; do

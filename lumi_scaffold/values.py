@@ -291,7 +291,8 @@ def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
         Value("ranks_per_task", str(job.ranks_per_task),
               ("Ranks each task starts: torchrun's workers per node.",) if launcher == "torchrun" else ("Ranks each task starts.",)),
         Value("train_script", f"src/{pd.package}/train.py", ("The training script, from the project directory.",)),
-        Value("train_args", args, ("The framework's arguments before yours.",)),
+        Value("train_args", args, ("The framework's arguments, first; then --output and --data where train.py defines",
+                                   "them, then yours (launch in scripts/job-env.sh).")),
         Value("rendezvous", _flag(pd.framework.needs_master_addr), (
             cite("1: the jobs set MASTER_ADDR and MASTER_PORT for torch.distributed's rendezvous. [WS-09], [AIG-05]"),)
             if pd.framework.needs_master_addr else (

@@ -311,6 +311,7 @@ def test_training_reads_the_data_and_writes_the_run_directory(runs, case, kind, 
             assert record["data"] == run.env["DATA_DIR"]
     outputs = {r["output"] for r in run.records}
     assert len(outputs) == 1, outputs
+    assert {r["cwd"] for r in run.records} == outputs  # every rank starts in it (launch: srun --chdir)
     if kind in ("train", "train2", "interactive"):
         # One run directory for every job of the run, so the next job resumes. [issue 12.4]
         assert outputs == {f"{run.env['OUTPUT_ROOT']}/{DEFAULTS['project_name']}"}

@@ -212,15 +212,51 @@ save_caches() {
 # rank through scripts/WRAPPER: run.sh, or run-profile.sh to profile one rank. How the ranks
 # start and get their CPUs: the launch values in values.sh, and the comment above them.
 # --kill-on-bad-exit ends every rank when one fails.
-#   launch WRAPPER [train.py arguments...]
+# The script runs in DIR (the run directory, which RUN_DIR names too), so files it writes by
+# relative path land there, not in the project directory. The job's --output DIR, and its
+# --data DATA (stage_data's DATA_ARGS, first when given), go only to a script that defines
+# that option (the quoted "--output" or "--data" in its text, as argparse's
+# add_argument("--output", ...) has it): a script that parses its arguments strictly and
+# takes neither is not given them (its environment names both: RUN_DIR, and DATA_DIR or,
+# pre-staged, STAGE_DIR/data). An argument that names a file or directory of the project by
+# relative path (data/train, --config=conf/a.yaml) is given as an absolute path, so it
+# still names that file from DIR.
+#   launch WRAPPER DIR [--data DATA] [train.py arguments...]
 launch() {
-    local wrapper="${PROJECT_DIR}/scripts/$1" arg
-    shift
-    local args=()
+    local wrapper="${PROJECT_DIR}/scripts/$1" dir arg
+    if ! dir="$(cd "$2" 2>/dev/null && pwd)"; then
+        echo "launch: no directory '$2' to start train.py in (the run directory). Fix: check OUTPUT_ROOT and RUN_NAME" >&2
+        return 2
+    fi
+    shift 2
+    local given=() args=() made=()
     for arg in "${train_args[@]}"; do
-        args+=("$(expand "${arg}")")
+        given+=("$(expand "${arg}")")
     done
-    local step=(srun --kill-on-bad-exit=1)
+    if takes_option --output; then
+        given+=(--output "${dir}")
+    fi
+    if [ "${1:-}" = --data ]; then
+        if takes_option --data; then
+            given+=(--data "$2")
+        fi
+        shift 2
+    fi
+    for arg in "${given[@]}" "$@"; do
+        local value="${arg}" option=""
+        if [[ "${arg}" == -*=* ]]; then
+            option="${arg%%=*}=" value="${arg#*=}"
+        fi
+        if [ -n "${value}" ] && [[ "${value}" != [/-]* ]] && [ -e "${PROJECT_DIR}/${value}" ]; then
+            made+=("${value}")
+            value="${PROJECT_DIR}/${value}"
+        fi
+        args+=("${option}${value}")
+    done
+    if [ "${#made[@]}" -gt 0 ]; then
+        echo "launch: in ${dir}, these arguments name the project's files by absolute path: ${made[*]}"
+    fi
+    local step=(srun --kill-on-bad-exit=1 --chdir="${dir}")
     if [ "${launcher}" = torchrun ]; then
         step+=("${srun_options[@]}" "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh"
             python -m torch.distributed.run ${numa_binding:+"--numa-binding=${numa_binding}"}
@@ -230,7 +266,12 @@ launch() {
     else
         step+=(${cpu_bind:+"--cpu-bind=${cpu_bind}"} "${srun_options[@]}" "${CONTAINER[@]}" "${wrapper}")
     fi
-    "${step[@]}" python -u "${PROJECT_DIR}/${train_script}" "${args[@]}" "$@"
+    "${step[@]}" python -u "${PROJECT_DIR}/${train_script}" "${args[@]}"
+}
+
+# Whether the training script defines the option $1: its text has it in quotes.
+takes_option() {
+    grep -q -E "[\"']$1[\"']" "${PROJECT_DIR}/${train_script}" 2>/dev/null
 }
 
 # Runs a job step in the background (STEP_PID) and waits for it, so that a signal trap
@@ -394,7 +435,7 @@ train_job() {
     local status=0 retry what exclude=()
     flight_recorder
     watch_progress
-    run_step launch run.sh --output "${RUN_DIR}" "${DATA_ARGS[@]}" "$@" || status=$?
+    run_step launch run.sh "${RUN_DIR}" "${DATA_ARGS[@]}" "$@" || status=$?
     stop_watching
     save_caches
     if [ "${STALLED}" = 1 ]; then

@@ -18,7 +18,9 @@ Data: --data DIR reads *.npz shards with arrays ``x`` (float32, N x features) an
 (int64, N); without it the script trains on synthetic data. Checkpoints (DeepSpeed's
 format, one directory per tag) go to --output DIR, the run directory shared by every job
 of a run; training resumes from the latest, and only the newest --keep-checkpoints are
-kept. The script exits 0 once it has trained --steps steps.
+kept. The script exits 0 once it has trained --steps steps. At Slurm's time-limit warning
+every rank stops at the same step and saves it, and the script exits with
+runlog.TIME_LIMIT_EXIT: the next job of the run resumes from that step.
 """
 
 from __future__ import annotations
@@ -163,7 +165,14 @@ def main() -> None:
     log = runlog.RunLog(rank=rank, world=world, output=args.output, start_step=step, last_step=args.steps,
                         samples_per_step=engine.train_batch_size(), config=vars(args),
                         peak_memory=peak_memory) if runlog else None
-    while step < args.steps:
+    stop = False
+
+    def agree(values: list[int]) -> list[int]:  # the maximum over the ranks (runlog.time_to_stop)
+        tensor = torch.tensor(values, dtype=torch.int64, device=engine.device)
+        deepspeed.comm.all_reduce(tensor, op=deepspeed.comm.ReduceOp.MAX)
+        return tensor.tolist()
+
+    while step < args.steps and not stop:
         sampler.set_epoch(epoch)
         waited = time.perf_counter()
         for x, y in loader:
@@ -187,16 +196,23 @@ def main() -> None:
                 save(engine, args.output, step, rank, args.keep_checkpoints)
             if step >= args.steps:
                 break
+            if log and hasattr(log, "time_to_stop") and log.time_to_stop(step, agree):  # the time-limit warning
+                stop = True
+                break
             waited = time.perf_counter()
         epoch += 1
     if step > start and step % args.checkpoint_every:  # (a multiple was saved in the loop)
         save(engine, args.output, step, rank, args.keep_checkpoints)
     if profiler is not None:
         profiler.stop()
-    if rank == 0:
+    if rank == 0 and stop:
+        print(f"time limit: stopped at step {step} on every rank, saved it; the next job resumes from it", flush=True)
+    elif rank == 0:
         print(f"done: {step} steps on {world} process(es)", flush=True)
     if log:
         log.finish(finished=step >= args.steps)
+    if stop:  # (every rank has saved: save() ends with a barrier)
+        runlog.RunLog.exit_at_time_limit()  # (not 0: the chain goes on, the next job resumes)
 
 
 def peak_memory() -> int | None:

@@ -85,7 +85,8 @@ numa_binding=''
 ranks_per_task='1'
 # The training script, from the project directory.
 train_script='src/demo/train.py'
-# The framework's arguments before yours.
+# The framework's arguments, first; then --output and --data where train.py defines
+# them, then yours (launch in scripts/job-env.sh).
 train_args=()
 # 0: JAX (jax.distributed) finds its peers itself (jax.distributed.initialize() auto-detects Slurm (SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID)).
 rendezvous='0'

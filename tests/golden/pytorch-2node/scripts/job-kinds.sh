@@ -35,7 +35,7 @@ profile_job() {
     stage_data
     restore_caches   # (compiling kernels would show in the profile)
     watch_progress
-    run_step launch run-profile.sh --output "${output}" "${DATA_ARGS[@]}" "$@" || status=$?
+    run_step launch run-profile.sh "${output}" "${DATA_ARGS[@]}" "$@" || status=$?
     stop_watching
     save_caches
     if [ "${STALLED}" = 1 ] || [ "${status}" != 0 ]; then

@@ -93,7 +93,8 @@ numa_binding=''
 ranks_per_task='8'
 # The training script, from the project directory.
 train_script='src/demo/train.py'
-# The framework's arguments before yours.
+# The framework's arguments, first; then --output and --data where train.py defines
+# them, then yours (launch in scripts/job-env.sh).
 train_args=()
 # 1: the jobs set MASTER_ADDR and MASTER_PORT for torch.distributed's rendezvous. [WS-09], [AIG-05]
 rendezvous='1'

@@ -101,3 +101,56 @@ def test_outside_a_job_nothing_is_written(package_dir, tmp_path):
     result = run_driver(package_dir, tmp_path, 0, 10, job="")
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "run/reports").exists() and "report:" not in result.stdout
+
+
+def test_at_the_time_limit_warning_every_rank_stops_at_the_same_step(package_dir, tmp_path, monkeypatch):
+    """RunLog.time_to_stop in a training job, two ranks in one process: they agree (the
+    collective below checks that both call it at the same steps) about every AGREE_EVERY_S
+    seconds of steps, not every step; once the job's USR1 trap has created the flag, both
+    stop at the same step, the next agreement, and rank 0 reports 'time limit'. A profile
+    job never stops early."""
+    import importlib.util
+    import signal
+
+    spec = importlib.util.spec_from_file_location("runlog_under_test", package_dir / "runlog.py")
+    runlog = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runlog)
+    flag = tmp_path / "time-up"
+    for name, value in {"SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "1", "LUMI_SCAFFOLD_JOB_KIND": "train",
+                        "LUMI_SCAFFOLD_TIME_UP": str(flag), "LUMI_SCAFFOLD_TRACKING": "none"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(runlog, "AGREE_EVERY_S", 0.1)
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        ranks = [runlog.RunLog(rank=rank, world=2, output=str(tmp_path / "run"), start_step=0, last_step=10_000,
+                               samples_per_step=2, config={}) for rank in (0, 1)]
+    finally:
+        signal.signal(signal.SIGTERM, handler)  # (rank 0's report on SIGTERM: not in pytest's process)
+    given: dict[int, list[int]] = {}  # step -> what rank 0 gave (rank 1 gives zeros)
+
+    def collective(rank: int, step: int):
+        def agree(values: list[int]) -> list[int]:
+            if rank == 0:
+                given[step] = values
+            else:
+                assert values == [0, 0] and step in given, (step, sorted(given))
+            return [max(a, b) for a, b in zip(given[step], [0, 0])]
+        return agree
+
+    stopped: dict[int, int] = {}
+    for step in range(1, 10_000):
+        time.sleep(0.01)
+        for rank, log in enumerate(ranks):
+            log.step(step, data_wait=0.0, metrics=lambda: {})
+            if log.time_to_stop(step, collective(rank, step)):
+                stopped[rank] = step
+        if step == 30:
+            flag.touch()
+        if stopped:
+            break
+    assert stopped[0] == stopped[1] > 30, stopped
+    assert len(given) < stopped[0] / 3, sorted(given)  # (about every 0.1 s of 0.01-s steps)
+    report = json.loads((tmp_path / "run" / "reports" / "7.json").read_text())
+    assert report["ended"] == "time limit" and report["steps"]["last"] >= 30, report
+    monkeypatch.setenv("LUMI_SCAFFOLD_JOB_KIND", "profile")
+    assert not ranks[0].time_to_stop(stopped[0] + 100, lambda values: pytest.fail("a profile job agrees on nothing"))

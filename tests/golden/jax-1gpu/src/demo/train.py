@@ -11,7 +11,9 @@ Data: --data DIR reads *.npz shards with arrays ``x`` (float32) and ``y`` (int64
 without it the script trains on synthetic data. Parameters and the step are saved to
 --output (the run directory, the same for every job of a run) every --checkpoint-every
 steps; training resumes from the newest save, and only the newest --keep-checkpoints are
-kept. The script exits 0 once it has trained --steps steps.
+kept. The script exits 0 once it has trained --steps steps. At Slurm's time-limit warning
+every process stops at the same step, process 0 saves it, and the script exits with
+runlog.TIME_LIMIT_EXIT: the next job of the run resumes from that step.
 
 Process 0 reports each job's steps, throughput, step times, data wait and GPU-hours, and
 logs the metrics to the project's tracker (src/<package>/runlog.py).
@@ -149,6 +151,7 @@ def main() -> None:
     heartbeat = Heartbeat()
     log = runlog.RunLog(rank=rank, world=world, output=args.output, start_step=start, last_step=args.steps,
                         samples_per_step=batch * world, config=vars(args), peak_memory=peak_memory)
+    step, stop = start, False
     for step in range(start + 1, args.steps + 1):
         if profile_dir and step == start + 3:
             jax.profiler.start_trace(profile_dir)
@@ -167,11 +170,34 @@ def main() -> None:
             print(f"step {step} loss {float(host(loss)):.4f}", flush=True)
         if rank == 0 and (step % args.checkpoint_every == 0 or step == args.steps):
             save(args.output, step, host(params), args.keep_checkpoints)
+        if step < args.steps and log.time_to_stop(step, agree):  # Slurm's time-limit warning
+            stop = True
+            break
     checksum = sum(float(np.abs(v).sum()) for v in host(params).values())
     print(f"rank {rank}: parameter checksum {checksum:.6f}", flush=True)
-    if rank == 0:
+    if rank == 0 and stop:
+        if step % args.checkpoint_every:  # (a multiple was saved in the loop)
+            save(args.output, step, host(params), args.keep_checkpoints)
+        print(f"time limit: stopped at step {step} on every process, saved it; the next job resumes from it", flush=True)
+    elif rank == 0:
         print(f"done: {args.steps} steps on {world} process(es)", flush=True)
-    log.finish(finished=True)
+    log.finish(finished=not stop)
+    if stop:
+        if world > 1:
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices("saved")  # (process 0 has saved the step)
+        runlog.RunLog.exit_at_time_limit()  # (not 0: the chain goes on, the next job resumes)
+
+
+def agree(values: list[int]) -> list[int]:
+    """The maximum of ``values`` over all processes (runlog.time_to_stop), every process at once."""
+    if jax.process_count() == 1:
+        return values
+    from jax.experimental import multihost_utils
+
+    gathered = np.asarray(multihost_utils.process_allgather(np.asarray(values, dtype=np.int32)))
+    return [int(v) for v in gathered.reshape(-1, len(values)).max(axis=0)]
 
 
 def peak_memory() -> int | None:

@@ -9,7 +9,9 @@ Data: --data DIR reads *.npz shards with arrays ``x`` (float32, N x features) an
 (int64, N); without it the script trains on synthetic data. Checkpoints go to
 --output DIR (the run directory, the same for every job of a run) every
 --checkpoint-every steps; training resumes from the newest one, and only the newest
---keep-checkpoints are kept. The script exits 0 once it has trained --steps steps.
+--keep-checkpoints are kept. The script exits 0 once it has trained --steps steps. At
+Slurm's time-limit warning every rank stops at the same step, rank 0 saves it, and the
+script exits with runlog.TIME_LIMIT_EXIT: the next job of the run resumes from that step.
 
 Rank 0 reports each job's steps, throughput, step times, data wait and GPU-hours, and logs
 the metrics to the project's tracker (src/<package>/runlog.py).
@@ -109,15 +111,20 @@ def main() -> None:
     args = parse_args()
     runlog.check()  # a missing tracker package: one line now, before any rank waits for another
     rank, world, _, device = setup()
-    train(args, rank, world, device)
+    finished = train(args, rank, world, device)
     if world > 1:
+        if not finished:
+            dist.barrier()  # (rank 0 has saved the step every rank stopped at)
         # DDP and the process group hold each other: collect them now, while the interpreter
         # is whole. Left to the exit, gloo's threads can no longer take the GIL and abort.
         gc.collect()
         dist.destroy_process_group()
+    if not finished:
+        runlog.RunLog.exit_at_time_limit()  # (not 0: the chain goes on, the next job resumes)
 
 
-def train(args: argparse.Namespace, rank: int, world: int, device: torch.device) -> None:
+def train(args: argparse.Namespace, rank: int, world: int, device: torch.device) -> bool:
+    """Trains up to --steps; False when it stopped early, at the time-limit warning."""
     dataset = load_dataset(args.data)
     if rank == 0:
         print(f"data: {len(dataset)} samples from {args.data or 'synthetic data'}", flush=True)
@@ -155,7 +162,16 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
     log = runlog.RunLog(rank=rank, world=world, output=args.output, start_step=step, last_step=args.steps,
                         samples_per_step=args.batch_size * world, config=vars(args),
                         peak_memory=torch.cuda.max_memory_allocated if torch.cuda.is_available() else None)
-    while step < args.steps:
+    stop = False
+
+    def agree(values: list[int]) -> list[int]:  # the maximum over the ranks (runlog.time_to_stop)
+        if world == 1:
+            return values
+        tensor = torch.tensor(values, dtype=torch.int64, device=device)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return tensor.tolist()
+
+    while step < args.steps and not stop:
         sampler.set_epoch(epoch)
         waited = time.perf_counter()
         for x, y in loader:
@@ -178,15 +194,22 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
                 save(args.output, step, model, optimizer, args.keep_checkpoints)
             if step >= args.steps:
                 break
+            if log.time_to_stop(step, agree):  # Slurm's time-limit warning: every rank stops here
+                stop = True
+                break
             waited = time.perf_counter()
         epoch += 1
     if rank == 0:
         if step > start and step % args.checkpoint_every:  # (a multiple was saved in the loop)
             save(args.output, step, model, optimizer, args.keep_checkpoints)
-        print(f"done: {step} steps on {world} process(es)", flush=True)
+        if stop:
+            print(f"time limit: stopped at step {step} on every rank, saved it; the next job resumes from it", flush=True)
+        else:
+            print(f"done: {step} steps on {world} process(es)", flush=True)
     if profiler is not None:
         profiler.stop()
     log.finish(finished=step >= args.steps)
+    return step >= args.steps
 
 
 def save(output: str, step: int, model: nn.Module, optimizer: torch.optim.Optimizer, keep: int) -> None:

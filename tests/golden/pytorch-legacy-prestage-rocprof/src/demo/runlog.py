@@ -19,6 +19,10 @@ Rank 0 times every step (and the part of it spent waiting for data), and
 
 Rank 0 also reports and closes the tracked run when the job is ended with SIGTERM (Slurm's
 time limit, scancel). Other ranks do nothing, and outside a job no report is written.
+
+In a training job, ``time_to_stop`` tells every rank at the same step that Slurm's
+time-limit warning came: the examples then save a checkpoint of that step and exit with
+TIME_LIMIT_EXIT, and the next job of the chain resumes from that step.
 """
 
 from __future__ import annotations
@@ -37,6 +41,12 @@ TRACKERS = ("none", "tensorboard", "mlflow", "wandb")
 PACKAGES = {"tensorboard": "tensorboard", "mlflow": "mlflow-skinny", "wandb": "wandb"}
 REPORT_EVERY_S = 300.0  # a report on disk is at most this old when a job is killed
 TIME_UP_CHECK_S = 5.0
+# How often, in seconds of training as rank 0 times its steps, the ranks agree whether the
+# time-limit warning came (one collective of two integers).
+AGREE_EVERY_S = 10.0
+# The exit status of a training script that stopped at the time-limit warning: not 0 (the run
+# is not finished, so the chain goes on), EX_TEMPFAIL of sysexits.h ("try again later").
+TIME_LIMIT_EXIT = 75
 
 
 def tracker_name() -> str:
@@ -87,6 +97,7 @@ class RunLog:
         self.last = self.started = time.monotonic()
         self.written = self.checked = self.started
         self.time_up = False
+        self.agree_at = start_step + 1  # the step at which the ranks next agree (time_to_stop)
         self.every = max(int(os.environ.get("LUMI_SCAFFOLD_LOG_EVERY", "10") or 10), 1)
         self.tracker: Tracker | None = None
         if rank == 0:
@@ -141,6 +152,40 @@ class RunLog:
             elif now - self.written >= REPORT_EVERY_S:
                 self.report("time limit" if self.time_up else "running")
 
+    def time_to_stop(self, step: int, agree: Callable[[list[int]], list[int]]) -> bool:
+        """Whether every rank stops after step ``step`` because Slurm's time-limit warning came
+        in this training job (jobs/train.sbatch creates the file LUMI_SCAFFOLD_TIME_UP names).
+        Call it on every rank after every step. About every AGREE_EVERY_S seconds of steps it
+        calls ``agree``: the framework's maximum over all ranks of a list of ints, a collective
+        that every rank enters at the same step. Rank 0 gives the flag and the number of steps
+        until the next agreement, so every rank gets the same answer at the same step."""
+        if os.environ.get("LUMI_SCAFFOLD_JOB_KIND") != "train" or step < self.agree_at:
+            return False  # (a profile job does not resume: it runs on into its time limit)
+        flag = interval = 0
+        if self.rank == 0:
+            flag = int(self.time_up or self._time_up_flag())
+            slowest = max(self.step_times[-20:], default=0.0)
+            interval = max(int(AGREE_EVERY_S / slowest), 1) if slowest > 0 else 1
+        flag, interval = (int(value) for value in agree([flag, interval]))
+        self.agree_at = step + max(interval, 1)
+        return bool(flag)
+
+    def _time_up_flag(self) -> bool:
+        """Rank 0: whether the time-limit warning came; reports at once when it is new."""
+        flag = os.environ.get("LUMI_SCAFFOLD_TIME_UP")
+        if self.in_job and flag and not self.time_up and os.path.exists(flag):
+            self.time_up = True
+            self.report("time limit", say=True)
+        return self.time_up
+
+    @staticmethod
+    def exit_at_time_limit() -> None:
+        """Ends this process with TIME_LIMIT_EXIT once every rank has saved (call it after a
+        barrier). SIGTERM is ignored from here on: srun --kill-on-bad-exit sends it to the
+        other ranks as soon as the first exits non-zero, and they are exiting themselves."""
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.exit(TIME_LIMIT_EXIT)
+
     def finish(self, finished: bool) -> None:
         """At the end of the job's training; ``finished``: the run reached its last step."""
         if self.rank != 0:
@@ -148,7 +193,7 @@ class RunLog:
         if self.tracker:
             self.tracker.close(finished)
         if self.in_job:
-            self.report("finished" if finished else "stopped", say=True)
+            self.report("finished" if finished else "time limit" if self.time_up else "stopped", say=True)
 
     # ---------------------------------------------------------------- the job report
 

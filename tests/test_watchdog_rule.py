@@ -3,7 +3,9 @@ exports for the examples, the heartbeat files' interval, and its checks of the l
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,3 +66,25 @@ def test_the_limits_default_and_are_checked(tmp_path):
         bad = watch_progress(tmp_path, PROGRESS_TIMEOUT="600", STARTUP_TIMEOUT="60", **{name: "6h"})
         assert bad.returncode == 2
         assert bad.stderr == f"{name}='6h' is not a number of seconds: e.g. {name}=1800 sbatch ... (0: no limit)\n"
+
+
+def test_the_pytorch_examples_timeout_reaches_process_groups_made_later(tmp_path):
+    """dist.new_group() without timeout= gets the backend's default, not init's: the example's
+    collective_timeout() makes the job's timeout that default (gloo, one process)."""
+    pytest.importorskip("torch")
+    example = Path(__file__).resolve().parent / "golden" / "pytorch-2node" / "src" / "demo"
+    code = f"""import sys, os, torch
+sys.path.insert(0, {str(example)!r})
+import train
+import torch.distributed as dist
+dist.init_process_group("gloo", rank=0, world_size=1, timeout=train.collective_timeout())
+group = dist.new_group([0])
+for g in (dist.group.WORLD, group):
+    print(int(g._get_backend(torch.device("cpu")).options._timeout.total_seconds()))
+"""
+    env = {**os.environ, "LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT": "4321", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": "29517"}
+    env.pop("LUMI_SCAFFOLD_HEARTBEAT", None)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["4321", "4321"]

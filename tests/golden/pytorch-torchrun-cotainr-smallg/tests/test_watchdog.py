@@ -159,3 +159,27 @@ def test_dump_prints_the_stacks_of_this_jobs_ranks_only(watchdog, tmp_path):
             process.send_signal(signal.SIGTERM)
     assert "in stuck_in_a_collective" in ours.communicate(timeout=10)[1]
     assert "stuck_in_a_collective" not in other.communicate(timeout=10)[1]
+
+
+def test_dump_sends_no_sigusr2_to_a_rank_without_a_handler(watchdog, tmp_path):
+    """A script that never imported heartbeat.py has no SIGUSR2 handler: the signal would end
+    it, so dump names it instead and leaves it running."""
+    beat_dir = tmp_path / "heartbeat-44"
+    beat_dir.mkdir()
+    code = "import time\nprint('ready', flush=True)\ntime.sleep(30)"
+    rank = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "LUMI_SCAFFOLD_HEARTBEAT": f"{beat_dir}/rank0@nid1"})
+    try:
+        assert rank.stdout.readline() == "ready\n"
+        path = os.environ.get("PATH", "")
+        without_pyspy = os.pathsep.join(p for p in path.split(os.pathsep) if not (Path(p) / "py-spy").exists())
+        result = subprocess.run([sys.executable, watchdog.__file__, "dump", "--dir", str(beat_dir), "--settle", "1"],
+                                capture_output=True, text=True, timeout=30,
+                                env={**os.environ, "PATH": without_pyspy, "SLURMD_NODENAME": "nid1"})
+        assert result.returncode == 0
+        assert result.stdout == (f"watchdog: no stacks of rank0@nid1 (pid {rank.pid}): it has no handler for SIGUSR2 "
+                                 "(importing heartbeat.py gives it one) and the image has no py-spy\n")
+        assert rank.poll() is None  # still running
+    finally:
+        rank.kill()
+        rank.wait()

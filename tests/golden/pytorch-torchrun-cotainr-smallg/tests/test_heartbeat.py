@@ -106,3 +106,19 @@ def test_outside_a_job_it_writes_nothing(package_dir, tmp_path):
                              env={k: v for k, v in os.environ.items() if not k.startswith("LUMI_SCAFFOLD_HEARTBEAT")})
     assert outside.returncode == 0, outside.stderr
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == ["heartbeat.py"]
+
+
+def test_a_heartbeat_that_cannot_write_never_stops_the_training(package_dir, tmp_path):
+    """The job's heartbeat directory gone (or unwritable): beats and phases go on silently."""
+    code = """import os, shutil
+from heartbeat import Heartbeat
+beat = Heartbeat()
+shutil.rmtree(os.path.dirname(os.environ["LUMI_SCAFFOLD_HEARTBEAT"]))
+beat.phase("first step")
+beat.beat(1)
+with beat.phase("checkpoint"):
+    pass
+print("trained")
+"""
+    result, _ = run(package_dir, tmp_path, code)
+    assert result.stdout == "trained\n"

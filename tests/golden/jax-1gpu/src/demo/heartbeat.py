@@ -180,12 +180,15 @@ class Heartbeat:
         with node.lock:
             first = node.step < 0
             node.step, node.time, node.changed = step, time.time(), True
-            if self._ends_at_beat:  # a phase begun without `with` ends at this beat
-                node.phase, self._ends_at_beat = "-", False
-                node.record()
-                node.publish(force=True)
-            elif first or time.monotonic() - node.written >= LOCAL_EVERY:
-                node.record()
+            try:  # (a heartbeat never stops the training: a write that fails is left out)
+                if self._ends_at_beat:  # a phase begun without `with` ends at this beat
+                    node.phase, self._ends_at_beat = "-", False
+                    node.record()
+                    node.publish(force=True)
+                elif first or time.monotonic() - node.written >= LOCAL_EVERY:
+                    node.record()
+            except OSError:
+                pass
 
     def phase(self, name: str) -> _Phase:
         """Marks a phase the watchdog gives PHASE_TIMEOUT: ``with heartbeat.phase("eval"):``,
@@ -201,8 +204,11 @@ class Heartbeat:
             before = node.phase
             node.phase, node.time = name, time.time()
             node.since = node.time if name != "-" else 0.0
-            node.record()
-            node.publish(force=True)
+            try:
+                node.record()
+                node.publish(force=True)
+            except OSError:
+                pass
             return before
 
 

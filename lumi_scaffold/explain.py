@@ -61,7 +61,7 @@ class JobReport:
 
 
 # The progress watchdog's limits as the job file sets them (its defaults, edited or not).
-LIMIT_LINE = re.compile(r'^(PROGRESS_TIMEOUT|STARTUP_TIMEOUT)="\$\{\1:-(\d+)\}"$', re.M)
+LIMIT_LINE = re.compile(r'^(PROGRESS_TIMEOUT|STARTUP_TIMEOUT|PHASE_TIMEOUT|OUTPUT_TIMEOUT)="\$\{\1:-(\d+)\}"$', re.M)
 # After the watchdog fires: up to 120 s to collect the stacks, 60 s for the step to stop.
 STOP_SECONDS = 180
 
@@ -70,7 +70,7 @@ def _hang(job_file: Path, per_hour: float | None, at_limit: float | None, unit: 
     """What a hang (a collective that never returns) costs at worst, with the job file's
     watchdog limits and without the watchdog (the whole time limit)."""
     limits = {name: int(value) for name, value in LIMIT_LINE.findall(job_file.read_text())}
-    if set(limits) != {"PROGRESS_TIMEOUT", "STARTUP_TIMEOUT"}:
+    if not {"PROGRESS_TIMEOUT", "STARTUP_TIMEOUT"} <= set(limits):
         return {"watchdog": False, "without": at_limit, "with": None, "unit": unit}
     progress, startup = limits["PROGRESS_TIMEOUT"], limits["STARTUP_TIMEOUT"]
     seconds = max(progress, startup) + STOP_SECONDS

@@ -91,14 +91,20 @@ def run_job(cluster, project: Path, env: dict, script: str = "jobs/train.sbatch"
     return job_id, cluster.wait(job_id, timeout=timeout)
 
 
-def heartbeats(project: Path, job_id: int) -> dict[int, tuple[str, int]]:
-    """rank -> (node, step) from the progress watchdog's heartbeat files of a job (the
-    examples write their step there, scripts/run.sh names the file)."""
-    found = {}
-    for path in (project / "logs" / f"heartbeat-{job_id}").glob("rank*@*"):
-        rank, node = path.name.removeprefix("rank").split("@")
-        found[int(rank)] = (node, int(path.read_text()))
-    return found
+def heartbeats(project: Path, job_id: int, node_tmp: Path = Path("/tmp")) -> dict[int, tuple[str, int]]:
+    """rank -> (node, step) from the progress watchdog's heartbeat records of a job's last
+    watched step: each rank's record in node-local storage (the job's TMPDIR under
+    ``node_tmp``, a directory heartbeat-<start>@<node> that scripts/run.sh names; the shared
+    directory in logs/ is gone after a clean job)."""
+    found: dict[str, dict[int, tuple[str, int]]] = {}
+    for path in node_tmp.glob(f"*-tmp-{job_id}-*/heartbeat-*@*/rank*"):
+        if path.name.endswith(".tmp"):
+            continue
+        started, node = path.parent.name.removeprefix("heartbeat-").split("@")
+        rank, step = path.read_text().split()[:2]
+        found.setdefault(started, {})[int(rank)] = (node, int(step))
+    assert (project / "logs").is_dir()
+    return found[max(found, key=int)] if found else {}
 
 
 def log_of(project: Path, job_id: int) -> str:

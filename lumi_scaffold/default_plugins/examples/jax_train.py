@@ -58,9 +58,10 @@ def initialize() -> None:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
     except (AttributeError, ValueError, KeyError):
         pass
-    # The job's timeout for this (all processes must join within it), below the startup
-    # allowance of its progress watchdog (scripts/job-env.sh); JAX's default is 300 s
-    # (JAX documentation of jax.distributed.initialize, initialization_timeout).
+    # The job's timeout for this (all processes must join within it), above every allowance
+    # of its progress watchdog (scripts/job-env.sh); JAX's default is 300 s (JAX
+    # documentation of jax.distributed.initialize, initialization_timeout). It covers
+    # joining only: a collective in a step has no timeout, the watchdog ends a hang there.
     timeout = int(os.environ.get("LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT", "300"))
     if "initialization_timeout" in inspect.signature(jax.distributed.initialize).parameters:
         jax.distributed.initialize(initialization_timeout=timeout)
@@ -149,6 +150,7 @@ def main() -> None:
     rng = np.random.default_rng([rank, start])  # a resumed run draws new batches
     batch = args.batch_size - args.batch_size % len(jax.local_devices()) or len(jax.local_devices())
     heartbeat = Heartbeat()
+    heartbeat.phase("first step")  # until its heartbeat: the first step compiles (PHASE_TIMEOUT)
     log = runlog.RunLog(rank=rank, world=world, output=args.output, start_step=start, last_step=args.steps,
                         samples_per_step=batch * world, config=vars(args), peak_memory=peak_memory)
     step, stop = start, False
@@ -160,6 +162,9 @@ def main() -> None:
         inputs, labels = global_batch(rows, x[index]), global_batch(rows, y[index])
         waited = time.perf_counter() - waited  # the time this step waited for its batch
         params, loss = step_fn(params, inputs, labels)
+        # A heartbeat marks a finished step: step_fn returns as soon as the step is queued
+        # (JAX's asynchronous dispatch), so wait for its result first.
+        loss.block_until_ready()
         heartbeat.beat(step)
         if profile_dir and step == min(start + 7, args.steps) and step >= start + 3:  # also for short runs
             jax.profiler.stop_trace()
@@ -169,7 +174,8 @@ def main() -> None:
         if rank == 0 and (step % 20 == 0 or step == args.steps):
             print(f"step {step} loss {float(host(loss)):.4f}", flush=True)
         if rank == 0 and (step % args.checkpoint_every == 0 or step == args.steps):
-            save(args.output, step, host(params), args.keep_checkpoints)
+            with heartbeat.phase("checkpoint"):  # the other processes wait in their next step meanwhile
+                save(args.output, step, host(params), args.keep_checkpoints)
         if step < args.steps and log.time_to_stop(step, agree):  # Slurm's time-limit warning
             stop = True
             break
@@ -177,7 +183,8 @@ def main() -> None:
     print(f"rank {rank}: parameter checksum {checksum:.6f}", flush=True)
     if rank == 0 and stop:
         if step % args.checkpoint_every:  # (a multiple was saved in the loop)
-            save(args.output, step, host(params), args.keep_checkpoints)
+            with heartbeat.phase("checkpoint"):
+                save(args.output, step, host(params), args.keep_checkpoints)
         print(f"time limit: stopped at step {step} on every process, saved it; the next job resumes from it", flush=True)
     elif rank == 0:
         print(f"done: {args.steps} steps on {world} process(es)", flush=True)

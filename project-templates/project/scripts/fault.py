@@ -21,6 +21,8 @@ The faults, each with its decision (docs/jobs.md has the table):
   collective timeout  a framework's collective gave up (gloo's `Timed out waiting ...`,
                       NCCL/RCCL's `Watchdog caught collective operation timeout`): a hang
   heartbeat stall     the progress watchdog stopped the step: a hang
+  output stall        the watchdog stopped a script that never beats, its output silent for
+                      OUTPUT_TIMEOUT: a hang by the only evidence there is
   no heartbeat        no rank reached its first step within STARTUP_TIMEOUT: stop
   network fallback    RCCL talked between nodes over TCP sockets (scripts/rccl_net.py): stop
   rank died           a rank exited first (srun names its task): stop
@@ -40,7 +42,7 @@ import re
 import sys
 import time
 
-HANG = ("collective timeout", "heartbeat stall")
+HANG = ("collective timeout", "heartbeat stall", "output stall")
 
 # A gloo collective that gave up (gloo/transport/tcp/unbound_buffer.cc), e.g.
 #   RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete
@@ -60,10 +62,13 @@ TASK_EXIT = re.compile(r"srun: error: (\S+): tasks? ([\d,\-]+): (Exited with exi
 # scripts/watchdog.py's line when it stops a step
 STALL = re.compile(r"^watchdog: no progress for .*?last progress: rank (\d+) on (\S+) \(step (-?\d+)"
                    r"(?:.*?furthest behind: rank (\d+) on (\S+) \(step (-?\d+)\))?")
-NO_BEAT = re.compile(r"^watchdog: no rank made progress within the startup allowance")
+NO_BEAT = re.compile(r"^watchdog: no rank made (?:progress|its first step) within the startup allowance")
+# its line when it stops a script that never beats (judged by its output)
+OUTPUT_STALL = re.compile(r"^watchdog: the job's output did not grow for (\d+) s \(OUTPUT_TIMEOUT=")
 # scripts/rccl_net.py's line when it stops a job on TCP
 NET_FALLBACK = re.compile(r"RCCL talks between nodes over TCP sockets.*Stopping the job")
-BEAT_FILE = re.compile(r"rank(\d+)@(.+)")
+BEAT_FILE = re.compile(r"rank(\d+)@(.+)")  # a rank's own file (scripts written for 0.3)
+NODE_FILE = re.compile(r"node@(.+)")  # heartbeat.py: one line per rank of the node, "RANK STEP TIME PHASE SINCE"
 
 
 # ---------------------------------------------------------------- evidence
@@ -95,22 +100,30 @@ def rank_nodes(text):
 
 
 def heartbeats(directory):
-    """{rank: (node, step)} from the heartbeat files (rank<R>@<node>, the step in each)."""
+    """{rank: (node, step)} from the heartbeat files: node@<node> (one line per rank of the
+    node, its step second) and rank<R>@<node> (the step alone)."""
     found = {}
     try:
         names = os.listdir(directory) if directory else []
     except OSError:
         names = []
-    for name in names:
-        match = BEAT_FILE.fullmatch(name)
-        if not match:
+    for name in sorted(names):
+        node, rank = NODE_FILE.fullmatch(name), BEAT_FILE.fullmatch(name)
+        if not (node or rank):
             continue
         try:
             with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as handle:
-                text = handle.read().strip()
+                text = handle.read()
         except OSError:
             continue
-        found[int(match.group(1))] = (match.group(2), int(text) if text.isdigit() else -1)
+        if rank:
+            step = text.strip()
+            found[int(rank.group(1))] = (rank.group(2), int(step) if step.isdigit() else -1)
+            continue
+        for row in text.splitlines():
+            fields = row.split()
+            if len(fields) >= 2 and fields[0].isdigit() and re.fullmatch(r"-?\d+", fields[1]):
+                found[int(fields[0])] = (node.group(1), int(fields[1]))
     return found
 
 
@@ -240,6 +253,9 @@ def classify(text, status, time_up):
                                        "step": int(match.group(3))}
         if NO_BEAT.match(line):
             return "no heartbeat", {}
+        match = OUTPUT_STALL.match(line)
+        if match:
+            return "output stall", {"detail": "no output for {} s, and the script never beats".format(match.group(1))}
     for line in lines:
         if NET_FALLBACK.search(line):
             return "network fallback", {"rank": 0, "detail": line.strip()}

@@ -26,6 +26,7 @@ runlog.TIME_LIMIT_EXIT: the next job of the run resumes from that step.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -111,14 +112,21 @@ def setup() -> tuple[int, int]:
     accelerator = get_accelerator()
     if accelerator.device_name() != "cpu":  # ROCm GPUs are DeepSpeed's cuda accelerator
         accelerator.set_device(int(os.environ["LOCAL_RANK"]) % accelerator.device_count())
-    # The job's collective timeout, below its progress watchdog (scripts/job-env.sh): a
-    # collective that does not return within it ends the rank with an error (DeepSpeed
-    # documentation of deepspeed.init_distributed, timeout; PyTorch documentation of
-    # init_process_group, timeout). With TORCH_NCCL_ASYNC_ERROR_HANDLING=1 the rank aborts
-    # its communicator and ends on such an error (PyTorch documentation, "PyTorch
-    # ProcessGroupNCCL Environment Variables").
+    # The job's collective timeout, above every allowance of its progress watchdog
+    # (scripts/job-env.sh says why): a collective that does not return within it ends the
+    # rank with an error (DeepSpeed documentation of deepspeed.init_distributed, timeout;
+    # PyTorch documentation of init_process_group, timeout). With
+    # TORCH_NCCL_ASYNC_ERROR_HANDLING=1 the rank aborts its communicator and ends on such an
+    # error (PyTorch documentation, "PyTorch ProcessGroupNCCL Environment Variables").
     os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
     timeout = timedelta(seconds=int(os.environ.get("LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT", "600")))
+    # DeepSpeed makes process groups of its own (deepspeed.comm.new_group calls
+    # torch.distributed.new_group without a timeout), which then get the backend's default,
+    # not the timeout above (PyTorch's distributed_c10d._new_group_with_tag): make it the
+    # default too, where this PyTorch has those names.
+    for name in ("default_pg_timeout", "default_pg_nccl_timeout"):
+        if isinstance(getattr(torch.distributed.distributed_c10d, name, None), timedelta):
+            setattr(torch.distributed.distributed_c10d, name, timeout)
     deepspeed.init_distributed(dist_backend=accelerator.communication_backend_name(), timeout=timeout)
     rank = int(os.environ["RANK"])
     affinity = sorted(os.sched_getaffinity(0))
@@ -162,6 +170,8 @@ def main() -> None:
     profiler = start_profiler()
     epoch = step // max(len(loader), 1)  # a resumed run goes on with the next epoch's order
     heartbeat = Heartbeat() if Heartbeat else None
+    if hasattr(heartbeat, "phase"):  # (lumi-scaffold 0.4: phases) the first step may take long (PHASE_TIMEOUT)
+        heartbeat.phase("first step")
     log = runlog.RunLog(rank=rank, world=world, output=args.output, start_step=step, last_step=args.steps,
                         samples_per_step=engine.train_batch_size(), config=vars(args),
                         peak_memory=peak_memory) if runlog else None
@@ -193,7 +203,8 @@ def main() -> None:
             if rank == 0 and (step % 20 == 0 or step == args.steps):
                 print(f"step {step} loss {loss.item():.4f}", flush=True)
             if step % args.checkpoint_every == 0:
-                save(engine, args.output, step, rank, args.keep_checkpoints)
+                with phase(heartbeat, "checkpoint"):
+                    save(engine, args.output, step, rank, args.keep_checkpoints)
             if step >= args.steps:
                 break
             if log and hasattr(log, "time_to_stop") and log.time_to_stop(step, agree):  # the time-limit warning
@@ -202,7 +213,8 @@ def main() -> None:
             waited = time.perf_counter()
         epoch += 1
     if step > start and step % args.checkpoint_every:  # (a multiple was saved in the loop)
-        save(engine, args.output, step, rank, args.keep_checkpoints)
+        with phase(heartbeat, "checkpoint"):
+            save(engine, args.output, step, rank, args.keep_checkpoints)
     if profiler is not None:
         profiler.stop()
     if rank == 0 and stop:
@@ -213,6 +225,12 @@ def main() -> None:
         log.finish(finished=step >= args.steps)
     if stop:  # (every rank has saved: save() ends with a barrier)
         runlog.RunLog.exit_at_time_limit()  # (not 0: the chain goes on, the next job resumes)
+
+
+def phase(heartbeat, name: str):
+    """``with phase(heartbeat, "checkpoint"):`` tells the job's watchdog that this part may be
+    silent for long (PHASE_TIMEOUT); nothing where heartbeat.py has no phases (before 0.4)."""
+    return heartbeat.phase(name) if hasattr(heartbeat, "phase") else contextlib.nullcontext()
 
 
 def peak_memory() -> int | None:

@@ -293,46 +293,84 @@ run_step() {
     return "${status}"
 }
 
-# The progress watchdog (scripts/watchdog.py), beside a training or profiling step: when no
-# rank made progress (a heartbeat every step, or output) for PROGRESS_TIMEOUT seconds, or
-# for STARTUP_TIMEOUT seconds before the first heartbeat, it prints the last rank and node
-# that made progress, dumps every rank's stacks, and stops the step; the job then fails
-# (the RCCL logs in logs/ stay). The jobs set both limits; 0 turns the watchdog off.
+# The progress watchdog (scripts/watchdog.py), beside a training or profiling step. A
+# training script that imports src/<package>/heartbeat.py (the examples do) announces
+# itself, and is stopped when no rank made progress (a heartbeat) for PROGRESS_TIMEOUT
+# seconds: STARTUP_TIMEOUT before the first heartbeat, when output counts too, and
+# PHASE_TIMEOUT while a rank is in a phase it declared (a checkpoint, an evaluation, the
+# first step). A script that never imports it is judged by the job's output alone: it is
+# stopped when that did not grow for OUTPUT_TIMEOUT seconds. Before it stops the step it
+# prints which limit applied and the last rank and node that made progress, and dumps every
+# rank's stacks; the job then fails (the RCCL logs in logs/ stay). The jobs set
+# PROGRESS_TIMEOUT and STARTUP_TIMEOUT, and may set the other two (defaults here); each is
+# seconds, 0 turns it off (PROGRESS_TIMEOUT=0: the whole watchdog).
 #   watch_progress; run_step launch ...; stop_watching
 watch_progress() {
     # shellcheck disable=SC2034  # STALLED is read by the jobs that source this file
     STALLED=0 WATCHDOG_PID=""
+    PHASE_TIMEOUT="${PHASE_TIMEOUT:-3600}"
+    OUTPUT_TIMEOUT="${OUTPUT_TIMEOUT:-21600}"
     local limit
-    for limit in PROGRESS_TIMEOUT STARTUP_TIMEOUT; do
+    for limit in PROGRESS_TIMEOUT STARTUP_TIMEOUT PHASE_TIMEOUT OUTPUT_TIMEOUT; do
         if ! [[ "${!limit}" =~ ^[0-9]{1,7}$ ]]; then
-            echo "${limit}='${!limit}' is not a number of seconds: e.g. ${limit}=1800 sbatch ... (0: no watchdog)" >&2
+            echo "${limit}='${!limit}' is not a number of seconds: e.g. ${limit}=1800 sbatch ... (0: no limit)" >&2
             return 2
         fi
     done
-    # The frameworks' own collective timeouts stay below the watchdog (the training script
-    # reads this): 600 s, or two thirds of a shorter PROGRESS_TIMEOUT.
-    LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT=600
-    if [ "${PROGRESS_TIMEOUT}" -gt 0 ] && [ "${PROGRESS_TIMEOUT}" -le 900 ]; then
-        LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT="$(( PROGRESS_TIMEOUT * 2 / 3 > 0 ? PROGRESS_TIMEOUT * 2 / 3 : 1 ))"
+    # How often a node's heartbeat file on the shared file system may be rewritten
+    # (src/<package>/heartbeat.py reads it): every PROGRESS_TIMEOUT/20 seconds, never more
+    # often than every 10 s (one file per node: at 128 nodes and the default limit, about two
+    # writes a second for the whole job); a third of a limit under 30 s (tests), so that
+    # progress still shows within it.
+    LUMI_SCAFFOLD_HEARTBEAT_INTERVAL="$(( PROGRESS_TIMEOUT / 20 > 10 ? PROGRESS_TIMEOUT / 20 : 10 ))"
+    if [ "${PROGRESS_TIMEOUT}" -lt 30 ]; then
+        LUMI_SCAFFOLD_HEARTBEAT_INTERVAL="$(( PROGRESS_TIMEOUT / 3 > 1 ? PROGRESS_TIMEOUT / 3 : 1 ))"
     fi
-    export LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT
+    # A node's file is up to one interval old, and a rank's record in it one second more:
+    # the watchdog waits that long past a limit before it judges.
+    local slack=$(( LUMI_SCAFFOLD_HEARTBEAT_INTERVAL + 2 ))
+    # The frameworks' own collective timeouts (the examples read this) sit above every
+    # allowance of the watchdog. A rank that waits in a collective while another rank writes
+    # a checkpoint, evaluates or compiles its first step is waiting for a phase the watchdog
+    # allows PHASE_TIMEOUT (STARTUP_TIMEOUT before the first step): a timeout below that
+    # would end a healthy job, whatever PROGRESS_TIMEOUT says. So it is the largest of the
+    # three limits, plus the time the watchdog takes to notice (the slack and a minute),
+    # and it grows with them; the watchdog, which knows the phases, judges a hang, and the
+    # framework's timeout ends one only where the watchdog is off or gone.
+    local largest="${PROGRESS_TIMEOUT}"
+    for limit in STARTUP_TIMEOUT PHASE_TIMEOUT; do
+        largest=$(( ${!limit} > largest ? ${!limit} : largest ))
+    done
+    LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT=$(( largest + slack + 60 ))
+    export LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT LUMI_SCAFFOLD_HEARTBEAT_INTERVAL
     if [ "${PROGRESS_TIMEOUT}" = 0 ]; then
         echo "watchdog: off (PROGRESS_TIMEOUT=0)"
         return 0
     fi
-    # scripts/run.sh gives every rank its heartbeat file in here.
+    # scripts/run.sh gives every rank its name in here; heartbeat.py writes one file per node.
     LUMI_SCAFFOLD_HEARTBEAT_DIR="${PROJECT_DIR}/logs/heartbeat-${SLURM_JOB_ID}"
     rm -rf "${LUMI_SCAFFOLD_HEARTBEAT_DIR}"
     mkdir -p "${LUMI_SCAFFOLD_HEARTBEAT_DIR}"
-    export LUMI_SCAFFOLD_HEARTBEAT_DIR
+    # (when it started: it names the ranks' node-local records, so a step never reads an
+    # earlier step's)
+    LUMI_SCAFFOLD_HEARTBEAT_STARTED="$(date +%s%N)"
+    export LUMI_SCAFFOLD_HEARTBEAT_DIR LUMI_SCAFFOLD_HEARTBEAT_STARTED
     local output
     output="$(scontrol show job "${SLURM_JOB_ID}" 2>/dev/null | sed -n 's/^ *StdOut=//p' | head -n 1)"
     trap on_stall USR2
     LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" python "${PROJECT_DIR}/scripts/watchdog.py" \
         watch --dir "${LUMI_SCAFFOLD_HEARTBEAT_DIR}" --timeout "${PROGRESS_TIMEOUT}" --startup "${STARTUP_TIMEOUT}" \
+        --phase-timeout "${PHASE_TIMEOUT}" --output-timeout "${OUTPUT_TIMEOUT}" --slack "${slack}" \
         --notify "$$" --interval "$(( PROGRESS_TIMEOUT < 10 ? 1 : 5 ))" --output ${output:+"${output}"} &
     WATCHDOG_PID=$!
-    echo "watchdog: on (PROGRESS_TIMEOUT=${PROGRESS_TIMEOUT} s, STARTUP_TIMEOUT=${STARTUP_TIMEOUT} s before the first heartbeat)"
+    local by_output="no limit (OUTPUT_TIMEOUT=0)"
+    if [ "${OUTPUT_TIMEOUT}" != 0 ]; then
+        by_output="stopped when the job's output does not grow for OUTPUT_TIMEOUT=${OUTPUT_TIMEOUT} s"
+    fi
+    echo "watchdog: on; until the training script imports heartbeat.py it is judged by its output alone: ${by_output}." \
+        "A script that imports it gets STARTUP_TIMEOUT=${STARTUP_TIMEOUT} s before its first heartbeat," \
+        "PROGRESS_TIMEOUT=${PROGRESS_TIMEOUT} s after, PHASE_TIMEOUT=${PHASE_TIMEOUT} s in a phase." \
+        "For a tighter guard, add to train.py: from heartbeat import Heartbeat (then Heartbeat().beat(step) each step)"
 }
 
 # On the watchdog's signal: every rank's stacks (one helper task per node), then the step
@@ -373,6 +411,15 @@ stop_watching() {
     if [ -n "${WATCHDOG_PID}" ]; then
         kill -TERM "${WATCHDOG_PID}" 2>/dev/null || true
         wait "${WATCHDOG_PID}" 2>/dev/null || true
+    fi
+}
+
+# Removes the heartbeat directory after a step the watchdog did not stop, once the job has
+# read its evidence (job_outcome); a stall's files stay. Rank-local records are in the
+# job's node-local TMPDIR.
+drop_heartbeats() {
+    if [ -n "${WATCHDOG_PID}" ] && [ "${STALLED}" = 0 ] && [ ! -e "${LUMI_SCAFFOLD_HEARTBEAT_DIR}/stalled" ]; then
+        rm -rf "${LUMI_SCAFFOLD_HEARTBEAT_DIR}"
     fi
 }
 
@@ -442,6 +489,7 @@ train_job() {
         status=$(( status == 0 ? 1 : status ))
     fi
     job_outcome "${status}"
+    drop_heartbeats
     rm -f "${LUMI_SCAFFOLD_TIME_UP}"
     if [ "${FAULT_DECISION}" = finished ]; then
         stop_chain "training finished"
@@ -450,7 +498,7 @@ train_job() {
         # newest checkpoint in a job that replaces this one, without a node only on evidence
         # against it; a second hang ends the chain.
         what="a collective timed out in this job (a hang)"
-        if [ "${FAULT_CAUSE}" = "heartbeat stall" ]; then
+        if [ "${FAULT_CAUSE}" != "collective timeout" ]; then
             what="the watchdog stopped this job"
         fi
         if [ -n "${FAULT_EXCLUDE}" ]; then
@@ -524,7 +572,7 @@ job_outcome() {
         fi
     fi
     FAULT_HANG=0
-    if [ "${FAULT_CAUSE}" = "collective timeout" ] || [ "${FAULT_CAUSE}" = "heartbeat stall" ]; then
+    if [[ "${FAULT_CAUSE}" =~ ^(collective timeout|heartbeat stall|output stall)$ ]]; then
         FAULT_HANG=1
     fi
     rm -f "${decision}"

@@ -37,6 +37,7 @@ profile_job() {
     watch_progress
     run_step launch run-profile.sh "${output}" "${DATA_ARGS[@]}" "$@" || status=$?
     stop_watching
+    drop_heartbeats
     save_caches
     if [ "${STALLED}" = 1 ] || [ "${status}" != 0 ]; then
         exit "$(( status == 0 ? 1 : status ))"

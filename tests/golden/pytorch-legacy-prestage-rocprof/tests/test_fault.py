@@ -224,3 +224,37 @@ def test_it_is_python_3_6(tmp_path):
 
     ast.parse(FAULT_PY.read_text(), feature_version=(3, 6))
     assert "from __future__ import annotations" not in FAULT_PY.read_text()
+
+
+def test_it_reads_the_heartbeat_files_and_the_lines_of_this_projects_watchdog(fault, watchdog, tmp_path):
+    """fault.py reads what scripts/watchdog.py reads and prints (it cannot import it: it runs
+    with the node's python3): the per-node files heartbeat.py writes, each stop line."""
+    hb = tmp_path / "heartbeat"
+    hb.mkdir()
+    (hb / "node@nid005000").write_text("0 5 1700000000.0 - 0.0\n1 5 1700000000.5 checkpoint 1699999990.0\n")
+    (hb / "node@nid005001").write_text("2 4 1699999999.0 - 0.0\n3 -1 1699999900.0 first-step 1699999900.0\n")
+    (hb / "rank4@nid005002").write_text("5\n")  # a script written for 0.3
+    (hb / "stalled").write_text("node=nid005001\n")
+    assert fault.heartbeats(str(hb)) == {0: ("nid005000", 5), 1: ("nid005000", 5), 2: ("nid005001", 4),
+                                         3: ("nid005001", -1), 4: ("nid005002", 5)}
+    assert {(b.rank, b.node, b.step) for b in watchdog.beats(str(hb))} == {
+        (rank, node, step) for rank, (node, step) in fault.heartbeats(str(hb)).items()}
+    last, behind = watchdog.Beat(0, "nid005000", 5, 100.0), watchdog.Beat(2, "nid005001", 4, 90.0)
+    stall = watchdog.describe(watchdog.Stall(40, 30, "PROGRESS_TIMEOUT", last, behind), 140)
+    cause, facts = fault.classify(stall, 1, 0)
+    assert cause == "heartbeat stall" and (facts["rank"], facts["node"], facts["step"]) == (2, "nid005001", 4), stall
+    starting = watchdog.describe(watchdog.Stall(50, 40, "STARTUP_TIMEOUT", watchdog.Beat(3, "nid005001", -1, 1.0), None), 60)
+    assert fault.classify(starting, 1, 0)[0] == "no heartbeat", starting
+    silent = watchdog.describe(watchdog.Stall(70, 60, "OUTPUT_TIMEOUT", None, None), 80)
+    cause, facts = fault.classify(silent, 143, 0)
+    assert cause == "output stall" and "70 s" in facts["detail"], silent
+
+
+def test_a_silent_script_that_never_beats_is_a_hang_with_no_rank_to_blame(fault, tmp_path, capsys):
+    silent = ("watchdog: the job's output did not grow for 61 s (OUTPUT_TIMEOUT=60; the training script never imported "
+              "heartbeat.py, so its output is all the watchdog can judge). Stopping the step.")
+    decision, report = end(fault, tmp_path, RANKS + [silent], status=143, chain=2)
+    line = capsys.readouterr().out
+    assert line.startswith("fault: hang (output stall): no rank to blame"), line
+    assert decision["decision"] == "resume" and decision["exclude"] == "" and "software hang suspected" in decision["reason"]
+    assert report["stopped_by"]["cause"] == "output stall" and report["ended"] == "hang"

@@ -104,10 +104,13 @@ if [ -n "${rank_process}" ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
         gpu="${gpus[$(( ${LOCAL_RANK:-0} % ${#gpus[@]} ))]}"
     fi
     echo "rank ${RANK:-0}/${WORLD_SIZE:-1} node ${SLURMD_NODENAME:-$(hostname)} local_rank ${LOCAL_RANK:-0} gpu ${gpu} cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
-    # The progress watchdog's heartbeat (scripts/watchdog.py): the examples write their step
-    # into this file every step.
+    # The progress watchdog's heartbeats (scripts/watchdog.py): this rank's name in the job's
+    # heartbeat directory (the watchdog finds the rank processes by it), and where
+    # src/<package>/heartbeat.py keeps the rank's record on this node (node-local: only one
+    # file per node goes to the shared directory).
     if [ -n "${LUMI_SCAFFOLD_HEARTBEAT_DIR:-}" ]; then
         export LUMI_SCAFFOLD_HEARTBEAT="${LUMI_SCAFFOLD_HEARTBEAT_DIR}/rank${RANK:-0}@${SLURMD_NODENAME:-$(hostname)}"
+        export LUMI_SCAFFOLD_HEARTBEAT_LOCAL="${TMPDIR:-/tmp}/heartbeat-${LUMI_SCAFFOLD_HEARTBEAT_STARTED:-0}@${SLURMD_NODENAME:-$(hostname)}"
     fi
 fi
 

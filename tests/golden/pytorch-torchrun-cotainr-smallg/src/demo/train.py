@@ -87,19 +87,31 @@ def setup() -> tuple[int, int, int, torch.device]:
         device = torch.device("cpu")
         backend = "gloo"
     if world > 1:
-        # The job's collective timeout, below its progress watchdog (scripts/job-env.sh): a
-        # collective that does not return within it ends the rank with an error; PyTorch's
-        # default is 10 minutes for NCCL and 30 for other backends (PyTorch documentation of
-        # init_process_group, timeout). With TORCH_NCCL_ASYNC_ERROR_HANDLING=1 the rank aborts
-        # its communicator and ends on such an error (PyTorch documentation, "PyTorch
-        # ProcessGroupNCCL Environment Variables"; its default is 3: the rank ends, the
-        # communicator is not aborted).
+        # The job's collective timeout, above every allowance of its progress watchdog
+        # (scripts/job-env.sh says why): a collective that does not return within it ends the
+        # rank with an error; PyTorch's default is 10 minutes for NCCL and 30 for other
+        # backends (PyTorch documentation of init_process_group, timeout). With
+        # TORCH_NCCL_ASYNC_ERROR_HANDLING=1 the rank aborts its communicator and ends on such
+        # an error (PyTorch documentation, "PyTorch ProcessGroupNCCL Environment Variables";
+        # its default is 3: the rank ends, the communicator is not aborted).
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
-        timeout = timedelta(seconds=int(os.environ.get("LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT", "600")))
-        dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world, timeout=timeout)
+        dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world,
+                                timeout=collective_timeout())
     affinity = sorted(os.sched_getaffinity(0))
     print(f"rank {rank}/{world} local_rank {local_rank} device {device} backend {backend} cpus {affinity}", flush=True)
     return rank, world, local_rank, device
+
+
+def collective_timeout() -> timedelta:
+    """The job's collective timeout (scripts/job-env.sh), made the default of the process
+    groups created later too: dist.new_group() without timeout= takes the backend's default
+    (distributed_c10d.default_pg_timeout, or default_pg_nccl_timeout for NCCL), not the
+    timeout given to init_process_group (PyTorch's distributed_c10d._new_group_with_tag)."""
+    timeout = timedelta(seconds=int(os.environ.get("LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT", "600")))
+    for name in ("default_pg_timeout", "default_pg_nccl_timeout"):  # (where this PyTorch has them)
+        if isinstance(getattr(dist.distributed_c10d, name, None), timedelta):
+            setattr(dist.distributed_c10d, name, timeout)
+    return timeout
 
 
 def newest_checkpoint(output: str) -> str | None:
@@ -159,6 +171,7 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
         print(f"{max(args.num_workers, 0)} DataLoader worker(s) per rank", flush=True)
     start = step
     heartbeat = Heartbeat()
+    heartbeat.phase("first step")  # until its heartbeat: the first step may take long (PHASE_TIMEOUT)
     log = runlog.RunLog(rank=rank, world=world, output=args.output, start_step=step, last_step=args.steps,
                         samples_per_step=args.batch_size * world, config=vars(args),
                         peak_memory=torch.cuda.max_memory_allocated if torch.cuda.is_available() else None)
@@ -191,7 +204,8 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
             if rank == 0 and (step % 20 == 0 or step == args.steps):
                 print(f"step {step} loss {loss.item():.4f}", flush=True)
             if rank == 0 and step % args.checkpoint_every == 0:
-                save(args.output, step, model, optimizer, args.keep_checkpoints)
+                with heartbeat.phase("checkpoint"):  # the other ranks wait in their next step meanwhile
+                    save(args.output, step, model, optimizer, args.keep_checkpoints)
             if step >= args.steps:
                 break
             if log.time_to_stop(step, agree):  # Slurm's time-limit warning: every rank stops here
@@ -201,7 +215,8 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
         epoch += 1
     if rank == 0:
         if step > start and step % args.checkpoint_every:  # (a multiple was saved in the loop)
-            save(args.output, step, model, optimizer, args.keep_checkpoints)
+            with heartbeat.phase("checkpoint"):
+                save(args.output, step, model, optimizer, args.keep_checkpoints)
         if stop:
             print(f"time limit: stopped at step {step} on every rank, saved it; the next job resumes from it", flush=True)
         else:

@@ -256,7 +256,7 @@ def test_the_examples_save_at_the_time_limit_warning_and_the_next_job_resumes_th
     project = render(template, tmp_path / "p", **LOCAL, framework=framework, walltime="00:05:00")
     env = job_env(slurm_cluster, tmp_path, site_root)
     first = slurm_cluster.sbatch(["--time=00:01:00", "--signal=B:USR1@45", "jobs/train.sbatch", "--chain", "2",
-                                  "--steps", "250", "--seconds-per-step", "0.2", "--checkpoint-every", "37",
+                                  "--steps", "150", "--seconds-per-step", "0.2", "--checkpoint-every", "37",
                                   "--keep-checkpoints", "20"], cwd=project, env=env)
     result = slurm_cluster.wait(first, timeout=150)
     log = log_of(project, first)
@@ -269,7 +269,7 @@ def test_the_examples_save_at_the_time_limit_warning_and_the_next_job_resumes_th
     second = int(re.search(r"^chain: job (\d+) continues run demo", log, re.M).group(1))
     result = slurm_cluster.wait(second, timeout=150)
     log2 = log_of(project, second)
-    assert result.state == "COMPLETED" and "done: 250 steps on 2 process(es)" in log2, log2
+    assert result.state == "COMPLETED" and "done: 150 steps on 2 process(es)" in log2, log2
     assert int(re.search(r"resumed from \S+ at step (\d+)", log2).group(1)) == stopped, log2
     saved = sorted(int(re.search(r"(\d+)", p.name).group(1)) for p in run_dir.glob("*-0*.*") if p.suffix in (".pt", ".npz"))
     periodic = [step for step in saved if step < stopped]

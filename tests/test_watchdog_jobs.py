@@ -7,9 +7,11 @@ the node that stalled, once.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 
@@ -231,6 +233,10 @@ def test_a_script_that_never_beats_is_judged_by_its_output(slurm_cluster, templa
                             "alone: stopped when the job's output does not grow for OUTPUT_TIMEOUT=21600 s."), log
     assert "For a tighter guard, add to train.py: from heartbeat import Heartbeat" in first
     assert not (project / "logs" / f"heartbeat-{job_id}").exists()
+    # the job's own report (scripts/fault.py), although the script never imported runlog.py
+    report = json.loads((Path(env["OUTPUT_ROOT"]) / "demo" / "reports" / f"{job_id}.json").read_text())
+    assert report["exit"] == {"status": 0, "cause": "finished"} and report["stopped_by"] is None, report
+    assert report["seconds"]["job"] >= 24 and report["billing"]["billed"] > 0, report
 
 
 def test_a_silent_script_that_never_beats_is_stopped_at_its_output_limit(slurm_cluster, template, tmp_path,
@@ -251,6 +257,9 @@ def test_a_silent_script_that_never_beats_is_stopped_at_its_output_limit(slurm_c
     else:
         assert "watchdog: no stacks of rank0@" in log and "watchdog: stacks of" not in log, log
     assert "done:" not in log and "signal 12" not in log, log
+    assert re.search(r"^fault: hang \(output stall\): no rank to blame", log, re.M), log
+    report = json.loads((Path(env["OUTPUT_ROOT"]) / "demo" / "reports" / f"{job_id}.json").read_text())
+    assert report["stopped_by"]["cause"] == "output stall" and report["ended"] == "hang", report
 
 
 def test_rank_0_in_a_long_checkpoint_does_not_time_the_others_out(slurm_cluster, template, tmp_path, site_root):

@@ -34,6 +34,7 @@ def expected_files(a: dict) -> set[str]:
         f"src/{pkg}/runlog.py", "jobs/sweep.sbatch", "scripts/sweep.py", "sweeps/example.txt",
         "pytest.ini", "tests/conftest.py", "tests/test_heartbeat.py", "tests/test_image_packages.py",
         "tests/test_rccl_net.py", "tests/test_runlog.py", "tests/test_watchdog.py",
+        "scripts/fault.py", "tests/test_fault.py",
     }
     if a.get("profiler", "none") != "none":
         files |= {"jobs/profile.sbatch", "scripts/run-profile.sh"}

@@ -126,7 +126,7 @@ def test_the_watchdogs_stall_line_a_network_fallback_and_the_time_limit(fault, t
     assert cause == "heartbeat stall" and (facts["rank"], facts["node"], facts["step"]) == (15, "nid005001", 4)
     assert fault.classify("watchdog: no rank made progress within the startup allowance (40 s, STARTUP_TIMEOUT)", 1, 0)[0] \
         == "no heartbeat"
-    net = ("ERROR: RCCL talks between nodes over TCP sockets, not Slingshot: 1 rank(s), e.g. x ('NET/Socket'). Fix: y. "
+    net = ("ERROR: RCCL talks between nodes over TCP sockets, not the fast network: 1 rank(s), e.g. x ('NET/Socket'). Fix: y. "
            "Stopping the job; RCCL_NET_CHECK=0 runs anyway.")
     assert fault.classify(net + "\n" + SRUN_DIED[0], 143, 0)[0] == "network fallback"
     assert fault.classify("srun: error: nid005000: task 0: Terminated", 143, 1)[0] == "time limit"
@@ -219,7 +219,7 @@ def test_the_runs_reader_reads_a_report_only_the_job_wrote(fault, tmp_path):
 
 
 def test_it_is_python_3_6(tmp_path):
-    """The node's own python3 runs it (3.6 on LUMI's nodes): no grammar newer than 3.6."""
+    """The node's own python3 runs it (SUSE Linux Enterprise 15's python3 is 3.6): no grammar newer than 3.6."""
     import ast
 
     ast.parse(FAULT_PY.read_text(), feature_version=(3, 6))

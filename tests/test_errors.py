@@ -96,6 +96,13 @@ def imports_of_the_package() -> dict[str, set[str]]:
     return graph
 
 
+
+def test_no_module_of_the_package_is_over_600_lines():
+    """A module a newcomer can read whole (issue 32): split by subject where one grows past it."""
+    long = {str(path.relative_to(REPO)): n for path in sorted((REPO / "lumi_scaffold").rglob("*.py"))
+            if (n := len(path.read_text().splitlines())) > 600}
+    assert long == {}
+
 def test_the_package_has_no_import_cycle_and_no_module_imports_an_entry_point():
     graph = imports_of_the_package()
     assert {"cli", "jobs", "plugin_data"} <= set(graph) and "errors" in graph["cli"]  # the scan sees the package

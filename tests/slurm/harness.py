@@ -126,6 +126,16 @@ def ensure_tool(tool: str, package: str, log: Path, search_path: str | None = No
     return None, lines[-1] if lines else f"{tool} missing: ensure-tools.sh exited {proc.returncode}"
 
 
+def worker_port_start() -> int:
+    """Where this process looks for free ports: each pytest-xdist worker in a range of its
+    own (gw0 from 6817, gw1 from 7317, ...), so that two workers starting clusters at the
+    same moment never pick the same free block (the check and the daemons' bind are not
+    one step). Job ids follow the ports: each cluster's ids start 1000 apart."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    return 6817 + 500 * (index % 2)
+
+
 def free_port_block(count: int, start: int = 6817, stop: int = 7817, step: int = 10) -> int:
     """First port P in [start, stop) such that P .. P+count-1 can all be bound."""
     for base in range(start, stop, step):
@@ -165,7 +175,7 @@ class SlurmCluster:
         pick_ports = "ctld_port" not in self.knobs and "slurmd_port" not in self.knobs
         pick_ids = "first_job_id" not in self.knobs
         if pick_ports:
-            base = free_port_block(1 + nodes)
+            base = free_port_block(1 + nodes, start=worker_port_start())
             self.knobs.update(ctld_port=base, slurmd_port=base + 1)
         for attempt in range(5):
             if pick_ids:

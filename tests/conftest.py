@@ -72,16 +72,13 @@ def fake_site_packages(tmp_path, monkeypatch):
 
 
 # The suite runs on two xdist workers (pyproject.toml's addopts: -n 2 --dist loadgroup).
-# Tests on the local Slurm share their worker's session clusters and must not compete for
-# them: they run in two groups, each in collection order on one worker with clusters of its
-# own (the harness gives clusters side by side their own ports and job ids): the jobs that
-# hang, stall or run out of time on purpose (watchdog, fault model, own scripts, preflight),
-# and the rest. One group took ~15 minutes of waiting on jobs, longer than the rest of the
-# suite on the other worker. Tests that build the wheel share one session build:
-# another group. tryfirst: xdist's own hook (on each worker) turns the xdist_group marks into
-# the "@group" suffix of the node ids it sends for scheduling; it must see the marks we add.
+# Tests on the local Slurm share its session clusters and must not compete for them: they
+# run in one group, in collection order. (Two groups, one per worker, each with clusters of
+# its own, made the suite slower on 2 cores: 20:54 against 17:30. The jobs train on the
+# CPUs, so both workers then held the CPUs with jobs while the render matrices waited.)
+# Tests that build the wheel share one session build: another group. tryfirst: xdist's own
+# hook (on each worker) turns the xdist_group marks into the "@group" suffix of the node ids it sends for scheduling; it must see the marks we add.
 _WHEEL_MODULES = {"test_install", "test_packaging", "test_bundle"}
-_SLURM_FAULT_MODULES = {"test_watchdog_jobs", "test_fault_model_jobs", "test_own_script_jobs", "test_preflight"}
 # The harness's time-limit job waits ~60-95 s for Slurm to kill it: it is submitted in the
 # first test of the Slurm group (_time_limit_job_early) and its test runs last, so the wait
 # overlaps the rest of the group.
@@ -98,8 +95,7 @@ def pytest_collection_modifyitems(config, items):
             # A test on a Slurm cluster is a `slurm` test, marked or not: -m "not slurm" (the
             # README's fast tier) leaves it out, as it leaves out the marked ones.
             item.add_marker(pytest.mark.slurm)
-            module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
-            item.add_marker(pytest.mark.xdist_group("slurm-faults" if module in _SLURM_FAULT_MODULES else "slurm"))
+            item.add_marker(pytest.mark.xdist_group("slurm"))
             slurm.append(item)
         elif item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in _WHEEL_MODULES:
             item.add_marker(pytest.mark.xdist_group("wheel"))

@@ -77,7 +77,8 @@ def fake_site_packages(tmp_path, monkeypatch):
 # its own, made the suite slower on 2 cores: 20:54 against 17:30. The jobs train on the
 # CPUs, so both workers then held the CPUs with jobs while the render matrices waited.)
 # Tests that build the wheel share one session build: another group. tryfirst: xdist's own
-# hook (on each worker) turns the xdist_group marks into the "@group" suffix of the node ids it sends for scheduling; it must see the marks we add.
+# hook (on each worker) turns the xdist_group marks into the "@group" suffix of the node
+# ids it sends for scheduling; it must see the marks we add.
 _WHEEL_MODULES = {"test_install", "test_packaging", "test_bundle"}
 # The harness's time-limit job waits ~60-95 s for Slurm to kill it: it is submitted in the
 # first test of the Slurm group (_time_limit_job_early) and its test runs last, so the wait

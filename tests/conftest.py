@@ -74,8 +74,9 @@ def fake_site_packages(tmp_path, monkeypatch):
 # The suite runs on two xdist workers (pyproject.toml's addopts: -n 2 --dist loadgroup).
 # Tests on the local Slurm share its session clusters and must not compete for them: they
 # run in one group, in collection order. (Two groups, one per worker, each with clusters of
-# its own, made the suite slower on 2 cores: 20:54 against 17:30. The jobs train on the
-# CPUs, so both workers then held the CPUs with jobs while the render matrices waited.)
+# its own, did not make the suite faster on 2 cores: 17:30 and 20:54 in two runs, against
+# about 18:30 with one group. The jobs train on the CPUs: with two groups both workers
+# held the CPUs with jobs, and the jobs themselves took up to 1.5x as long.)
 # Tests that build the wheel share one session build: another group. tryfirst: xdist's own
 # hook (on each worker) turns the xdist_group marks into the "@group" suffix of the node
 # ids it sends for scheduling; it must see the marks we add.

@@ -47,7 +47,14 @@ def copier_shortcuts() -> Iterator[list[str]]:
       merged, the answers file's subset recomputed) for every path part and every file,
       ~130 times per project, and renders the answers file's path ~45 times; in the
       render phase the answers are final, so both are built once per project (the
-      context is copied for each caller).
+      context is copied for each caller);
+    - ``answers``: the answers file is PyYAML's pure-Python emitter over ~800 nodes (a
+      third of a render); most of its entries (the site, the image, a job's shape) recur
+      from project to project, so each entry is written once per process, with its own
+      key path above it so it is indented and wrapped as in the whole file, and the
+      entries are joined. Data with a shared object (which PyYAML writes as an anchor), a
+      type other than plain dicts, lists and scalars, or an entry that ends its document
+      is written whole, as before.
 
     Each patch is applied only where Copier still has the function it replaces, so a
     Copier upgrade can only lose a speed-up; everything is restored on exit. A test renders
@@ -157,11 +164,19 @@ def copier_shortcuts() -> Iterator[list[str]]:
     patch("bundle", "copier._vcs", None, "is_git_bundle", bundles_are_files)
     patch("config", "copier._template", None, "load_template_config", config_once)
     patch("choices", "copier._user_data", None, "parse_yaml_string", json_first)
+    filters = importlib.import_module("lumi_scaffold.copier_ext")._FILTERS
+    if "lumi_yaml" in filters:
+        saved.append((filters, "lumi_yaml", filters["lumi_yaml"]))
+        filters["lumi_yaml"] = _AnswersByEntry(filters["lumi_yaml"])
+        taken.append("answers")
     try:
         yield taken
     finally:
         for owner, attr, original in reversed(saved):
-            setattr(owner, attr, original)
+            if isinstance(owner, dict):
+                owner[attr] = original
+            else:
+                setattr(owner, attr, original)
 
 
 
@@ -181,3 +196,77 @@ def _renders_to_itself(env, text: str) -> bool:
 def render_many(template: Path, root: Path, matrix: list[dict[str, Any]], workers: int = 2) -> list[tuple[str, str]]:
     """lumi_scaffold.testing.render_many with the shortcuts taken in every worker."""
     return _render_many(template, root, matrix, workers, around=copier_shortcuts)
+
+
+class _AnswersByEntry:
+    """lumi_yaml (block style, keys sorted) written entry by entry, each entry once per
+    process: the text of ``{a: {b: {key: value}}}`` less its first two lines is the text of
+    that entry inside the whole file, as long as no object is shared (an anchor names it
+    across entries) and no entry ends its document ("..." after a kept block scalar)."""
+
+    _NAME = re.compile(r"[a-z_][a-z0-9_]{0,39}\Z")  # a key written on one line of its own
+    _DEPTH = 3  # dicts split into entries down to this depth (plugin_data.job.shapes)
+    _MAX = 50_000
+
+    def __init__(self, whole) -> None:
+        self.whole = whole
+        self.memo: dict[tuple, str] = {}
+
+    def __call__(self, data: Any) -> str:
+        try:
+            if type(data) is not dict or not data:
+                raise _Whole
+            _fingerprint(data, set())  # _Whole if an object is shared anywhere in it
+            return "".join(self._entries((), data, self._DEPTH))
+        except (_Whole, TypeError):
+            return self.whole(data)
+
+    def _entries(self, path: tuple[str, ...], mapping: dict, depth: int) -> Iterator[str]:
+        for key in sorted(mapping):
+            value = mapping[key]
+            if depth and type(value) is dict and value and isinstance(key, str) and self._NAME.match(key):
+                head = self._text(path, key, {})
+                if not head.endswith(": {}\n"):
+                    raise _Whole
+                yield head[:-4] + "\n"
+                yield from self._entries(path + (key,), value, depth - 1)
+            else:
+                yield self._text(path, key, value)
+
+    def _text(self, path: tuple[str, ...], key: Any, value: Any) -> str:
+        memo_key = (path, _fingerprint(key, set()), _fingerprint(value, set()))
+        text = self.memo.get(memo_key)
+        if text is None:
+            nested: Any = {key: value}
+            for name in reversed(path):
+                nested = {name: nested}
+            lines = self.whole(nested).splitlines(keepends=True)
+            text = "".join(lines[len(path):])
+            if text.endswith("...\n") or any(not line.startswith("    " * len(path)) for line in lines[len(path):]):
+                raise _Whole
+            if len(self.memo) >= self._MAX:
+                self.memo.clear()
+            self.memo[memo_key] = text
+        return text
+
+
+class _Whole(Exception):
+    """The data is written whole (what _AnswersByEntry cannot split safely)."""
+
+
+def _fingerprint(value: Any, seen: set[int]) -> Any:
+    """value as a hashable tree that tells apart everything PyYAML writes differently
+    (types included: True and 1, a str subclass); _Whole for a shared or other object."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        if id(value) in seen:
+            raise _Whole
+        seen.add(id(value))
+        if kind is dict:
+            return (dict, tuple((_fingerprint(k, seen), _fingerprint(v, seen)) for k, v in value.items()))
+        return (list, tuple(_fingerprint(v, seen) for v in value))
+    if kind is float:
+        return (kind, repr(value))  # 0.0 and -0.0 are equal, and written apart
+    if kind in (str, int, bool, type(None)):
+        return (kind, value)
+    raise _Whole

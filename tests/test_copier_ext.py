@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import yaml
 from jinja2_ansible_filters.core_filters import to_nice_yaml
@@ -106,3 +108,30 @@ def test_shared_code_follows_the_filters_of_each_environment(monkeypatch):
 
     assert env(str.upper).from_string('{{ "Hello"|f }}').render() == "HELLO"
     assert env(str.lower).from_string('{{ "Hello"|f }}').render() == "hello"
+
+
+def test_the_matrix_shortcut_writes_the_answers_file_entry_by_entry_as_lumi_yaml_writes_it_whole():
+    """tests/copier_shortcuts.py's "answers": the same bytes for the review cases and odd
+    strings at every depth it splits, on first writing and from its memo, and data it
+    cannot split (a shared list: an anchor; a tuple; a kept block scalar) written whole."""
+    from .copier_shortcuts import _AnswersByEntry
+
+    calls: list[Any] = []
+
+    def whole(data):
+        calls.append(data)
+        return copier_ext.lumi_yaml(data)
+
+    split = _AnswersByEntry(whole)
+    values: list[Any] = [*ODD_STRINGS, *[next(iter(d.values())) for d in REVIEW_DATA], 0.0, -0.0, 1, True, None, [], {}]
+    for depth_data in range(2):
+        for value in values:
+            for data in ({"a": value, "plugin_data": {"job": {"shapes": {"train": {"x": value, "y": [value]}}, "k": value},
+                                                        "yes": {"on": value}, "n": 1}, "z": "end"},
+                         {"plugin_data": {"site": value}}, {"x" * 50: {"y": value}}):
+                assert split(data) == copier_ext.lumi_yaml(data), (depth_data, data)
+    shared = [1, 2]
+    for data in ({"a": shared, "b": shared}, {"a": (1, 2)}, {"a": {"b": "kept\n\n"}, "c": 1}, {1: "a", "b": 2}):
+        calls.clear()
+        assert split(data) == copier_ext.lumi_yaml(data)
+        assert calls[-1] == data  # written whole

@@ -102,7 +102,7 @@ def test_copier_shortcuts_change_nothing(template, tmp_path, monkeypatch, instal
     assert len(sample) >= 10
     with copier_shortcuts() as taken:
         pass
-    assert taken == ["filemode", "plain", "context", "bundle", "config", "choices"], "a Copier upgrade removed what a shortcut replaces"
+    assert taken == ["filemode", "plain", "context", "bundle", "config", "choices", "answers"], "a Copier upgrade removed what a shortcut replaces"
     assert render_many(template, tmp_path / "fast", sample, workers=1) == []
     assert testing.render_many(template, tmp_path / "plain", sample, workers=1) == []
     for i in range(len(sample)):

@@ -161,11 +161,12 @@ def _submit(cluster, run: Run) -> subprocess.Popen | None:
     return None
 
 
-def _run_all(cluster, runs: list[Run], timeout: float = 420) -> None:
-    """Submit every run at once (Slurm packs them onto the nodes), then wait for all."""
-    background = {id(run): _submit(cluster, run) for run in runs}
+def _run_all(clusters: dict[str, Any], runs: dict[str, list[Run]], timeout: float = 420) -> None:
+    """Submit every run to its cluster at once (Slurm packs them onto the nodes, and the
+    clusters run side by side), then wait for all."""
+    background = {id(run): _submit(clusters[name], run) for name in clusters for run in runs[name]}
     deadline = time.monotonic() + timeout
-    for run in runs:
+    for cluster, run in [(clusters[name], run) for name in clusters for run in runs[name]]:
         proc = background[id(run)]
         if proc is not None:
             try:
@@ -219,8 +220,7 @@ def runs(template, tmp_path_factory, request, slurm_cluster_2nodes, dataset, sit
             by_cluster[case.cluster].append(run)
             out[(case.name, kind)] = run
     started = time.monotonic()
-    for name, cluster in clusters.items():
-        _run_all(cluster, by_cluster[name])
+    _run_all(clusters, by_cluster)
     print(f"behaviour matrix: {len(out)} runs in {time.monotonic() - started:.0f} s")
     return out
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from lumi_scaffold import ContainerImage, cli, doctor, plugins
+from lumi_scaffold import ContainerImage, cli, copier_ext, doctor, plugins
 from lumi_scaffold.lint import lint_project
 from lumi_scaffold.plugin_data import PluginDataError, validate_plugin_data
 
@@ -329,6 +329,8 @@ def test_storage_under_a_variable_renders_lints_and_is_checked_by_the_job_and_do
         "the project's data, outputs and caches are under ${MYSCRATCH}, and MYSCRATCH is not set here: set it (jobs "
         "take it from the shell that submits them)"]
     assert storage_checks(answers, data, environ={"MYSCRATCH": "/s"}) == []
+    # The plugins' Jinja filter takes the answer as Copier holds it (the recorded dict).
+    assert copier_ext.lumi_storage_variables(answers["plugin_data"], "${OTHER}/x.tar") == ["MYSCRATCH", "OTHER"]
 
 
 def test_a_site_without_variables_has_no_storage_check(template, tmp_path):

@@ -9,11 +9,14 @@ errors.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError, one_line
 
-__all__ = ["ANSWERS_FILE", "load_yaml", "read_answers"]
+if TYPE_CHECKING:
+    from .plugin_data import PluginData
+
+__all__ = ["ANSWERS_FILE", "load_yaml", "read_answers", "recorded_plugin_data"]
 
 ANSWERS_FILE = ".copier-answers.yml"
 
@@ -59,3 +62,18 @@ def read_answers(project: Path, *, missing_ok: bool = False) -> dict[str, Any]:
     if not isinstance(answers, dict):
         raise UsageError(f"answers file {path}: expected a mapping of question: answer. Fix: restore it from git")
     return answers
+
+
+def recorded_plugin_data(project: Path, answers: dict[str, Any]) -> PluginData:
+    """The ``plugin_data`` that ``answers`` (read from ``project``) record, as the validated
+    model: the one place where doctor, explain and the update notices turn the recorded dict
+    into :class:`~lumi_scaffold.plugin_data.PluginData`. Older projects' data validates
+    (schema 1's missing fields have defaults; the model reads schema 2's shapes from its
+    options). Data that does not is :class:`~lumi_scaffold.errors.PluginDataError`, one line
+    naming the field, its value and the fix; none recorded is :class:`UsageError`."""
+    from .plugin_data import validate_plugin_data
+
+    path = project / ANSWERS_FILE
+    if "plugin_data" not in answers:
+        raise UsageError(f"{path} has no plugin_data: not a project made by lumi-scaffold")
+    return validate_plugin_data(answers["plugin_data"], f"{path}: plugin_data")

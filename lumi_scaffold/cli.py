@@ -20,12 +20,15 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import settings
-from .answers import read_answers
+from .answers import read_answers, recorded_plugin_data
 from .cli_data import BUNDLED_QUESTIONS, check_data, check_site, parse_data, question_types
 from .errors import Interrupted, LumiScaffoldError, UsageError, UserMessageError, copier_message, one_line
+
+if TYPE_CHECKING:
+    from .plugin_data import PluginData
 
 TEMPLATE_ENV = settings.TEMPLATE
 
@@ -313,13 +316,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         notices = project_notices(project, answers)
     except UserMessageError as exc:  # e.g. no template version recorded: the other checks still run
         notices = [exc.message]
-    plugin_data = answers.get("plugin_data")
-    home = home_notice(project, plugin_data if isinstance(plugin_data, dict) else {})
+    data = _doctor_data(project, answers, notices)
+    home = home_notice(project, data)
     notices += [home] if home else []
     print("lumi-scaffold: running bash -n, shellcheck and the #SBATCH checks...", file=sys.stderr, flush=True)
     problems = lint_project(project, get_catalogue(), str(answers.get("site") or ""))
-    site = str(((plugin_data if isinstance(plugin_data, dict) else {}).get("site") or {}).get("name") or "")
-    if site in get_catalogue().sites:
+    if data and data.site.name in get_catalogue().sites:
+        site = data.site.name
         print(f"note: site {site}: {reviewed(get_catalogue(), site)} (lumi-scaffold plugins lists every site's)")
     for line in notices:
         print(f"warning: {line}")
@@ -334,16 +337,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
               "to have Slurm check the jobs (sbatch --test-only)")
     if checks is None:
         print("note: no sbatch on PATH: run doctor on a login node to have Slurm check the jobs (sbatch --test-only)")
-    elif on_login_node:
-        image = _recorded_image(answers)
-        container = (plugin_data if isinstance(plugin_data, dict) else {}).get("container")
-        observed = observed_image_check(plugin_data if isinstance(plugin_data, dict) else {}, get_catalogue())
+    elif on_login_node and data:
+        observed = observed_image_check(data, get_catalogue())
         # An observed image is proven by its own check below (one line, with the way back),
         # unless SIF gives another image.
-        if observed is not None and not os.environ.get("SIF"):
-            image = ""
-        checked = [image_check(image, container=container if isinstance(container, dict) else None, project=project)]
-        for problem in (checked if image else []) + storage_checks(answers):
+        proven = observed is not None and not os.environ.get("SIF")
+        checked = [] if proven else [image_check(data.container.path, container=data.container, project=project)]
+        for problem in checked + storage_checks(answers, data):
             if problem is not None:
                 problems.append(problem)
                 print(f"problem: {problem}")
@@ -367,12 +367,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if problems or failed else 0
 
 
-def _recorded_image(answers: dict[str, Any]) -> str:
-    """The image path recorded in the project's answers ('' where there is none)."""
-    data = answers.get("plugin_data")
-    container = data.get("container") if isinstance(data, dict) else None
-    path = container.get("path") if isinstance(container, dict) else None
-    return path if isinstance(path, str) else ""
+def _doctor_data(project: Path, answers: dict[str, Any], notices: list[str]) -> PluginData | None:
+    """The project's plugin_data as the model, or None, with why added to ``notices`` (where
+    the update notices have not said it already); the checks that need it are then left out."""
+    if not answers:
+        return None  # no answers file: the notices say so
+    try:
+        return recorded_plugin_data(project, answers)
+    except UserMessageError as exc:
+        notices += [] if exc.message in notices else [exc.message]
+        return None
 
 
 def cmd_explain(args: argparse.Namespace) -> int:

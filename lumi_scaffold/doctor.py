@@ -13,25 +13,28 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import SlurmUnreachable
+
+if TYPE_CHECKING:
+    from .plugin_data import ContainerFacts, PluginData
 
 __all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "image_check", "observed_image_check", "sbatch_test_only",
            "storage_checks", "venv_files",
            "venv_pack_notes"]
 
 
-def home_notice(project: Path, plugin_data: dict[str, Any]) -> str | None:
+def home_notice(project: Path, data: PluginData | None) -> str | None:
     """A warning when the project sits under $HOME, where its venv, logs and profiles would
-    fill the home quota; it names the site's area for projects where the site gives one."""
+    fill the home quota; it names the site's area for projects where the site gives one
+    (``data``: None where the project's plugin_data does not validate)."""
     home = Path.home().resolve()
     if project.resolve() != home and home not in project.resolve().parents:
         return None
-    area = plugin_data.get("project_area") or {}
-    home_area = plugin_data.get("home_area") or {}
-    quota = f" ({home_area['note'].rstrip('.')})" if home_area.get("note") else ""
-    where = f"{area['path']} ({area['name']})" if area.get("path") else "a project or scratch area"
+    area, home_area = (data.project_area, data.home_area) if data else (None, None)
+    quota = f" ({home_area.note.rstrip('.')})" if home_area and home_area.note else ""
+    where = f"{area.path} ({area.name})" if area else "a project or scratch area"
     return (f"{project} is under your home directory {home}{quota}: its venv, logs/ and profiles/ grow there. "
             f"Fix: commit it and git clone it into {where}, then create the venv there")
 
@@ -91,7 +94,7 @@ def sbatch_test_only(project: Path, sbatch: str | None = None, timeout: float = 
     return checks
 
 
-def image_check(path: str, environ: dict[str, str] | None = None, container: dict[str, Any] | None = None,
+def image_check(path: str, environ: dict[str, str] | None = None, container: ContainerFacts | None = None,
                 project: Path | None = None) -> str | None:
     """A problem with the project's image, checked on a login node as the job will find it
     when it starts: SIF from the environment where it is set (jobs take it from the shell
@@ -114,31 +117,30 @@ def image_check(path: str, environ: dict[str, str] | None = None, container: dic
         if not os.path.isfile(real):
             return f"no image at {path} ({name}={value}, so {real}): put the image there, or set {name} or SIF=/path/to/image.sif"
         return None
-    info = container or {}
-    real = str((project or Path.cwd()) / path) if info.get("relative") else path
+    real = str((project or Path.cwd()) / path) if container and container.relative else path
     if os.path.isfile(real):
         return None
-    if info.get("status") == "cotainr":
+    status = container.status if container else ""
+    if status == "cotainr":
         fix = "build it with bash container/build.sh (README.md)"
-    elif info.get("status") == "custom":
+    elif status == "custom":
         fix = "put your image there, or lumi-scaffold update -d container_path=/path/to/your.sif"
-    elif info.get("pull_from"):
-        fix = f"pull it there from {info['pull_from']} (README.md says how)"
+    elif container and container.pull_from:
+        fix = f"pull it there from {container.pull_from} (README.md says how)"
     else:  # an image the site keeps, moved or removed since the project was made
-        fix = (f"the site no longer has {info.get('id') or 'this image'} there: lumi-scaffold update -d container=recommended "
-               "(the image the catalogue installed now recommends; lumi-scaffold plugins lists the others)")
+        fix = (f"the site no longer has {container.id if container else 'this image'} there: lumi-scaffold update "
+               "-d container=recommended (the image the catalogue installed now recommends; lumi-scaffold plugins lists the others)")
     return f"no image at {path}: {fix}, or give the image with SIF=/path/to/image.sif"
 
 
-def observed_image_check(plugin_data: dict[str, Any], cat: Any) -> tuple[bool, str] | None:
+def observed_image_check(data: PluginData, cat: Any) -> tuple[bool, str] | None:
     """On a login node: whether the project's image, where the catalogue has it as observed
     (seen in public job scripts, not announced by the site), is there: (found, line). None
     for any other image."""
-    container = plugin_data.get("container") or {}
-    image = cat.containers.get(str(container.get("id") or ""))
+    image = cat.containers.get(data.container.id)
     if image is None or image.status != "observed":
         return None
-    path = str(container.get("path") or image.path)
+    path = data.container.path or image.path
     if os.path.isfile(path):
         return True, (f"image {image.id} (observed, not announced) is at {path} on this login node; "
                       "jobs/smoke-test.sbatch shows whether it runs on the GPU nodes")
@@ -148,15 +150,16 @@ def observed_image_check(plugin_data: dict[str, Any], cat: Any) -> tuple[bool, s
     return False, f"image {image.id} (observed, not announced) is not at {path} on this login node. Fix: {fix}"
 
 
-def storage_checks(answers: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
+def storage_checks(answers: dict[str, Any], data: PluginData, environ: dict[str, str] | None = None) -> list[str]:
     """The variables the project's storage paths start with (a site whose scratch is
-    ``${MYSCRATCH}``) that are not set here, as the jobs check them when they start."""
+    ``${MYSCRATCH}``) that are not set here, as the jobs check them when they start
+    (``answers``: the project's, for its dataset archive)."""
     from .plugin_data import storage_variables
 
     archive = str(answers.get("dataset_archive") or "") if answers.get("prestage") else ""
     env = os.environ if environ is None else environ
     return [f"the project's data, outputs and caches are under ${{{name}}}, and {name} is not set here: set it (jobs "
-            "take it from the shell that submits them)" for name in storage_variables(answers.get("plugin_data"), archive)
+            "take it from the shell that submits them)" for name in storage_variables(data, archive)
             if not env.get(name)]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from .errors import UserMessageError
 from .known_issues import project_issues, shared_node_notes
 from .jobs import JOB_KINDS, Shape
-from .plugin_data import PluginData, validate_plugin_data
+from .plugin_data import PluginData
 from .plugins import get_catalogue
 from .tracking import TRACKERS
 from .values import ARRAYS, refused_here
@@ -149,13 +149,10 @@ def _table(data: PluginData, shape: Shape) -> list[Rank]:
 
 
 def read_project(project: Path) -> tuple[dict[str, Any], PluginData]:
-    from .answers import ANSWERS_FILE, read_answers
+    from .answers import read_answers, recorded_plugin_data
 
-    path = project / ANSWERS_FILE
     answers = read_answers(project)
-    if "plugin_data" not in answers:
-        raise UserMessageError(f"{path} has no plugin_data: not a project made by lumi-scaffold")
-    data = validate_plugin_data(answers["plugin_data"], f"{path}: plugin_data")
+    data = recorded_plugin_data(project, answers)
     if not data.job.slurm:
         raise UserMessageError(f"{project} was made before lumi-scaffold 0.3 (plugin_data schema {data.schema_}), which did "
                                "not record its jobs' options. Fix: lumi-scaffold update the project first.")
@@ -196,8 +193,8 @@ def explain_project(project: Path | str) -> dict[str, Any]:
                         "rule": train.rule if train else "no billing rule known for this partition"},
         "prestage": _prestage(answers, data),
         "research": _research(project, data),
-        "known_issues": project_issues(answers["plugin_data"], get_catalogue()),
-        "shared_node": shared_node_notes(answers["plugin_data"], get_catalogue()),
+        "known_issues": project_issues(data, get_catalogue()),
+        "shared_node": shared_node_notes(data, get_catalogue()),
     }
 
 

@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
 from .models import ContainerImage, EnvSetting, KnownIssue
-from .plugin_data import PluginData
+from .plugin_data import PluginData, validate_plugin_data
 
-__all__ = ["affected_image_issues", "nodes_of", "notices", "project_issues", "shared_node_notes", "split_env"]
+__all__ = ["affected_image_issues", "as_plugin_data", "nodes_of", "notices", "project_issues", "shared_node_notes",
+           "split_env"]
 
 
 def split_env(settings: Iterable[EnvSetting], nodes: int, generation: str) -> tuple[list[EnvSetting], list[dict[str, str]]]:
@@ -41,13 +40,17 @@ def affected_image_issues(image: ContainerImage | None, nodes: int) -> list[Know
     return [i for i in image.known_issues if i.affects(nodes, "")] if image else []
 
 
-def nodes_of(plugin_data: Mapping[str, Any]) -> int:
-    """The training job's nodes as the validated plugin_data holds them (schema 2's recorded
-    options are read once, by the model's upgrade); 1 where it holds none (0.1 and 0.2)."""
-    try:
-        return PluginData.model_validate(plugin_data).job.shapes["train"].nodes
-    except (ValidationError, KeyError):
-        return 1
+def nodes_of(data: PluginData) -> int:
+    """The training job's nodes (schema 2's recorded options are read once, by the model's
+    upgrade); 1 where the project records no shapes (0.1 and 0.2)."""
+    train = data.job.shapes.get("train")
+    return train.nodes if train else 1
+
+
+def as_plugin_data(plugin_data: PluginData | Mapping[str, Any]) -> PluginData:
+    """The model itself, or a recorded dict validated into it (the ``lumi_notices`` Jinja
+    global passes the answer as Copier holds it: already validated by its question)."""
+    return plugin_data if isinstance(plugin_data, PluginData) else validate_plugin_data(dict(plugin_data))
 
 
 def _way_out(cat: Any, image: ContainerImage, nodes: int) -> ContainerImage | None:
@@ -65,48 +68,46 @@ def _line(issue: KnownIssue, what: str, fix: str) -> str:
     return f"Known issue [{issue.source}] {what}{condition}: {issue.title}. Instead: {issue.instead}. Fix: {fix}"
 
 
-def project_issues(plugin_data: Mapping[str, Any], cat: Any) -> list[str]:
-    """One line per known issue that affects a project with this recorded ``plugin_data``,
-    as the catalogue knows them now."""
-    container = plugin_data.get("container") or {}
-    generation = str(container.get("generation") or "")
-    nodes = nodes_of(plugin_data)
+def project_issues(data: PluginData, cat: Any) -> list[str]:
+    """One line per known issue that affects a project with this ``plugin_data``, as the
+    catalogue knows them now."""
+    generation = data.container.generation
+    nodes = nodes_of(data)
     shape = f"{nodes} nodes" if nodes > 1 else "1 node"
     out = []
-    image = cat.containers.get(str(container.get("id") or ""))
+    image = cat.containers.get(data.container.id)
     for issue in affected_image_issues(image, nodes):
         target = _way_out(cat, image, nodes)
         fix = (f"lumi-scaffold update -d container={target.id}" if target else
                "no image in the catalogue is free of it for this shape; watch the source for a fixed release")
         out.append(_line(issue, f"affects image {image.id} on {shape}", fix))
-    site = cat.sites.get(str((plugin_data.get("site") or {}).get("name") or ""))
-    framework = cat.frameworks.get(str((plugin_data.get("framework") or {}).get("name") or ""))
+    site = cat.sites.get(data.site.name)
+    framework = cat.frameworks.get(data.framework.name)
     settings = {s.name: s for s in [*(site.env if site else []), *(framework.env if framework else [])]}
-    for recorded in plugin_data.get("env") or []:
-        setting = settings.get(str(recorded.get("name")))
-        if setting is None or recorded.get("scope") == "off":
+    for recorded in data.env:
+        setting = settings.get(recorded.name)
+        if setting is None or recorded.scope == "off":
             continue
         for issue in setting.known_issues:
             if issue.affects(nodes, generation):
-                what = (f"affects {setting.name}={recorded.get('value')} (image_env in scripts/values.sh; scripts/run.sh "
+                what = (f"affects {setting.name}={recorded.value} (image_env in scripts/values.sh; scripts/run.sh "
                         f"before 0.4) with a {generation} image")
                 out.append(_line(issue, what, "lumi-scaffold update (the catalogue now leaves the setting out)"))
                 break
     return out
 
 
-def shared_node_notes(plugin_data: Mapping[str, Any], cat: Any) -> list[str]:
+def shared_node_notes(data: PluginData, cat: Any) -> list[str]:
     """A line where the training job puts more than one GPU on a partition's shared nodes and
     the partition's data knows what such jobs hit (LUMI small-g [TM-ai-E08]), with whole nodes
     as the way out; judged by the catalogue installed now."""
-    site = cat.sites.get(str((plugin_data.get("site") or {}).get("name") or ""))
-    part = site.partition(str((plugin_data.get("partition") or {}).get("name") or "")) if site else None
-    job = plugin_data.get("job") or {}
-    if site is None or part is None or part.shared_multi_gpu is None or job.get("whole_node"):
+    site = cat.sites.get(data.site.name)
+    part = site.partition(data.partition.name) if site else None
+    job = data.job
+    if site is None or part is None or part.shared_multi_gpu is None or job.whole_node:
         return []
-    train = (job.get("shapes") or {}).get("train") or {}
-    gpus = (int(train["gpus_per_node"]) * int(train.get("nodes", 1)) if train.get("gpus_per_node")
-            else int(job.get("tasks", 1)) * int(job.get("ranks_per_task", 1)))
+    train = job.shapes.get("train")
+    gpus = train.gpus_per_node * train.nodes if train else job.tasks * job.ranks_per_task
     if gpus <= 1:
         return []
     note = part.shared_multi_gpu
@@ -117,14 +118,13 @@ def shared_node_notes(plugin_data: Mapping[str, Any], cat: Any) -> list[str]:
     return [f"jobs/train.sbatch puts {gpus} GPUs on {part.name}'s shared nodes: {note.text}{source}.{fix}"]
 
 
-def _legacy_only(plugin_data: Mapping[str, Any], cat: Any) -> str:
+def _legacy_only(data: PluginData, cat: Any) -> str:
     """A notice where the project's image is of a legacy generation and so is every image
     the catalogue has for its framework on its site (JAX on LUMI today)."""
-    site = cat.sites.get(str((plugin_data.get("site") or {}).get("name")))
-    framework = str((plugin_data.get("framework") or {}).get("name"))
-    container = plugin_data.get("container") or {}
-    generation = site.generation(str(container.get("generation"))) if site else None
-    if site is None or generation is None or not generation.legacy or container.get("id") not in cat.containers:
+    site = cat.sites.get(data.site.name)
+    framework = data.framework.name
+    generation = site.generation(data.container.generation) if site else None
+    if site is None or generation is None or not generation.legacy or data.container.id not in cat.containers:
         return ""
     images = cat.images(site.name, framework)
     if any(not (g := site.generation(i.generation)) or not g.legacy for i in images):
@@ -137,31 +137,30 @@ def _legacy_only(plugin_data: Mapping[str, Any], cat: Any) -> str:
             "catalogue has a newer image")
 
 
-def notices(plugin_data: Mapping[str, Any], cat: Any) -> list[str]:
+def notices(plugin_data: PluginData | Mapping[str, Any], cat: Any) -> list[str]:
     """Warnings for the end of copy/update and for doctor: legacy or removed images, torchrun
     workers without CPU binding, known issues of the image or the settings for the project's
     shape."""
+    data = as_plugin_data(plugin_data)
     out = []
-    container = plugin_data.get("container") or {}
-    current = cat.containers.get(container.get("id", ""))
-    status = current.status if current else container.get("status")
+    container = data.container
+    current = cat.containers.get(container.id)
+    status = current.status if current else container.status
     if status in ("legacy", "removed"):
-        target = cat.containers.get((current.replaced_by if current else None) or container.get("replaced_by") or "")
+        target = cat.containers.get((current.replaced_by if current else None) or container.replaced_by)
         advice = f" Move to {target.id} ({target.path}) with: lumi-scaffold update -d container={target.id}" if target else ""
-        out.append(f"Container image {container.get('id')} is {status}.{advice}")
+        out.append(f"Container image {container.id} is {status}.{advice}")
     if status == "observed":
         recommended = cat.recommended_image(current.site, current.framework) if current else None
         move = f" or move to the recommended image with: lumi-scaffold update -d container={recommended.id}" if recommended else ""
-        out.append(f"Container image {container.get('id')} is observed, not announced: it was seen in public job scripts "
-                   f"[{current.source if current else ''}], and {((plugin_data.get('site') or {}).get('display_name') or 'the site')} "
+        out.append(f"Container image {container.id} is observed, not announced: it was seen in public job scripts "
+                   f"[{current.source if current else ''}], and {data.site.display_name or 'the site'} "
                    f"has not announced it. Run lumi-scaffold doctor on a login node to check that it is there, and "
                    f"jobs/smoke-test.sbatch before a long job{move}")
-    legacy_only = _legacy_only(plugin_data, cat)
+    legacy_only = _legacy_only(data, cat)
     out += [legacy_only] if legacy_only else []
-    job = plugin_data.get("job") or {}
-    if job.get("binding") in ("torchrun-image", "torchrun-own-image") or (
-            "binding" not in job and job.get("whole_node") and job.get("ranks_per_task", 1) > 1 and not job.get("torchrun_binding")):
-        out.append(f"torchrun's workers get no CPU binding with {container.get('id')}: the image is not known to have "
+    if data.job.binding in ("torchrun-image", "torchrun-own-image"):
+        out.append(f"torchrun's workers get no CPU binding with {container.id}: the image is not known to have "
                    "torch.distributed.run --numa-binding (PyTorch 2.9 and later). The srun launcher binds each rank to "
                    "its GPU's cores: lumi-scaffold update -d launcher=srun")
-    return out + project_issues(plugin_data, cat) + shared_node_notes(plugin_data, cat)
+    return out + project_issues(data, cat) + shared_node_notes(data, cat)

@@ -366,15 +366,15 @@ FIX = ("plugin_data is computed by lumi-scaffold from the installed plugins: do 
        "in .copier-answers.yml (restore that file from git, then run lumi-scaffold update)")
 
 
-def storage_variables(data: Any, *more: str) -> list[str]:
+def storage_variables(data: PluginData | dict[str, Any], *more: str) -> list[str]:
     """The environment variables the project's storage paths start with (a site whose
     scratch is ``${MYSCRATCH}``): its data, outputs, kernel-cache store and cache
     directories, and ``more`` (the dataset archive). Jobs check them when they start, doctor
-    on a login node. ``data`` is plugin_data as the answers file records it."""
-    data = data if isinstance(data, dict) else {}
-    caches = [c.get("value", "") for c in data.get("caches") or [] if isinstance(c, dict)]
-    paths = [data.get(k) or "" for k in ("dataset_dir", "output_root", "kernel_cache_store")] + caches + list(more)
-    return sorted({name for name in map(path_variable, map(str, paths)) if name})
+    on a login node. ``data``: the model, or plugin_data as Copier holds the answer (the
+    ``lumi_storage_variables`` filter's), validated here."""
+    pd = data if isinstance(data, PluginData) else validate_plugin_data(data)
+    paths = [pd.dataset_dir, pd.output_root, pd.kernel_cache_store, *(c.value for c in pd.caches), *more]
+    return sorted({name for name in map(path_variable, paths) if name})
 
 
 def validate_plugin_data(data: Any, where: str = "plugin_data") -> PluginData:

@@ -76,12 +76,13 @@ def _check_plugin_data(project: Path, answers: dict[str, Any], data: dict[str, A
     """Refuse plugin_data that would not pass as plugin data, before Copier starts: Copier
     renders the project's old template version with the recorded plugin_data, and template
     versions before 0.3 do not check it themselves."""
+    from .answers import recorded_plugin_data
     from .plugin_data import validate_plugin_data
 
     if "plugin_data" in data:
         validate_plugin_data(_json(data["plugin_data"]), "--data plugin_data")
     if "plugin_data" in answers:
-        validate_plugin_data(answers["plugin_data"], f"{project / ANSWERS_FILE}: plugin_data")
+        recorded_plugin_data(project, answers)
 
 
 def _json(value: Any) -> Any:
@@ -242,16 +243,16 @@ def _pretend(project: Path, data: dict[str, Any], vcs_ref: str | None, had_libra
 def project_notices(project: Path, answers: dict[str, Any] | None = None) -> list[str]:
     """Legacy/removed images and plugins whose versions differ from those that made the
     project (``answers``: its answers where the caller has read them)."""
+    from .answers import recorded_plugin_data
     from .plugins import get_catalogue
     from .known_issues import notices
 
     answers = template_answers(project, answers)
-    plugin_data = answers.get("plugin_data") or {}
+    data = recorded_plugin_data(project, answers)
     cat = get_catalogue()
-    out = notices(plugin_data, cat)
-    recorded = plugin_data.get("plugins") or {}
+    out = notices(data, cat)
     current = cat.plugin_versions()
-    for name, version in sorted(recorded.items()):
+    for name, version in sorted(data.plugins.items()):
         if name not in current:
             out.append(f"plugin {name} {version} made this project but is not installed now; its choices are gone")
         elif current[name] != version:

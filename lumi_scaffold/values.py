@@ -184,7 +184,7 @@ def _binds(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str
 
 def _storage(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     archive = str(answers.get("dataset_archive") or "") if answers.get("prestage") else ""
-    variables = storage_variables(pd.model_dump(by_alias=True), archive)
+    variables = storage_variables(pd, archive)
     return [
         Heading(("Data and outputs: never under $HOME (README.md). DATA_DIR=..., OUTPUT_ROOT=... and",
                  "RUN_NAME=... sbatch ... override them.")),

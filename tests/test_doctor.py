@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
+
+import pytest
+import yaml
 
 from lumi_scaffold import cli, doctor, plugins
 from lumi_scaffold.answers import read_answers
+from lumi_scaffold.known_issues import notices
+from lumi_scaffold.plugin_data import validate_plugin_data
 
 from .helpers import REPO, render
 
@@ -203,4 +209,55 @@ def test_doctor_on_a_login_node_checks_that_an_observed_image_is_there(tmp_path,
 
 def test_doctor_proves_no_announced_image(tmp_path):
     project = render(REPO, tmp_path / "p")
-    assert doctor.observed_image_check(read_answers(project)["plugin_data"], plugins.get_catalogue()) is None
+    data = validate_plugin_data(read_answers(project)["plugin_data"])
+    assert doctor.observed_image_check(data, plugins.get_catalogue()) is None
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GDR = "Known issue [LAIF-I30, AIG-PR97] affects NCCL_NET_GDR_LEVEL=PHB (image_env in scripts/values.sh"
+# What the notices said of each older project's data when they read it as a dict (0.3.1).
+OLD_NOTICES = {
+    "plugin_data-v0.1.json": [GDR],
+    "plugin_data-v0.2.json": [GDR],
+    "answers-0.3.0/jax-1gpu.yml": ["Container image lust-jax-0.4.28 is legacy. Move to lust-jax-0.4.35 (",
+                                   "JAX (jax.distributed) on LUMI has only images of a legacy generation (legacy-sif"],
+    "answers-0.3.0/pytorch-2node.yml": [],
+    "answers-0.3.0/pytorch-legacy-prestage-rocprof.yml": [
+        "Container image lust-pytorch-2.7.1 is legacy. Move to laif-multitorch-20260513 ("],
+    "answers-0.3.0/pytorch-torchrun-cotainr-smallg.yml": [
+        "torchrun's workers get no CPU binding with cotainr: the image is not known to have"],
+}
+
+
+@pytest.mark.parametrize("name", OLD_NOTICES)
+def test_older_projects_data_gives_the_same_notices_through_the_model(name):
+    """Data recorded by 0.1 and 0.2 (schema 1, without the computed job fields) and by 0.3.0
+    (schema 2: the model reads the shapes and the binding from the recorded options) is read
+    through the validated model, with the notices the dict readers gave: the env setting's
+    known issue, legacy images, a legacy-only framework, torchrun without binding."""
+    recorded = yaml.safe_load((FIXTURES / name).read_text())
+    lines = notices(validate_plugin_data(recorded.get("plugin_data", recorded)), plugins.get_catalogue())
+    assert [line[:len(start)] for line, start in zip(lines, OLD_NOTICES[name])] == OLD_NOTICES[name]
+    assert len(lines) == len(OLD_NOTICES[name]), lines
+
+
+def test_recorded_data_that_does_not_validate_is_one_line_in_doctor(tmp_path, monkeypatch, capsys):
+    """plugin_data edited by hand (no job has 0 tasks): doctor says so in one line naming the
+    field, its value and the fix, runs its other checks, and never says "No problems found";
+    explain refuses it the same way."""
+    project = render(REPO, tmp_path / "p")
+    path = project / ".copier-answers.yml"
+    answers = yaml.safe_load(path.read_text())
+    answers["plugin_data"]["job"]["tasks"] = 0
+    path.write_text(yaml.safe_dump(answers))
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: None)
+    assert cli.main(["doctor", str(project)]) == 0
+    out = capsys.readouterr().out
+    said = [line for line in out.splitlines() if "plugin_data.job.tasks" in line]
+    assert said == [f"warning: {path}: plugin_data.job.tasks=0: Input should be greater than or equal to 1. Fix: "
+                    "plugin_data is computed by lumi-scaffold from the installed plugins: do not give it with --data or "
+                    "edit it in .copier-answers.yml (restore that file from git, then run lumi-scaffold update)."], out
+    assert "No problems found." not in out and "note: no sbatch on PATH" in out
+    assert cli.main(["explain", str(project)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "plugin_data.job.tasks=0" in err and "Traceback" not in err

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from lumi_scaffold import ContainerImage, cli, doctor, plugins
+from lumi_scaffold import ContainerImage, cli, copier_ext, doctor, plugins
 from lumi_scaffold.lint import lint_project
 from lumi_scaffold.plugin_data import PluginDataError, validate_plugin_data
 
@@ -324,10 +324,13 @@ def test_storage_under_a_variable_renders_lints_and_is_checked_by_the_job_and_do
     assert found.stdout == "/s/project_465000000/u1/demo/outputs\n"
     # doctor, on a login node, checks the variable as the job will.
     answers = read_answers(project)
-    assert storage_checks(answers, environ={}) == [
+    data = validate_plugin_data(answers["plugin_data"])
+    assert storage_checks(answers, data, environ={}) == [
         "the project's data, outputs and caches are under ${MYSCRATCH}, and MYSCRATCH is not set here: set it (jobs "
         "take it from the shell that submits them)"]
-    assert storage_checks(answers, environ={"MYSCRATCH": "/s"}) == []
+    assert storage_checks(answers, data, environ={"MYSCRATCH": "/s"}) == []
+    # The plugins' Jinja filter takes the answer as Copier holds it (the recorded dict).
+    assert copier_ext.lumi_storage_variables(answers["plugin_data"], "${OTHER}/x.tar") == ["MYSCRATCH", "OTHER"]
 
 
 def test_a_site_without_variables_has_no_storage_check(template, tmp_path):
@@ -336,7 +339,8 @@ def test_a_site_without_variables_has_no_storage_check(template, tmp_path):
 
     project = render(template, tmp_path / "p", prestage=True)
     assert values(project)["storage_variables"] == []
-    assert storage_checks(read_answers(project), environ={}) == []
+    answers = read_answers(project)
+    assert storage_checks(answers, validate_plugin_data(answers["plugin_data"]), environ={}) == []
 
 
 @pytest.mark.slurm

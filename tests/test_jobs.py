@@ -202,8 +202,9 @@ def test_known_issues_take_the_nodes_from_the_model_not_the_recorded_text():
 
     data = resolve({**BASE, "nodes": 2}, get_catalogue())
     data["job"]["slurm"]["train"] = [o.replace("--nodes=2", "--nodes=1") for o in data["job"]["slurm"]["train"]]
-    assert nodes_of(data) == 2
-    assert nodes_of({}) == 1  # 0.1 and 0.2 projects record no job
+    assert nodes_of(validate_plugin_data(data)) == 2
+    old = yaml.safe_load((Path(__file__).parent / "fixtures" / "plugin_data-v0.2.json").read_text())
+    assert nodes_of(validate_plugin_data(old)) == 1  # 0.1 and 0.2 projects record no job shapes
 
 
 def test_the_memory_a_job_holds_on_a_node_is_one_rule():

@@ -90,13 +90,11 @@ def _tail(done: subprocess.CompletedProcess) -> str:
     return lines[-1][:300] if lines else "(no output)"
 
 
-def run_example(project: Path, *, python: str | None = None) -> list[str]:
+def run_example(project: Path, values: dict[str, Any], *, python: str | None = None) -> list[str]:
     """Problems of the rendered ``project``'s train.py with the contract ([] if none), one
-    line each, naming the clause; see the module's docstring."""
-    from .testing import project_values
-
+    line each, naming the clause; see the module's docstring. ``values``: the project's
+    scripts/values.sh as read (lumi_scaffold.testing.project_values)."""
     project = Path(project).resolve()
-    values = project_values(project)
     python = python or sys.executable
     fix = f"(the contract: {CONTRACT})"
     with tempfile.TemporaryDirectory(prefix="lumi-contract-") as scratch:

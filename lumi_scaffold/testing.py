@@ -437,7 +437,7 @@ def check_example(catalogue: Catalogue, framework: str, *, template: Path | str 
     template = template or settings.template() or template_source()
     with tempfile.TemporaryDirectory(prefix="lumi-example-") as scratch, use_catalogue(catalogue):
         project = render_project(template, Path(scratch) / "project", matrix[0])
-        return run_example(project, python=python)
+        return run_example(project, project_values(project), python=python)
 
 
 def _installed(distribution: str) -> bool:

@@ -19,7 +19,7 @@ import pytest
 from lumi_scaffold import hookimpl
 from lumi_scaffold.plugins import get_catalogue
 from lumi_scaffold.script_contract import LR, MORE, STEPS, run_example
-from lumi_scaffold.testing import check_conformance, check_example, isolated_catalogue
+from lumi_scaffold.testing import check_example, isolated_catalogue, project_values
 
 from .helpers import REPO, render
 
@@ -62,21 +62,22 @@ def project(tmp_path_factory, template):
     return render(template, tmp_path_factory.mktemp("contract") / "p")
 
 
-def _with_script(project, tmp_path, text):
+def _run(project, tmp_path, text):
+    """run_example on a copy of ``project`` whose train.py is ``text``."""
     copy = shutil.copytree(project, tmp_path / "p", symlinks=True)
     (copy / "src/demo/train.py").write_text(text)
-    return copy
+    return run_example(copy, project_values(copy))
 
 
 def test_a_script_that_keeps_the_contract_passes(project, tmp_path):
-    assert run_example(_with_script(project, tmp_path, KEEPS)) == []
+    assert _run(project, tmp_path, KEEPS) == []
 
 
 @pytest.mark.parametrize("clause", sorted(BROKEN))
 def test_a_broken_example_fails_with_the_clause_it_breaks(project, tmp_path, clause):
     old, new = BROKEN[clause]
     assert old in KEEPS
-    problems = run_example(_with_script(project, tmp_path, KEEPS.replace(old, new)))
+    problems = _run(project, tmp_path, KEEPS.replace(old, new))
     assert len(problems) == 1, problems
     [line] = problems
     assert line.startswith(f"{clause}: ") and "\n" not in line, line
@@ -92,10 +93,10 @@ def test_a_broken_example_fails_with_the_clause_it_breaks(project, tmp_path, cla
 def test_a_script_that_does_not_beat_or_report_is_named(project, tmp_path):
     assert "    heartbeat.beat(step)\n" in KEEPS and "log.finish(finished=True)" in KEEPS
     no_beat = KEEPS.replace("    heartbeat.beat(step)\n", "")
-    assert run_example(_with_script(project, tmp_path / "a", no_beat)) == [
+    assert _run(project, tmp_path / "a", no_beat) == [
         f"heartbeat: train.py --steps {STEPS} --lr {LR} never beat, not at its last step {STEPS}: call "
         "heartbeat.Heartbeat().beat(step) after every step (the contract: docs/jobs.md, \"The training-script contract\")"]
-    [line] = run_example(_with_script(project, tmp_path / "b", KEEPS.replace("log.finish(finished=True)", "pass")))
+    [line] = _run(project, tmp_path / "b", KEEPS.replace("log.finish(finished=True)", "pass"))
     assert line.startswith(f"train.py --steps {STEPS} --lr {LR}: wrote no job report"), line
 
 
@@ -109,13 +110,18 @@ def _framework_plugin(example: str):
     return "lumi-framework-broken", types.SimpleNamespace(register_frameworks=register_frameworks)
 
 
-def test_conformance_fails_a_plugin_whose_example_ignores_steps(template):
-    """Through check_conformance, as a plugin's own tests call it (the framework renders on
-    LUMI's PyTorch image: the matrix is left out here, only the example runs)."""
+def test_conformance_fails_a_plugin_whose_example_ignores_steps(template, monkeypatch):
+    """Through check_conformance, as a plugin's own tests call it (its matrix of LUMI
+    projects is left out here: only the example runs)."""
+    from lumi_scaffold import testing
+
+    monkeypatch.setattr(testing, "plugin_matrix", lambda cat, name: [])
     old, new = BROKEN["--steps"]
     with isolated_catalogue(_framework_plugin(KEEPS.replace(old, new)), builtins=["lumi", "pytorch", "profilers"]) as cat:
-        problems = check_example(cat, "broken", template=template)
-    assert [p.split(":")[0] for p in problems] == ["--steps"], problems
+        problems = testing.check_conformance(cat, "lumi-framework-broken", template=template)
+        assert testing.check_conformance(cat, "lumi-framework-broken", template=template, run_examples=False) == []
+    assert [p.split(": ")[:2] for p in problems] == [["framework 'broken'", "example"]], problems
+    assert problems[0].startswith("framework 'broken': example: --steps: train.py --steps 3"), problems
 
 
 @pytest.mark.parametrize("framework", ["pytorch", "jax"])

@@ -377,8 +377,9 @@ def check_conformance(catalogue: Catalogue, plugin_name: str, *, template: Path 
     offered on some site and each of its sites offers some framework; that its template
     files belong to a registered site or framework; that every project in
     :func:`plugin_matrix` renders, passes bash -n, shellcheck and the #SBATCH checks, and
-    contains the plugin's template files; and, with ``run_examples``, that each of its
-    frameworks' example scripts keeps the training-script contract (:func:`check_example`).
+    contains the plugin's template files; and then, with ``run_examples`` and no problem
+    found so far, that each of its frameworks' example scripts keeps the training-script
+    contract (:func:`check_example`).
     ``template`` defaults to $LUMI_SCAFFOLD_TEMPLATE, else the installed template
     (:func:`template_root`: the source checkout or the wheel's copy).
     """
@@ -419,7 +420,8 @@ def check_example(catalogue: Catalogue, framework: str, *, template: Path | str 
     none; lumi_scaffold.script_contract says what it checks): renders one project of the
     framework and runs its train.py twice on the CPU, one rank, a few steps, with ``python``
     (default: this one). Where a package the framework pins or requires is not installed in
-    this Python the script cannot run: a warning says so, and nothing is checked."""
+    this Python the script cannot run: a warning says so, and nothing is checked (with
+    ``python`` given, it is run whatever this Python has)."""
     from .script_contract import run_example
 
     fw = catalogue.frameworks[framework]

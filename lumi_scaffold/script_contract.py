@@ -46,10 +46,12 @@ def _free_port() -> int:
 
 
 def _environment(project: Path, run_dir: Path, beats: Path, job: str) -> dict[str, str]:
-    """What scripts/job-env.sh and scripts/run.sh give rank 0 of a one-rank training job."""
+    """What scripts/job-env.sh and scripts/run.sh give rank 0 of a one-rank training job, on
+    this Python's environment (its PYTHONPATH and user site stay: the packages the tests
+    see are the ones the script imports)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SLURM_", "LUMI_SCAFFOLD_", "TORCHELASTIC_")) and k not in
-           ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PYTHONPATH")}
+           ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
     env.update({
         "PROJECT_DIR": str(project), "RUN_DIR": str(run_dir), "RUN_NAME": run_dir.name, "SLURM_JOB_ID": job,
         "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
@@ -58,7 +60,6 @@ def _environment(project: Path, run_dir: Path, beats: Path, job: str) -> dict[st
         "LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT": "120", "LUMI_SCAFFOLD_HEARTBEAT_INTERVAL": "1",
         "LUMI_SCAFFOLD_HEARTBEAT": str(beats / "shared" / "rank0@conformance"),
         "LUMI_SCAFFOLD_HEARTBEAT_LOCAL": str(beats / f"local-{job}"),
-        "PYTHONNOUSERSITE": "1",
     })
     return env
 

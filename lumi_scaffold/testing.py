@@ -16,6 +16,7 @@ import importlib.util
 import itertools
 import multiprocessing
 import os
+import re
 import shutil
 import tempfile
 import types
@@ -242,7 +243,7 @@ def lint_projects(projects: Iterable[Path], cat: Catalogue | None = None, worker
 #     def test_conformance(catalogue):
 #         assert check_conformance(catalogue, "lumi-site-mycluster") == []
 
-__all__ += ["catalogue_fixture", "check_conformance", "isolated_catalogue", "plugin_catalogue", "plugin_matrix", "use_catalogue"]
+__all__ += ["catalogue_fixture", "check_conformance", "check_example", "isolated_catalogue", "plugin_catalogue", "plugin_matrix", "use_catalogue"]
 
 
 def _named_plugin(item: Any) -> tuple[str, Any, _plugins.PluginInfo]:
@@ -368,16 +369,19 @@ def _first(lines: list[str], limit: int = 20) -> list[str]:
 
 
 def check_conformance(catalogue: Catalogue, plugin_name: str, *, template: Path | str | None = None,
-                      workers: int = 2) -> list[str]:
+                      workers: int = 2, run_examples: bool = True) -> list[str]:
     """Problems with everything ``plugin_name`` registered in ``catalogue`` ([] if none).
 
     Checks that the plugin loaded without recorded problems and registered something;
     that its images name a registered site and framework; that each of its frameworks is
     offered on some site and each of its sites offers some framework; that its template
-    files belong to a registered site or framework; and that every project in
+    files belong to a registered site or framework; that every project in
     :func:`plugin_matrix` renders, passes bash -n, shellcheck and the #SBATCH checks, and
-    contains the plugin's template files. ``template`` defaults to $LUMI_SCAFFOLD_TEMPLATE, else the
-    installed template (:func:`template_root`: the source checkout or the wheel's copy).
+    contains the plugin's template files; and then, with ``run_examples`` and no problem
+    found so far, that each of its frameworks' example scripts keeps the training-script
+    contract (:func:`check_example`).
+    ``template`` defaults to $LUMI_SCAFFOLD_TEMPLATE, else the installed template
+    (:func:`template_root`: the source checkout or the wheel's copy).
     """
     cat = catalogue
     loaded = [p.name for p in cat.plugins]
@@ -403,7 +407,47 @@ def check_conformance(catalogue: Catalogue, plugin_name: str, *, template: Path 
         owners = cat.sites if tf.owner == "site" else cat.frameworks
         if tf.owner_name not in owners:
             out.append(f"template file {tf.name!r} belongs to {tf.owner} {tf.owner_name!r}, which is not registered")
-    return out + _render_and_lint(cat, plugin_name, template, workers)
+    out += _render_and_lint(cat, plugin_name, template, workers)
+    if run_examples and not out:
+        for fw in reg.get("framework", []):
+            out += [f"framework {fw!r}: example: {line}" for line in check_example(cat, fw, template=template)]
+    return out
+
+
+def check_example(catalogue: Catalogue, framework: str, *, template: Path | str | None = None,
+                  python: str | None = None) -> list[str]:
+    """Problems of ``framework``'s example script with the training-script contract ([] if
+    none; lumi_scaffold.script_contract says what it checks): renders one project of the
+    framework and runs its train.py twice on the CPU, one rank, a few steps, with ``python``
+    (default: this one). Where a package the framework pins or requires is not installed in
+    this Python the script cannot run: a warning says so, and nothing is checked (with
+    ``python`` given, it is run whatever this Python has)."""
+    from .script_contract import run_example
+
+    fw = catalogue.frameworks[framework]
+    names = [re.split(r"[^A-Za-z0-9._-]", p, maxsplit=1)[0] for p in [*fw.pinned_packages, *fw.requirements]]
+    missing = [name for name in dict.fromkeys(names) if not _installed(name)]
+    if missing and python is None:
+        warnings.warn(f"{framework}'s example not run (the training-script contract is not checked): "
+                      f"{', '.join(missing)} not installed in this Python", stacklevel=2)
+        return []
+    sites = [s for s in catalogue.sites if framework in catalogue.frameworks_for(s)]
+    matrix = [a for a in answer_matrix(catalogue, sites=sites, frameworks=[framework])
+              if not a["prestage"] and a["profiler"] == "none"]
+    if not matrix:
+        return [f"no project of {framework!r} to render the example in"]
+    template = template or settings.template() or template_source()
+    with tempfile.TemporaryDirectory(prefix="lumi-example-") as scratch, use_catalogue(catalogue):
+        project = render_project(template, Path(scratch) / "project", matrix[0])
+        return run_example(project, project_values(project), python=python)
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def _render_and_lint(cat: Catalogue, plugin_name: str, template: Path | str | None, workers: int) -> list[str]:

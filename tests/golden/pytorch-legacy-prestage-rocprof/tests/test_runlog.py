@@ -76,6 +76,7 @@ def test_the_job_report_adds_up(package_dir, tmp_path):
     assert 0.2 <= report["billing"]["billed"] < 0.21
     assert report["billing"]["per_1000_steps"] == pytest.approx(report["billing"]["billed"] * 1000 / 20, rel=1e-3)
     assert report["loss"] == {"last": 1 / 30, "best": 1 / 30}
+    assert report["lr"] == 0.1  # (the metrics' "lr": the learning rate the steps trained with)
     line = result.stdout.strip().splitlines()[-1]
     assert line.startswith("report: job 7 finished · steps 11-30 (20) · ") and "GPU-hours billed" in line, line
 

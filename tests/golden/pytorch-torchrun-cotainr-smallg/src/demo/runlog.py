@@ -8,7 +8,8 @@ Rank 0 times every step (and the part of it spent waiting for data), and
   samples/s in total and per GPU, step time p50 and p95, the share of step time spent
   waiting for data, and the GPU-hours billed so far by the site's rule (the rate of one node
   scripts/job-env.sh exports in LUMI_SCAFFOLD_BILLING_PER_NODE, times the job's nodes and the
-  time since the job started).
+  time since the job started). The file also has the last logged loss and learning rate
+  (the "loss" and "lr" that ``step``'s metrics give).
   `lumi-scaffold explain --runs` lists a project's runs from these files.
 * **tracking** (LUMI_SCAFFOLD_TRACKING: none, tensorboard, mlflow or wandb; TRACKING=...
   sbatch ... picks another): every LUMI_SCAFFOLD_LOG_EVERY steps (10 unless set) loss,
@@ -94,6 +95,7 @@ class RunLog:
         self.step_times: list[float] = []
         self.data_waits: list[float] = []
         self.losses: list[tuple[int, float]] = []
+        self.lr: float | None = None  # the learning rate of the last logged step (metrics' "lr")
         self.last = self.started = time.monotonic()
         self.written = self.checked = self.started
         self.time_up = False
@@ -134,6 +136,8 @@ class RunLog:
             values = dict(metrics())
             if "loss" in values:
                 self.losses.append((step, float(values["loss"])))
+            if "lr" in values:
+                self.lr = float(values["lr"])
             elapsed = now - self.interval_start
             values["samples_per_s"] = self.interval_steps * self.samples_per_step / elapsed if elapsed > 0 else 0.0
             values["step_time_s"] = elapsed / self.interval_steps
@@ -223,6 +227,7 @@ class RunLog:
                             "p50": percentile(timed, 50), "p95": percentile(timed, 95)},
             "data_wait_share": round(sum(self.data_waits[1:] or self.data_waits) / training, 4) if training > 0 else None,
             "loss": {"last": losses[-1] if losses else None, "best": min(losses) if losses else None},
+            "lr": self.lr,
             "seconds": {"job": round(job_s, 1), "training": round(sum(self.step_times), 1)},
             "billing": {"unit": unit, "per_hour": rate,
                         "billed": round(billed, 4) if billed is not None else None,

@@ -2,8 +2,8 @@
 
 :class:`Answers` is the typed view of the answers that the choices, defaults and checks of
 :mod:`lumi_scaffold.questions` and the assembly of plugin_data (:mod:`lumi_scaffold.assemble`)
-read; :func:`default` gives the computed default of a question (copier.yml's
-``lumi_default``).
+read; the ``default_*`` functions compute the default of a question (copier.yml's
+``lumi_default``), each named in the question's entry of :data:`lumi_scaffold.questions.QUESTIONS`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from . import jobs, settings
 from .models import ContainerImage, Partition, Site, StorageArea
 from .plugins import Catalogue
 
-__all__ = ["CONTAINER_SPECIAL", "TEST_SITES", "TEST_SITES_ENV", "Answers", "answered_partition", "chosen_image", "default",
+__all__ = ["CONTAINER_SPECIAL", "TEST_SITES", "TEST_SITES_ENV", "Answers", "answered_partition", "chosen_image",
            "offered_sites"]
 
 CONTAINER_SPECIAL = ("recommended", "custom", "cotainr")
@@ -58,48 +58,63 @@ def _is_undefined(value: Any) -> bool:
     return value is None or type(value).__name__.endswith("Undefined")
 
 
-def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
-    a = Answers(answers, cat)
+def default_site(a: Answers) -> str:
+    offered = offered_sites(a.cat)
+    return "lumi" if "lumi" in offered else next(iter(offered), "")
+
+
+def default_account(a: Answers) -> str:
+    return a.site.account.example if a.site else ""
+
+
+def default_framework(a: Answers) -> str:
+    names = a.cat.frameworks_for(a.site.name) if a.site else []
+    return "pytorch" if "pytorch" in names else (names[0] if names else "")
+
+
+def default_container(a: Answers) -> str:
+    """No recommended image: the first legacy one where the site has only those (its status
+    is shown and warned about), else the user's own .sif (a site where users pull their own)."""
+    site, fw = a.site, str(a.get("framework"))
+    if not site or a.cat.recommended_image(site.name, fw):
+        return "recommended"
+    # An observed image (not announced by the site) is never a default.
+    legacy = [i for i in a.cat.images(site.name, fw) if i.status != "observed"]
+    return legacy[0].id if legacy else "custom"
+
+
+def default_container_path(a: Answers) -> str:
+    """In the site's first data area; on LUMI /project/<account>/containers/<project>.sif."""
     site = a.site
-    if name == "site":
-        offered = offered_sites(cat)
-        return "lumi" if "lumi" in offered else next(iter(offered), "")
-    if name == "account":
-        return site.account.example if site else ""
-    if name == "framework":
-        names = cat.frameworks_for(site.name) if site else []
-        return "pytorch" if "pytorch" in names else (names[0] if names else "")
-    if name == "container":
-        # No recommended image: the first legacy one where the site has only those (its status
-        # is shown and warned about), else the user's own .sif (a site where users pull their own).
-        fw = str(a.get("framework"))
-        if not site or cat.recommended_image(site.name, fw):
-            return "recommended"
-        # An observed image (not announced by the site) is never a default.
-        legacy = [i for i in cat.images(site.name, fw) if i.status != "observed"]
-        return legacy[0].id if legacy else "custom"
-    if name == "container_path":
-        # In the site's first data area; on LUMI /project/<account>/containers/<project>.sif.
-        area = next((s for s in site.storage if s.data), None) if site else None
-        root = _resolve(area, site, a) if area and site else "/project"
-        return f"{root}/containers/{a.get('project_name')}.sif"
-    if name == "gpus_per_node":
-        return site.node.gpus if site else 1
-    if name == "partition":
-        if not site:
-            return ""
-        whole = jobs.whole_nodes(site.node, a.int("gpus_per_node"))
-        return site.whole_node_partition if whole else site.partial_node_partition
-    if name == "data_location":
-        if not site:
-            return ""
-        areas = [s.name for s in site.storage if s.data]
-        return "scratch" if "scratch" in areas else areas[0]
-    if name == "dataset_archive":
-        area = site.storage_area(str(a.get("data_location"))) if site else None
-        root = _resolve(area, site, a) if area and site else "/data"
-        return f"{root}/datasets/{a.get('project_name')}.tar"
-    raise KeyError(f"no computed default for question {name!r}")
+    area = next((s for s in site.storage if s.data), None) if site else None
+    root = _resolve(area, site, a) if area and site else "/project"
+    return f"{root}/containers/{a.get('project_name')}.sif"
+
+
+def default_gpus_per_node(a: Answers) -> int:
+    return a.site.node.gpus if a.site else 1
+
+
+def default_partition(a: Answers) -> str:
+    site = a.site
+    if not site:
+        return ""
+    whole = jobs.whole_nodes(site.node, a.int("gpus_per_node"))
+    return site.whole_node_partition if whole else site.partial_node_partition
+
+
+def default_data_location(a: Answers) -> str:
+    if not a.site:
+        return ""
+    areas = [s.name for s in a.site.storage if s.data]
+    return "scratch" if "scratch" in areas else areas[0]
+
+
+def default_dataset_archive(a: Answers) -> str:
+    site = a.site
+    area = site.storage_area(str(a.get("data_location"))) if site else None
+    root = _resolve(area, site, a) if area and site else "/data"
+    return f"{root}/datasets/{a.get('project_name')}.tar"
 
 
 def _resolve(area: StorageArea, site: Site, a: Answers) -> str:
@@ -110,7 +125,7 @@ def _resolve(area: StorageArea, site: Site, a: Answers) -> str:
 
 def answered_partition(a: Answers, site: Site) -> Partition:
     """The answered partition, else the one the default would be for these answers."""
-    part = site.partition(str(a.get("partition"))) or site.partition(default("partition", a.raw, a.cat))
+    part = site.partition(str(a.get("partition"))) or site.partition(default_partition(a))
     assert part is not None  # the default is one of the site's partitions
     return part
 

@@ -20,8 +20,8 @@ print them, and ``explain``, ``lint`` and the cost code read the shapes, never t
 :func:`parse_options` reads options back only where text is all there is: a job file's
 header (lint) and plugin_data recorded before shapes were (schema 2).
 
-Adding a job kind: one :class:`JobKind` entry here (its shape function) and its template
-under ``project-templates/project/jobs/``.
+Adding a job kind: one :class:`JobKind` entry here (its shape function), its template
+under ``project-templates/project/jobs/`` and its test (CONTRIBUTING.md, "Adding a job kind").
 """
 
 from __future__ import annotations
@@ -412,7 +412,7 @@ class JobKind:
     partition: Literal["smoke", "project"] = "project"  # which partition it is billed on
     launcher: Literal["answer", "srun"] = "answer"  # who starts its ranks: the project's launcher, or srun
     watchdog: bool = False  # the progress watchdog runs in it (explain costs a hang)
-    optional: bool = False  # a project may lack the file (a profiler of none, one node, removed by hand)
+    optional: bool = False  # a project may lack the file (a profiler of none, one node, made before the kind, removed by hand)
     partial_node: bool = False  # may use part of a node on a whole-node partition (lint)
     runs_as: str = ""  # a kind whose job file this one runs (each trial of a sweep runs jobs/train.sbatch)
 

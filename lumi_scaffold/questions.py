@@ -13,93 +13,27 @@ What the answers give the templates (``plugin_data``) is assembled in
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ._types import REQUIREMENT, check_abs_path, slurm_time_seconds
 from .plugins import Catalogue
 from .models import Partition, Site
 from . import plugin_data as _plugin_data
-from . import jobs
-from .defaults import (CONTAINER_SPECIAL, TEST_SITES, TEST_SITES_ENV, Answers, answered_partition, chosen_image, default,
-                       offered_sites, split_requirements)
-from .labels import CONTAINER_LABELS, LABEL_WIDTH, fit, framework_status, image_label, status_label
+from . import choices as _choices, defaults, jobs
+from .defaults import (CONTAINER_SPECIAL, TEST_SITES, TEST_SITES_ENV, Answers, answered_partition, chosen_image, offered_sites,
+                       split_requirements)
+from .labels import LABEL_WIDTH, fit
 from .tracking import TRACKERS
 
-__all__ = ["CONTAINER_SPECIAL", "LABEL_WIDTH", "TEST_SITES", "TEST_SITES_ENV", "Answers", "Placeholder", "answered_partition",
-           "check", "check_all", "choices", "chosen_image", "default", "fit", "offered_sites", "placeholder_answers",
+__all__ = ["CONTAINER_SPECIAL", "LABEL_WIDTH", "QUESTIONS", "TEST_SITES", "TEST_SITES_ENV", "Answers", "Placeholder", "Question",
+           "answered_partition", "check", "check_all", "choices", "chosen_image", "default", "fit", "offered_sites", "placeholder_answers",
            "placeholders", "split_requirements"]
 
 _PROJECT_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 _ARCHIVE = (".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz")
-# ---------------------------------------------------------------- choices
-
-
-def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
-    """Label -> value choices for a question (labels explain, values are stored)."""
-    a = Answers(answers, cat)
-    site = a.site
-    if name == "site":
-        return {fit(f"{n}: {cat.sites[n].title}"): n for n in offered_sites(cat)}
-    if name == "framework":
-        names = cat.frameworks_for(site.name) if site else []
-        return {fit(f"{n}: {cat.frameworks[n].title}{framework_status(cat, site.name, n) if site else ''}"): n
-                for n in names}
-    if name == "container":
-        return _container_choices(a)
-    if name == "partition":
-        if not site:
-            return {}
-        return {fit(f"{p.name}: {p.allocation}, up to {p.max_nodes} nodes, {p.max_walltime}"): p.name
-                for p in site.partitions}
-    if name == "launcher":
-        fw = cat.frameworks.get(str(a.get("framework")))
-        labels = {"srun": "srun: one task per GPU (recommended)", "torchrun": "torchrun: one task per node spawning one worker per GPU"}
-        if _torchrun_unbound(a):
-            labels["torchrun"] = "torchrun: one task per node; no CPU binding with this image (srun binds)"
-        return {labels[x]: x for x in (fw.launchers if fw else ["srun"])}
-    if name == "data_location":
-        if not site:
-            return {}
-        account = str(a.get("account") or "{account}")
-        return {fit(f"{s.name}: {s.resolve(account, site.account.project_of(account))} ({s.note})"): s.name
-                for s in site.storage if s.data}
-    if name == "profiler":
-        return {fit(f"{n}: {cat.profilers[n].title}"): n for n in _profilers(a) if n in cat.profilers}
-    if name == "tracking":
-        return {fit(f"{n}: {t.title}"): n for n, t in TRACKERS.items()}
-    raise KeyError(f"no choices for question {name!r}")
-
-
-def _torchrun_unbound(a: Answers) -> bool:
-    """Whether torchrun's workers would run unbound on whole nodes: the image is not known
-    to have torch.distributed.run --numa-binding (legacy images, your own image)."""
-    site = a.site
-    if site is None:
-        return False
-    node = site.node_of(answered_partition(a, site).name)
-    image = chosen_image(a)
-    bound = jobs.binding("torchrun", jobs.whole_nodes(node, a.int("gpus_per_node", node.gpus)),
-                         bool(image and image.numa_binding), own_image=image is None)
-    return node.gpus > 1 and bound in ("torchrun-image", "torchrun-own-image")
-
-
-def _container_choices(a: Answers) -> dict[str, str]:
-    site, fw = a.site, str(a.get("framework"))
-    if site is None:
-        return {}
-    out: dict[str, str] = {}
-    for option in a.cat.container_options(site.name, fw):
-        image = a.cat.containers.get(option)
-        recommended = a.cat.recommended_image(site.name, fw)
-        if option == "recommended" and recommended is not None:
-            label = f"recommended: follow the catalogue (now {recommended.id})"
-        else:
-            label = image_label(image.id, status_label(image), image.title) if image else CONTAINER_LABELS[option]
-        out[fit(label)] = option
-    return out
-
-
 class Placeholder(NamedTuple):
     """An answer that is still a made-up example: the question, its value, why, and what to give."""
 
@@ -118,9 +52,9 @@ def placeholder_answers(answers: Mapping[str, Any], cat: Catalogue) -> list[Plac
     if site and a.get("account") == site.account.example and not site.account.example_works:
         out.append(Placeholder("account", str(a.get("account")), f"{site.display_name or site.name}'s example, not your project",
                                "<your project>"))
-    if a.get("container") == "custom" and a.get("container_path") == default("container_path", answers, cat):
+    if QUESTIONS["container_path"].asked(a) and a.get("container_path") == default("container_path", answers, cat):
         out.append(Placeholder("container_path", str(a.get("container_path")), "a made-up path", "/path/to/your.sif"))
-    if a.get("prestage") and a.get("dataset_archive") == default("dataset_archive", answers, cat):
+    if QUESTIONS["dataset_archive"].asked(a) and a.get("dataset_archive") == default("dataset_archive", answers, cat):
         out.append(Placeholder("dataset_archive", str(a.get("dataset_archive")), "a made-up path", "/path/to/your.tar"))
     return out
 
@@ -131,13 +65,6 @@ def placeholders(answers: Mapping[str, Any], cat: Catalogue) -> list[str]:
 
 
 # ---------------------------------------------------------------- checks
-
-
-def check(name: str, value: Any, answers: Mapping[str, Any], cat: Catalogue) -> str:
-    """An error message for an invalid answer, or '' when the value is fine."""
-    a = Answers({**answers, name: value}, cat)
-    checker = _CHECKS.get(name)
-    return checker(value, a) if checker else ""
 
 
 def _project_name(value: Any, a: Answers) -> str:
@@ -204,8 +131,6 @@ def _file_path(value: Any, a: Answers, name: str, suffixes: tuple[str, ...], wha
 
 
 def _container_path(value: Any, a: Answers) -> str:
-    if a.get("container") != "custom":
-        return ""
     return _file_path(value, a, "container_path", (".sif",), "your container image (.sif)")
 
 
@@ -272,19 +197,11 @@ def _supported_by_framework(field: str, noun: str):
     return checker
 
 
-def _profilers(a: Answers) -> list[str]:
-    """The framework's profilers that work in the chosen image (all of them for your own image)."""
-    fw = a.cat.frameworks.get(str(a.get("framework")))
-    names = fw.profilers if fw else ["none"]
-    image = chosen_image(a)
-    return [n for n in names if image is None or image.profilers is None or n in image.profilers or n == "none"]
-
-
 def _profiler(value: Any, a: Answers) -> str:
     message = _supported_by_framework("profilers", "profiler")(value, a)
     if message:
         return message
-    allowed, image = _profilers(a), chosen_image(a)
+    allowed, image = _choices.profilers(a), chosen_image(a)
     if value not in allowed and image is not None:
         return (f"{value!r} does not work in image {image.id} ({image.title}). Use one of {allowed}"
                 f"{' (rocprofv3 replaces rocprof)' if value == 'rocprof' and 'rocprofv3' in allowed else ''}.")
@@ -300,14 +217,10 @@ def _data_location(value: Any, a: Answers) -> str:
 
 
 def _dataset_archive(value: Any, a: Answers) -> str:
-    if not a.get("prestage"):
-        return ""
     return _file_path(value, a, "dataset_archive", _ARCHIVE, "the dataset packed with tar")
 
 
 def _profile_rank(value: Any, a: Answers) -> str:
-    if a.get("profiler") in (None, "none"):
-        return ""
     ranks = a.int("nodes", 1) * a.int("gpus_per_node", 1)
     r = a.int("profile_rank", -1)
     if not 0 <= r < ranks:
@@ -328,33 +241,84 @@ def _tracking(value: Any, a: Answers) -> str:
     return ""
 
 
-_CHECKS = {
-    "project_name": _project_name,
-    "site": _site,
-    "account": _account,
-    "framework": _framework,
-    "container": _container,
-    "container_path": _container_path,
-    "nodes": _nodes,
-    "gpus_per_node": _gpus,
-    "partition": _partition,
-    "walltime": _walltime,
-    "launcher": _supported_by_framework("launchers", "launcher"),
-    "data_location": _data_location,
-    "dataset_archive": _dataset_archive,
-    "profiler": _profiler,
-    "profile_rank": _profile_rank,
-    "extra_requirements": _extra_requirements,
-    "tracking": _tracking,
+# ---------------------------------------------------------------- the questions
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question's logic, side by side, after Copier's own ``Question``
+    (copier/_user_data.py): the ``choices`` (copier.yml's ``lumi_choices``), ``default``
+    (``lumi_default``) and ``check`` (``lumi_check``) of the answers so far, and ``when``
+    the question is asked: copier.yml's ``when:``, in Python (its check is skipped where it
+    is not asked). A part that is None is not computed here (copier.yml has a literal or none)."""
+
+    name: str
+    choices: Callable[[Answers], dict[str, str]] | None = None
+    default: Callable[[Answers], Any] | None = None
+    check: Callable[[Any, Answers], str] | None = None
+    when: Callable[[Answers], bool] | None = None
+
+    def asked(self, a: Answers) -> bool:
+        return self.when is None or self.when(a)
+
+
+def _registry(*entries: Question) -> Mapping[str, Question]:
+    return MappingProxyType({q.name: q for q in entries})
+
+
+QUESTIONS = _registry(
+    Question("project_name", check=_project_name),
+    Question("site", _choices.site_choices, defaults.default_site, _site),
+    Question("account", default=defaults.default_account, check=_account),
+    Question("framework", _choices.framework_choices, defaults.default_framework, _framework),
+    Question("container", _choices.container_choices, defaults.default_container, _container),
+    Question("container_path", default=defaults.default_container_path, check=_container_path,
+             when=lambda a: a.get("container") == "custom"),
+    Question("nodes", check=_nodes),
+    Question("gpus_per_node", default=defaults.default_gpus_per_node, check=_gpus),
+    Question("partition", _choices.partition_choices, defaults.default_partition, _partition),
+    Question("walltime", check=_walltime),
+    Question("launcher", _choices.launcher_choices, check=_supported_by_framework("launchers", "launcher")),
+    Question("data_location", _choices.data_location_choices, defaults.default_data_location, _data_location),
+    Question("dataset_archive", default=defaults.default_dataset_archive, check=_dataset_archive,
+             when=lambda a: bool(a.get("prestage"))),
+    Question("profiler", _choices.profiler_choices, check=_profiler),
+    Question("profile_rank", check=_profile_rank, when=lambda a: a.get("profiler") not in (None, "none")),
+    Question("extra_requirements", check=_extra_requirements),
+    Question("tracking", _choices.tracking_choices, check=_tracking),
     # Computed, never asked; checked when it arrives with --data or from an answers file.
-    "plugin_data": lambda value, a: _plugin_data.check(value),
-}
+    Question("plugin_data", check=lambda value, a: _plugin_data.check(value)),
+)
+
+
+def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
+    """Label -> value choices for a question (labels explain, values are stored)."""
+    q = QUESTIONS.get(name)
+    if q is None or q.choices is None:
+        raise KeyError(f"no choices for question {name!r}")
+    return q.choices(Answers(answers, cat))
+
+
+def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
+    """The computed default of a question."""
+    q = QUESTIONS.get(name)
+    if q is None or q.default is None:
+        raise KeyError(f"no computed default for question {name!r}")
+    return q.default(Answers(answers, cat))
+
+
+def check(name: str, value: Any, answers: Mapping[str, Any], cat: Catalogue) -> str:
+    """An error message for an invalid answer, or '' when the value is fine (or the
+    question has no check, or is not asked with these answers)."""
+    a = Answers({**answers, name: value}, cat)
+    q = QUESTIONS.get(name)
+    return q.check(value, a) if q and q.check and q.asked(a) else ""
 
 
 def check_all(answers: Mapping[str, Any], cat: Catalogue) -> list[str]:
     """Every problem with a complete set of answers, as 'question=value: message' lines."""
     problems = []
-    for name in _CHECKS:
+    for name in QUESTIONS:
         if name in answers:
             message = check(name, answers[name], answers, cat)
             if message:

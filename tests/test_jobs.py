@@ -66,7 +66,7 @@ def test_the_memory_rule_is_decided_once_and_everything_follows(tmp_path, monkey
 def test_every_kind_with_a_shape_renders_its_options_in_one_function(tmp_path):
     project = render(REPO, tmp_path / "p", nodes=2, profiler="rocprofv3")
     data = validate_plugin_data(yaml.safe_load((project / ".copier-answers.yml").read_text())["plugin_data"])
-    assert set(data.job.shapes) == {"smoke", "train", "profile", "preflight", "sweep"}
+    assert set(data.job.shapes) == {name for name, kind in JOB_KINDS.items() if kind.shape}
     for kind, shape in data.job.shapes.items():
         assert data.job.slurm[kind] == shape.options()
         assert header(project, Path(JOB_KINDS[kind].file).name)[:len(shape.options())] == shape.options()
@@ -92,7 +92,11 @@ def test_a_0_3_0_project_is_explained_as_it_was_made(tmp_path, name):
     """plugin_data schema 2 (0.3.0) recorded the options as text only: the shapes read from
     them are the ones the job model computes, so explain says the same for both."""
     project = render(REPO, tmp_path / name, **CANONICAL[name])
-    (project / "jobs/sweep.sbatch").unlink()  # (0.3.0 made no sweep job; its shape is new in 0.3.1)
+    recorded = set(yaml.safe_load((FIXTURES / f"{name}.yml").read_text())["plugin_data"]["job"]["slurm"])
+    for kind in JOB_KINDS.values():
+        if kind.shape and kind.name not in recorded:  # 0.3.0 made no such job (sweep's shape is new in 0.3.1)
+            assert kind.optional, f"projects made before job kind {kind.name} lack {kind.file}: make it optional"
+            (project / kind.file).unlink(missing_ok=True)
     (project / "src/demo/runlog.py").unlink()  # (nor job reports and tracking)
     now = explain_project(project)
     new_answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
@@ -101,7 +105,7 @@ def test_a_0_3_0_project_is_explained_as_it_was_made(tmp_path, name):
     assert old_answers["plugin_data"]["schema"] == 2 and "shapes" not in old_answers["plugin_data"]["job"]
     old = validate_plugin_data(old_answers["plugin_data"])
     new = validate_plugin_data(new_answers["plugin_data"])
-    assert old.job.shapes == {kind: shape for kind, shape in new.job.shapes.items() if kind != "sweep"}
+    assert old.job.shapes == {kind: shape for kind, shape in new.job.shapes.items() if kind in recorded}
     assert (old.job.binding, old.job.memory_note) == (new.job.binding, new.job.memory_note)
     assert explain_project(project) == now
 
@@ -112,6 +116,50 @@ def test_a_job_kind_is_one_registry_entry_and_one_template():
         name = Path(kind.file).name
         assert any(name in t for t in templates), (kind.name, templates)
     assert {k.name for k in JOB_KINDS.values() if k.shape is None} == {"interactive"}
+
+
+# A throwaway job kind for the walk of CONTRIBUTING.md ("Adding a job kind"): its template.
+_EVAL_TEMPLATE = """{%- import 'project-templates/_shared/slurm.jinja' as slurm with context -%}
+#!/bin/bash
+# Evaluation on one node of the training job's shape.
+{{- slurm.sbatch_header('eval') }}
+
+set -euo pipefail
+# shellcheck source=../scripts/job-env.sh
+source "${SLURM_SUBMIT_DIR:-.}/scripts/job-env.sh"
+mkdir -p "${RUN_DIR}"
+run_step launch run.sh "${RUN_DIR}" "$@"
+"""
+
+
+def _eval(r: jobs.Request) -> Shape:
+    return jobs._shape(r, "eval", r.part, nodes=1, gpus=r.gpus, launcher=r.launcher, time=r.walltime)
+
+
+def test_a_new_job_kind_is_its_entry_and_its_template(tmp_path, monkeypatch):
+    """The walk: one JobKind entry and one template make a job that renders with its own
+    shape, is billed in scripts/values.sh, lints clean and is explained; nothing else."""
+    template = tmp_path / "template"
+    template.mkdir()
+    shutil.copy(REPO / "copier.yml", template)
+    shutil.copytree(REPO / "project-templates", template / "project-templates")
+    (template / "project-templates/project/jobs/eval.sbatch.jinja").write_text(_EVAL_TEMPLATE)
+    monkeypatch.setitem(JOB_KINDS, "eval", jobs.JobKind("eval", "jobs/eval.sbatch", _eval, optional=True))
+    project = render(template, tmp_path / "p", nodes=2, walltime="04:00:00")
+    data = validate_plugin_data(yaml.safe_load((project / ".copier-answers.yml").read_text())["plugin_data"])
+    shape, train = data.job.shapes["eval"], data.job.shapes["train"]
+    assert (shape.nodes, shape.gpus_per_node, shape.time, shape.name) == (1, train.gpus_per_node, "04:00:00", "demo-eval")
+    assert header(project, "eval.sbatch")[:len(shape.options())] == shape.options()
+    assert "--nodes=1" in header(project, "eval.sbatch") and "--nodes=2" in header(project, "train.sbatch")
+    billed = values(project)
+    assert billed["billing_eval"] == billed["billing_train"] == "4 GPU-hours"  # per node-hour, same partition
+    assert data.job.cost["eval"].at_limit == 4 * 4  # one node, four hours
+    assert lint_project(project, get_catalogue()) == []
+    report = next(j for j in explain_project(project)["jobs"] if j["kind"] == "eval")
+    assert (report["file"], report["nodes"], report["billed_at_limit"]) == ("jobs/eval.sbatch", 1, 16)
+    from .test_render import unconditional_jobs
+
+    assert "jobs/eval.sbatch" in unconditional_jobs(template)
 
 
 @pytest.mark.parametrize(("walltime", "train", "profile"), [

@@ -12,29 +12,37 @@ from pathlib import Path
 import pytest
 
 from lumi_scaffold import settings, testing
+from lumi_scaffold.jobs import JOB_KINDS
 from lumi_scaffold.plugins import get_catalogue
 from lumi_scaffold.testing import answer_matrix, lint_projects, scratch_dir
 
 from .copier_shortcuts import copier_shortcuts, render_many
-from .helpers import read_tree, render, values
+from .helpers import REPO, read_tree, render, values
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE_GOLDEN = os.environ.get("LUMI_SCAFFOLD_UPDATE_GOLDEN") == "1"
+
+
+def unconditional_jobs(template: Path = REPO) -> set[str]:
+    """The job files every project has: those of the job kinds whose template's name has
+    no condition (jobs/<file>.jinja); the conditional ones are listed below."""
+    return {k.file for k in JOB_KINDS.values() if (template / "project-templates/project" / f"{k.file}.jinja").is_file()}
 
 
 def expected_files(a: dict) -> set[str]:
     pkg = a["project_name"].replace("-", "_")
     files = {
         ".copier-answers.yml", ".gitignore", ".shellcheckrc", "README.md", "constraints.txt", "requirements.txt",
-        "logs/.gitkeep", "jobs/train.sbatch", "jobs/smoke-test.sbatch", "jobs/interactive.sh",
+        "logs/.gitkeep",
         "scripts/job-env.sh", "scripts/job-kinds.sh", "scripts/run.sh", "scripts/setup-venv.sh", "scripts/image_packages.py",
         "scripts/attach.sh", "scripts/watchdog.py", "scripts/rccl_net.py", "scripts/values.sh", "scripts/project_values.py",
         "scripts/reports.py", "scripts/values-lib.sh",
         f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"src/{pkg}/heartbeat.py",
-        f"src/{pkg}/runlog.py", "jobs/sweep.sbatch", "scripts/sweep.py", "sweeps/example.txt",
+        f"src/{pkg}/runlog.py", "scripts/sweep.py", "sweeps/example.txt",
         "pytest.ini", "tests/conftest.py", "tests/test_heartbeat.py", "tests/test_image_packages.py",
         "tests/test_rccl_net.py", "tests/test_runlog.py", "tests/test_watchdog.py",
         "scripts/fault.py", "tests/test_fault.py",
+        *unconditional_jobs(),
     }
     if a.get("profiler", "none") != "none":
         files |= {"jobs/profile.sbatch", "scripts/run-profile.sh"}

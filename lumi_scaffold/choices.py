@@ -1,0 +1,92 @@
+"""The choices of each question: label -> value, from the answers given so far.
+
+Each function is named in its question's entry of :data:`lumi_scaffold.questions.QUESTIONS`
+(copier.yml's ``lumi_choices``); the labels explain, the values are stored.
+"""
+
+from __future__ import annotations
+
+from . import jobs
+from .defaults import Answers, answered_partition, chosen_image, offered_sites
+from .labels import CONTAINER_LABELS, fit, framework_status, image_label, status_label
+from .tracking import TRACKERS
+
+__all__ = ["container_choices", "data_location_choices", "framework_choices", "launcher_choices", "partition_choices",
+           "profiler_choices", "profilers", "site_choices", "tracking_choices"]
+
+
+def site_choices(a: Answers) -> dict[str, str]:
+    return {fit(f"{n}: {a.cat.sites[n].title}"): n for n in offered_sites(a.cat)}
+
+
+def framework_choices(a: Answers) -> dict[str, str]:
+    site, cat = a.site, a.cat
+    names = cat.frameworks_for(site.name) if site else []
+    return {fit(f"{n}: {cat.frameworks[n].title}{framework_status(cat, site.name, n) if site else ''}"): n for n in names}
+
+
+def container_choices(a: Answers) -> dict[str, str]:
+    site, fw = a.site, str(a.get("framework"))
+    if site is None:
+        return {}
+    out: dict[str, str] = {}
+    for option in a.cat.container_options(site.name, fw):
+        image = a.cat.containers.get(option)
+        recommended = a.cat.recommended_image(site.name, fw)
+        if option == "recommended" and recommended is not None:
+            label = f"recommended: follow the catalogue (now {recommended.id})"
+        else:
+            label = image_label(image.id, status_label(image), image.title) if image else CONTAINER_LABELS[option]
+        out[fit(label)] = option
+    return out
+
+
+def partition_choices(a: Answers) -> dict[str, str]:
+    parts = a.site.partitions if a.site else []
+    return {fit(f"{p.name}: {p.allocation}, up to {p.max_nodes} nodes, {p.max_walltime}"): p.name for p in parts}
+
+
+def launcher_choices(a: Answers) -> dict[str, str]:
+    fw = a.cat.frameworks.get(str(a.get("framework")))
+    labels = {"srun": "srun: one task per GPU (recommended)", "torchrun": "torchrun: one task per node spawning one worker per GPU"}
+    if _torchrun_unbound(a):
+        labels["torchrun"] = "torchrun: one task per node; no CPU binding with this image (srun binds)"
+    return {labels[x]: x for x in (fw.launchers if fw else ["srun"])}
+
+
+def data_location_choices(a: Answers) -> dict[str, str]:
+    site = a.site
+    if not site:
+        return {}
+    account = str(a.get("account") or "{account}")
+    return {fit(f"{s.name}: {s.resolve(account, site.account.project_of(account))} ({s.note})"): s.name
+            for s in site.storage if s.data}
+
+
+def profiler_choices(a: Answers) -> dict[str, str]:
+    return {fit(f"{n}: {a.cat.profilers[n].title}"): n for n in profilers(a) if n in a.cat.profilers}
+
+
+def tracking_choices(a: Answers) -> dict[str, str]:
+    return {fit(f"{n}: {t.title}"): n for n, t in TRACKERS.items()}
+
+
+def profilers(a: Answers) -> list[str]:
+    """The framework's profilers that work in the chosen image (all of them for your own image)."""
+    fw = a.cat.frameworks.get(str(a.get("framework")))
+    names = fw.profilers if fw else ["none"]
+    image = chosen_image(a)
+    return [n for n in names if image is None or image.profilers is None or n in image.profilers or n == "none"]
+
+
+def _torchrun_unbound(a: Answers) -> bool:
+    """Whether torchrun's workers would run unbound on whole nodes: the image is not known
+    to have torch.distributed.run --numa-binding (legacy images, your own image)."""
+    site = a.site
+    if site is None:
+        return False
+    node = site.node_of(answered_partition(a, site).name)
+    image = chosen_image(a)
+    bound = jobs.binding("torchrun", jobs.whole_nodes(node, a.int("gpus_per_node", node.gpus)),
+                         bool(image and image.numa_binding), own_image=image is None)
+    return node.gpus > 1 and bound in ("torchrun-image", "torchrun-own-image")

@@ -53,6 +53,9 @@ def test_the_pytorch_example_hung_at_step_5_is_named_and_the_chain_resumes(slurm
     node = line.group(2)
     if line.group(1) == "collective timeout":
         assert "Timed out waiting 6000ms" in log and "Flight Recorder: none for gloo" in log, log
+    else:  # the watchdog's own line names the limit, the last progress and rank 1 as furthest behind
+        assert re.search(r"^watchdog: no progress for \d+ s \(PROGRESS_TIMEOUT=9\); last progress: rank 0 on (\S+) "
+                         r"\(step 5, \d+ s ago\); furthest behind: rank 1 on \1 \(step 4\)", log, re.M), log
     assert log.count("fault: ") == 1, log
     report = json.loads((tmp_path / "outputs/demo/reports" / f"{first}.json").read_text())
     stopped = report["stopped_by"]

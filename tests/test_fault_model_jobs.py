@@ -183,3 +183,32 @@ def test_a_network_fallback_and_a_dying_rank_are_named_and_stop_the_chain(slurm_
     assert report["stopped_by"]["decision"] == "stop" and report["exit"]["status"] != 0
     assert report["steps"]["done"] == 0 and report["seconds"]["job"] > 0  # the job's own report: no runlog here
     assert slurm_cluster_2nodes.wait(int(queued.group(1)), timeout=30).state == "CANCELLED"
+
+
+def test_a_job_ended_by_scancel_says_so_and_its_report_records_stopped_by(slurm_cluster, template, tmp_path,
+                                                                           site_root):
+    """The PyTorch example (2 ranks) in a chain of 2, cancelled with `scancel` while it trains:
+    SIGTERM to the batch script (the harness's KillWait: SIGKILL 5 s later); its trap ends the
+    chain and prints one `fault: cancelled` line; the report rank 0 wrote on SIGTERM is
+    completed with stopped_by, its steps kept."""
+    project = render(template, tmp_path / "p", partition="small-g", gpus_per_node=2, walltime="01:00:00")
+    env = job_env(slurm_cluster, tmp_path, site_root)
+    job_id = slurm_cluster.sbatch(["jobs/train.sbatch", "--chain", "2", "--steps", "100000", "--num-workers", "0"],
+                                  cwd=project, env=env)
+    deadline = time.monotonic() + 120
+    while not re.search(r"^step \d+ loss", log_of(project, job_id), re.M):
+        assert time.monotonic() < deadline, log_of(project, job_id)
+        time.sleep(0.5)
+    slurm_cluster.run(["scancel", str(job_id)], check=True)
+    assert slurm_cluster.wait(job_id, timeout=60).state == "CANCELLED"
+    log = log_of(project, job_id)
+    queued = re.search(r"^chain: job (\d+) continues run demo", log, re.M)
+    assert queued and f"chain: this job was cancelled; cancelling job {queued.group(1)}" in log, log
+    assert re.search(r"^fault: cancelled: after step \d+ \(SIGTERM: scancel, or Slurm ended the job\)\. Next: stop: "
+                     r"the job was cancelled; submitting again resumes the run", log, re.M), log
+    assert log.count("fault: ") == 1, log
+    report = json.loads((tmp_path / "outputs/demo/reports" / f"{job_id}.json").read_text())
+    assert report["ended"] == "cancelled" and report["steps"]["done"] >= 20, report  # (runlog's figures, kept)
+    assert (report["stopped_by"]["cause"], report["stopped_by"]["decision"], report["exit"]["status"]) \
+        == ("cancelled", "stop", 143), report
+    assert slurm_cluster.wait(int(queued.group(1)), timeout=30).state == "CANCELLED"

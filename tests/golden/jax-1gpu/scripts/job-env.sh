@@ -461,7 +461,9 @@ train_job() {
     time_up=0
     next_job=""
     trap 'time_up=1; echo "time limit in ${signal_lead} s${next_job:+: job ${next_job} continues the run}" >&2; time_is_up' USR1
-    trap stop_train TERM INT HUP
+    trap 'stop_train TERM' TERM
+    trap 'stop_train INT' INT
+    trap 'stop_train HUP' HUP
 
     stage_data
     restore_caches
@@ -541,7 +543,7 @@ flight_recorder() {
 # billed, exit status and cause, stopped_by), and the decision for the chain in FAULT_CAUSE,
 # FAULT_HANG (1: a collective timeout or a heartbeat stall), FAULT_DECISION (finished,
 # resume, resume-elsewhere, stop), FAULT_EXCLUDE (a node, only on evidence) and FAULT_REASON.
-#   job_outcome STATUS
+#   job_outcome STATUS [SIGNAL that ended the job: TERM, INT, HUP]
 job_outcome() {
     local decision="${PROJECT_DIR}/logs/fault-${SLURM_JOB_ID:-0}" python=(python3) logs=() up=0
     if [ -f "${LUMI_SCAFFOLD_TIME_UP}" ] || [ "${time_up:-0}" = 1 ]; then
@@ -554,7 +556,7 @@ job_outcome() {
     rm -f "${decision}"
     "${python[@]}" "${PROJECT_DIR}/scripts/fault.py" end --status "$1" --log "${logs[@]}" \
         --heartbeats "${LUMI_SCAFFOLD_HEARTBEAT_DIR:-}" --flight "${FLIGHT_DIR:-}" \
-        --time-up "${up}" --chain "${chain:-1}" --next "${next_job:-}" \
+        --time-up "${up}" --signal "${2:-}" --chain "${chain:-1}" --next "${next_job:-}" \
         --hung-before "${LUMI_SCAFFOLD_STALLED_BEFORE:-}" --known-issues "${image_known_issues}" \
         --run-dir "${RUN_DIR}" --job "${SLURM_JOB_ID:-0}" --out "${decision}" \
         || echo "fault: scripts/fault.py failed (above): no report from the job" >&2
@@ -587,14 +589,25 @@ stop_chain() {
     fi
 }
 
-# On TERM, INT or HUP: a cancelled job ends its chain, and its training step.
-# shellcheck disable=SC2329  # invoked by the trap in train_job
+# On TERM, INT or HUP ($1): a cancelled job ends its chain, and its training step, and says
+# so (job_outcome: `fault: cancelled`, stopped_by in the report; after Slurm's time-limit
+# warning, `fault: time limit`). Slurm sends SIGKILL KillWait seconds after its SIGTERM
+# (slurm.conf): the step gets up to 5 s to end (rank 0's runlog writes its report on
+# SIGTERM) before the job's report is completed.
+# shellcheck disable=SC2329  # invoked by the traps in train_job
 stop_train() {
+    trap '' TERM INT HUP
+    local status=$(( 128 + $(kill -l "$1") )) waited=0
     if [ "${time_up}" = 0 ]; then
         stop_chain "this job was cancelled"
     fi
     if [ -n "${STEP_PID:-}" ]; then
         kill -TERM "${STEP_PID}" 2>/dev/null || true   # the training step too (run by hand, Ctrl-C alone would not reach it)
+        while kill -0 "${STEP_PID}" 2>/dev/null && [ "${waited}" -lt 10 ]; do
+            sleep 0.5
+            waited=$(( waited + 1 ))
+        done
     fi
-    exit 143
+    job_outcome "${status}" "$1"
+    exit "${status}"
 }

@@ -258,3 +258,23 @@ def test_a_silent_script_that_never_beats_is_a_hang_with_no_rank_to_blame(fault,
     assert line.startswith("fault: hang (output stall): no rank to blame"), line
     assert decision["decision"] == "resume" and decision["exclude"] == "" and "software hang suspected" in decision["reason"]
     assert report["stopped_by"]["cause"] == "output stall" and report["ended"] == "hang"
+
+
+def test_a_cancelled_job_says_so_and_its_report_records_it(fault, tmp_path, capsys):
+    """The batch script's trap (scripts/job-env.sh, stop_train) passes the signal: SIGTERM
+    before Slurm's time-limit warning is a cancel (scancel), which stops the chain; after the
+    warning it is the time limit itself. The report runlog wrote on SIGTERM keeps its steps."""
+    (tmp_path / "run" / "reports").mkdir(parents=True)
+    (tmp_path / "run" / "reports" / "12.json").write_text(json.dumps(
+        {"job": "12", "ended": "stopped", "steps": {"first": 1, "last": 37, "done": 37}}))
+    decision, report = end(fault, tmp_path, RANKS + ["srun: error: nid005000: tasks 0-1: Terminated"], status=143,
+                           signal="TERM", chain=2, next="13")
+    line = capsys.readouterr().out
+    assert line == ("fault: cancelled (SIGTERM: scancel, or Slurm ended the job). Next: stop: the job was cancelled; "
+                    "submitting again resumes the run from its newest checkpoint.\n"), line
+    assert decision["decision"] == "stop" and decision["cause"] == "cancelled"
+    assert report["ended"] == "cancelled" and report["steps"]["done"] == 37, report
+    assert (report["stopped_by"]["cause"], report["stopped_by"]["hang"], report["exit"]) \
+        == ("cancelled", False, {"status": 143, "cause": "cancelled"}), report
+    assert fault.classify("", 130, 0, "INT") == ("cancelled", {"detail": "SIGINT: Ctrl-C"})
+    assert fault.classify("", 143, 1, "TERM")[0] == "time limit"

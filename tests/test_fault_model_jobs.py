@@ -207,6 +207,8 @@ def test_a_job_ended_by_scancel_says_so_and_its_report_records_stopped_by(slurm_
     assert re.search(r"^fault: cancelled: after step \d+ \(SIGTERM: scancel, or Slurm ended the job\)\. Next: stop: "
                      r"the job was cancelled; submitting again resumes the run", log, re.M), log
     assert log.count("fault: ") == 1, log
+    # the Flight Recorder's variables under the names this torch (2.13) reads: no warning per rank
+    assert "is deprecated; use TORCH_FR_" not in log and "rank 1/2 local_rank 1" in log, log
     report = json.loads((tmp_path / "outputs/demo/reports" / f"{job_id}.json").read_text())
     assert report["ended"] == "cancelled" and report["steps"]["done"] >= 20, report  # (runlog's figures, kept)
     assert (report["stopped_by"]["cause"], report["stopped_by"]["decision"], report["exit"]["status"]) \

@@ -524,17 +524,37 @@ train_job() {
 # PyTorch's Flight Recorder for the training step: every rank keeps its last collectives in
 # a ring buffer and, when a NCCL/RCCL collective times out, writes them to
 # RUN_DIR/flight-recorder/<job id>/rank-<R>, from which scripts/fault.py names the rank that
-# never entered the collective the others wait in. torch >= 2.10 reads the TORCH_FR_ names,
-# older releases the TORCH_NCCL_ ones (PyTorch, "ProcessGroupNCCL Environment Variables";
-# torchtitan sets the same). gloo writes no dump on its timeout. Your own values win.
+# never entered the collective the others wait in. gloo writes no dump on its timeout. The
+# names follow the image's torch, read once per job: from 2.10 on the TORCH_FR_ names alone
+# (lumi-facts §12; the buffer's name since 2.8: NVIDIA/nvidia-resiliency-ext#163), since
+# torch 2.13 warns on every rank where the older TORCH_NCCL_ names are set; before 2.10 the
+# TORCH_NCCL_ names, which every release reads (PyTorch, "ProcessGroupNCCL Environment
+# Variables"); both where the version is unknown. Your own values win.
 flight_recorder() {
     FLIGHT_DIR="${RUN_DIR}/flight-recorder/${SLURM_JOB_ID:-0}"
     mkdir -p "${FLIGHT_DIR}"
-    export TORCH_FR_BUFFER_SIZE="${TORCH_FR_BUFFER_SIZE:-${TORCH_NCCL_TRACE_BUFFER_SIZE:-2000}}"
-    export TORCH_NCCL_TRACE_BUFFER_SIZE="${TORCH_NCCL_TRACE_BUFFER_SIZE:-${TORCH_FR_BUFFER_SIZE}}"
+    local version minor=-1 size="${TORCH_FR_BUFFER_SIZE:-${TORCH_NCCL_TRACE_BUFFER_SIZE:-2000}}"
+    local file="${TORCH_FR_DUMP_TEMP_FILE:-${TORCH_NCCL_DEBUG_INFO_TEMP_FILE:-${FLIGHT_DIR}/rank-}}"
+    version="$(image_torch_version)"
+    if [[ "${version}" =~ ^2\.([0-9]+)\. ]]; then
+        minor="${BASH_REMATCH[1]}"
+    elif [[ "${version}" =~ ^[1-9][0-9]*\. ]]; then
+        minor=$(( ${version%%.*} > 2 ? 99 : 0 ))
+    fi
     export TORCH_NCCL_DUMP_ON_TIMEOUT="${TORCH_NCCL_DUMP_ON_TIMEOUT:-1}"
-    export TORCH_FR_DUMP_TEMP_FILE="${TORCH_FR_DUMP_TEMP_FILE:-${FLIGHT_DIR}/rank-}"
-    export TORCH_NCCL_DEBUG_INFO_TEMP_FILE="${TORCH_NCCL_DEBUG_INFO_TEMP_FILE:-${TORCH_FR_DUMP_TEMP_FILE}}"
+    if [ "${minor}" -ge 10 ] || [ "${minor}" = -1 ]; then
+        export TORCH_FR_BUFFER_SIZE="${size}" TORCH_FR_DUMP_TEMP_FILE="${file}"
+    fi
+    if [ "${minor}" -lt 10 ]; then
+        export TORCH_NCCL_TRACE_BUFFER_SIZE="${size}" TORCH_NCCL_DEBUG_INFO_TEMP_FILE="${file}"
+    fi
+}
+
+# The image's torch version from its package metadata (importing torch would take seconds),
+# with the image's Python as the ranks get it; nothing where the image has no torch.
+image_torch_version() {
+    LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" python -c \
+        'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null | tail -n 1 || true
 }
 
 # Why the training step ended (scripts/fault.py, with the node's python3, else the image's):

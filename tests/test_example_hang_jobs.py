@@ -20,18 +20,9 @@ from pathlib import Path
 import pytest
 
 from .helpers import render
-from .jobs import image_env, job_env, log_of
+from .jobs import image_env, job_env, log_of, sleep_in
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
-
-
-def sleep_in(train: Path, anchor: str, indent: str) -> None:
-    """Rank 1 sleeps for good when it reaches step 5 of a run's first job (``start == 0``),
-    at ``anchor`` (the line before its heartbeat of that step)."""
-    text = train.read_text()
-    assert text.count(anchor) == 1, f"{train}: the example changed; {anchor!r} is where the test puts its hang"
-    train.write_text(text.replace(anchor, f"{anchor}{indent}if rank == 1 and step == 5 and start == 0:\n"
-                                          f"{indent}    time.sleep(10**6)\n", 1))
 
 
 def hang_and_resume(cluster, project: Path, tmp_path: Path, site_root: Path, extra: list[str],

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from .helpers import render
-from .jobs import job_env, log_of
+from .jobs import STAND_IN_TRAIN, job_env, log_of, sleep_in
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -32,13 +32,7 @@ def test_the_pytorch_example_hung_at_step_5_is_named_and_the_chain_resumes(slurm
     heartbeat; rank 0 beat step 5); the report says so; a job without that node replaces it,
     resumes from the checkpoint of step 4 and finishes."""
     project = render(template, tmp_path / "p", partition="small-g", gpus_per_node=2, walltime="01:00:00")
-    train = project / "src/demo/train.py"
-    text = train.read_text()
-    assert "            step += 1\n" in text
-    train.write_text(text.replace(
-        "            step += 1\n",
-        "            step += 1\n            if rank == 1 and step == 5 and start == 0:\n"
-        "                time.sleep(10**6)\n", 1))
+    sleep_in(project / "src/demo/train.py", "            step += 1\n", "            ")
     env = job_env(slurm_cluster_2nodes, tmp_path, site_root, PROGRESS_TIMEOUT="9", STARTUP_TIMEOUT="120")
     started = time.monotonic()
     # 1.2 s a step: longer than the heartbeat's once a second, so each rank's file holds its step
@@ -77,45 +71,15 @@ def test_the_pytorch_example_hung_at_step_5_is_named_and_the_chain_resumes(slurm
     assert report2["ended"] == "finished" and report2["stopped_by"] is None and report2["loss"]["last"] is not None
 
 
-# TEST STAND-IN: every rank beats its step, then at step 5 EVERY rank waits in a collective
-# that never returns (a software hang: no rank is behind another), except in the job that
-# replaces a hung one (LUMI_SCAFFOLD_STALLED_BEFORE set), which resumes from the checkpoint
-# (step 4) and finishes.
-EVERY_RANK_HANGS = """import argparse, faulthandler, os, signal, time
-faulthandler.register(signal.SIGUSR2, all_threads=True)
-parser = argparse.ArgumentParser()
-parser.add_argument("--output")
-parser.add_argument("--steps", type=int, default=8)
-args, _ = parser.parse_known_args()
-rank = int(os.environ["RANK"])
-checkpoint = os.path.join(args.output, "checkpoint")
-start = int(open(checkpoint).read()) if os.path.exists(checkpoint) else 0
-if rank == 0:
-    print(f"resumed at step {start}" if start else "new run", flush=True)
-for step in range(start + 1, args.steps + 1):
-    if step == 5 and not os.environ.get("LUMI_SCAFFOLD_STALLED_BEFORE"):
-        while True:
-            time.sleep(1)
-    with open(os.environ["LUMI_SCAFFOLD_HEARTBEAT"], "w") as beat:
-        beat.write(f"{step}\\n")
-    if rank == 0:
-        with open(checkpoint + ".tmp", "w") as saved:
-            saved.write(str(step))
-        os.replace(checkpoint + ".tmp", checkpoint)
-    time.sleep(0.3)
-if rank == 0:
-    print(f"done: {args.steps} steps", flush=True)
-"""
-
-
 def test_a_hang_with_no_rank_behind_is_resubmitted_unchanged_and_its_step_is_scancelled(slurm_cluster_2nodes, template,
                                                                                          tmp_path, site_root):
     """8 ranks on one node, all waiting at step 5: the watchdog stops the step by scancel of
     the step; no node is excluded (no evidence against any); the line says "software hang
     suspected"; the job that replaces it resumes after step 4 and finishes."""
     project = render(template, tmp_path / "p", walltime="01:00:00")
-    (project / "src/demo/train.py").write_text(EVERY_RANK_HANGS)
-    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, PROGRESS_TIMEOUT="5", STARTUP_TIMEOUT="60")
+    (project / "src/demo/train.py").write_text(STAND_IN_TRAIN)
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, PROGRESS_TIMEOUT="5", STARTUP_TIMEOUT="60",
+                  FAKE_FAULT="hang-all")
     first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch", "--chain", "2", "--steps", "8"], cwd=project, env=env)
     result = slurm_cluster_2nodes.wait(first, timeout=180)
     log = log_of(project, first)

@@ -1,14 +1,14 @@
 """The generated examples themselves hang, through the generated job files on the local Slurm
 (2 emulated nodes): the PyTorch example under torchrun, the JAX example and the DeepSpeed
 plugin's example under srun, 2 ranks on one node, rank 1 asleep at step 5 of the first job
-of a chain of 2. The fault model
-(docs/jobs.md, "One fault model") says what each must do: the watchdog ends the hang (the
-frameworks' collective timeout lies above its allowances; XLA's collectives have none), one
-`fault: hang (heartbeat stall)` line names rank 1 and its last step, the job report records
-stopped_by, and the chain resumes from the newest checkpoint in a job without that node.
+of a chain of 2. The fault model (docs/jobs.md, "One fault model") says what each must do:
+the watchdog ends the hang (the frameworks' collective timeout lies above its allowances;
+XLA's collectives have none), one `fault: hang (heartbeat stall)` line names rank 1 and its
+last step, the job report records stopped_by, and the chain resumes from the newest
+checkpoint in a job without that node.
 
-The sleep is put into the rendered train.py by the test (as tests/test_fault_model_jobs.py
-does for the PyTorch example under srun): the examples carry no test hook.
+The sleep goes into the rendered train.py (tests/jobs.py, sleep_in, as for the PyTorch
+example under srun in tests/test_fault_model_jobs.py): the examples carry no test hook.
 """
 
 from __future__ import annotations

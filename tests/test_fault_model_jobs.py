@@ -33,11 +33,10 @@ def test_the_pytorch_example_hung_at_step_5_is_named_and_the_chain_resumes(slurm
     resumes from the checkpoint of step 4 and finishes."""
     project = render(template, tmp_path / "p", partition="small-g", gpus_per_node=2, walltime="01:00:00")
     sleep_in(project / "src/demo/train.py", "            step += 1\n", "            ")
-    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, PROGRESS_TIMEOUT="9", STARTUP_TIMEOUT="120")
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, PROGRESS_TIMEOUT="6", STARTUP_TIMEOUT="120")
     started = time.monotonic()
-    # 1.2 s a step: longer than the heartbeat's once a second, so each rank's file holds its step
     first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch", "--chain", "2", "--steps", "8", "--checkpoint-every", "2",
-                                         "--num-workers", "0", "--seconds-per-step", "1.2"], cwd=project, env=env)
+                                         "--num-workers", "0", "--seconds-per-step", "0.5"], cwd=project, env=env)
     result = slurm_cluster_2nodes.wait(first, timeout=180)
     log = log_of(project, first)
     assert result.state == "FAILED" and time.monotonic() - started < 120, log
@@ -48,7 +47,7 @@ def test_the_pytorch_example_hung_at_step_5_is_named_and_the_chain_resumes(slurm
     if line.group(1) == "collective timeout":
         assert "Timed out waiting 6000ms" in log and "Flight Recorder: none for gloo" in log, log
     else:  # the watchdog's own line names the limit, the last progress and rank 1 as furthest behind
-        assert re.search(r"^watchdog: no progress for \d+ s \(PROGRESS_TIMEOUT=9\); last progress: rank 0 on (\S+) "
+        assert re.search(r"^watchdog: no progress for \d+ s \(PROGRESS_TIMEOUT=6\); last progress: rank 0 on (\S+) "
                          r"\(step 5, \d+ s ago\); furthest behind: rank 1 on \1 \(step 4\)", log, re.M), log
     assert log.count("fault: ") == 1, log
     report = json.loads((tmp_path / "outputs/demo/reports" / f"{first}.json").read_text())

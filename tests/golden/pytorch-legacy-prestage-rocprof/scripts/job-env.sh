@@ -628,6 +628,8 @@ stop_train() {
             waited=$(( waited + 1 ))
         done
     fi
-    job_outcome "${status}" "$1"
+    if [ -z "${FAULT_DECISION:-}" ]; then   # (not when the step had ended and the job had said why)
+        job_outcome "${status}" "$1"
+    fi
     exit "${status}"
 }

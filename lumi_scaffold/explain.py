@@ -64,21 +64,38 @@ class JobReport:
 LIMIT_LINE = re.compile(r'^(PROGRESS_TIMEOUT|STARTUP_TIMEOUT|PHASE_TIMEOUT|OUTPUT_TIMEOUT)="\$\{\1:-(\d+)\}"$', re.M)
 # After the watchdog fires: up to 120 s to collect the stacks, 60 s for the step to stop.
 STOP_SECONDS = 180
+# scripts/job-env.sh's default where a job file (made before lumi-scaffold 0.4) sets none.
+PHASE_DEFAULT = 3600
+
+
+def _late(progress: int) -> int:
+    """How long past its limit the watchdog may notice a hang, as scripts/job-env.sh
+    (watch_progress) starts it: the heartbeat files' slack (their rewrite interval,
+    max(10 s, PROGRESS_TIMEOUT/20), a third of a limit under 30 s, plus 2 s) and one look of
+    scripts/watchdog.py (every 1 s under a 10-s limit, else 5 s)."""
+    interval = max(progress // 20, 10) if progress >= 30 else max(progress // 3, 1)
+    return interval + 2 + (1 if progress < 10 else 5)
 
 
 def _hang(job_file: Path, per_hour: float | None, at_limit: float | None, unit: str) -> dict[str, Any] | None:
     """What a hang (a collective that never returns) costs at worst, with the job file's
-    watchdog limits and without the watchdog (the whole time limit)."""
+    watchdog limits and without the watchdog (the whole time limit). At worst it hangs where
+    the largest limit applies: STARTUP_TIMEOUT before the first heartbeat, PROGRESS_TIMEOUT
+    after, PHASE_TIMEOUT while a rank is in a phase (the examples mark their first step and
+    checkpoints: scripts/watchdog.py, stalled); then the watchdog notices it late by the
+    heartbeat files' slack and one look, and takes up to STOP_SECONDS to stop the step."""
     limits = {name: int(value) for name, value in LIMIT_LINE.findall(job_file.read_text())}
     if not {"PROGRESS_TIMEOUT", "STARTUP_TIMEOUT"} <= set(limits):
         return {"watchdog": False, "without": at_limit, "with": None, "unit": unit}
     progress, startup = limits["PROGRESS_TIMEOUT"], limits["STARTUP_TIMEOUT"]
-    seconds = max(progress, startup) + STOP_SECONDS
+    phase = limits.get("PHASE_TIMEOUT", PHASE_DEFAULT)
+    late = _late(progress)
+    seconds = max(progress, startup, phase) + late + STOP_SECONDS
     with_watchdog = round(per_hour * seconds / 3600, 4) if per_hour is not None and progress else None
     # A time limit shorter than the watchdog's allowance ends a hang first (the profile job's).
     limit_first = with_watchdog is not None and at_limit is not None and with_watchdog >= at_limit
     return {"watchdog": progress > 0, "progress_timeout": progress, "startup_timeout": startup,
-            "seconds": seconds if progress else None, "without": at_limit,
+            "phase_timeout": phase, "late": late, "seconds": seconds if progress else None, "without": at_limit,
             "with": at_limit if limit_first else with_watchdog, "limit_first": limit_first, "unit": unit}
 
 
@@ -256,13 +273,13 @@ def _hang_line(hang: dict[str, Any]) -> str:
         why = "PROGRESS_TIMEOUT is 0 in the job file" if "progress_timeout" in hang else \
             "this job file has no progress watchdog (made before lumi-scaffold 0.3: lumi-scaffold update)"
         return f"a hang costs {without}; {why}"
+    why = (f"{hang['seconds']} s: the largest of STARTUP_TIMEOUT {hang['startup_timeout']} s before the first step, "
+           f"PROGRESS_TIMEOUT {hang['progress_timeout']} s after it and PHASE_TIMEOUT {hang['phase_timeout']} s in a "
+           f"phase, {hang['late']} s for the heartbeat files' delay and the watchdog's look, and up to {STOP_SECONDS} s "
+           "to collect stacks and stop")
     if hang.get("limit_first"):
-        return (f"a hang costs {without}; the watchdog ({hang['seconds']} s: STARTUP_TIMEOUT {hang['startup_timeout']} s "
-                f"or PROGRESS_TIMEOUT {hang['progress_timeout']} s, plus up to {STOP_SECONDS} s to stop) would stop it "
-                "no sooner than the time limit")
-    return (f"a hang costs {without}; with it at most {_number(hang['with'])} {unit} ({hang['seconds']} s: "
-            f"STARTUP_TIMEOUT {hang['startup_timeout']} s before the first step or PROGRESS_TIMEOUT "
-            f"{hang['progress_timeout']} s after, plus up to {STOP_SECONDS} s to collect stacks and stop)")
+        return f"a hang costs {without}; the watchdog ({why}) would stop it no sooner than the time limit"
+    return f"a hang costs {without}; with it at most {_number(hang['with'])} {unit} ({why})"
 
 
 def format_report(report: dict[str, Any]) -> str:

@@ -55,6 +55,71 @@ def make_dataset(root: Path) -> tuple[Path, Path]:
     return directory, archive
 
 
+# TEST STAND-IN for a training script: each step it writes its heartbeat as the examples do
+# (LUMI_SCAFFOLD_HEARTBEAT) and waits for every rank (a collective, through files); rank 0
+# saves the step as its checkpoint and a new job resumes from it. FAKE_FAULT=hang|die makes
+# the last rank hang (a collective that never returns) or exit at step 5, on every node or
+# only on FAKE_BAD_NODE; FAKE_FAULT=hang-all makes every rank wait at step 5 (a software hang:
+# no rank behind another), except in the job that replaces a hung one
+# (LUMI_SCAFFOLD_STALLED_BEFORE set). It registers faulthandler on SIGUSR2 as the examples do.
+STAND_IN_TRAIN = """import argparse, faulthandler, os, signal, sys, time
+faulthandler.register(signal.SIGUSR2, all_threads=True)
+parser = argparse.ArgumentParser()
+parser.add_argument("--output")
+parser.add_argument("--steps", type=int, default=30)
+args, _ = parser.parse_known_args()
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+node = os.environ["SLURMD_NODENAME"]
+if os.environ.get("NCCL_DEBUG_FILE"):
+    with open(os.environ["NCCL_DEBUG_FILE"], "a") as log:
+        log.write("nid005000:1:1 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)\\n")
+barrier = os.path.join(args.output, "barrier-" + os.environ["SLURM_JOB_ID"])
+os.makedirs(barrier, exist_ok=True)
+checkpoint = os.path.join(args.output, "checkpoint")
+start = int(open(checkpoint).read()) if os.path.exists(checkpoint) else 0
+if rank == 0:
+    print(f"rank 0 on {node}: resumed at step {start}" if start else f"rank 0 on {node}: new run", flush=True)
+fault = os.environ.get("FAKE_FAULT")
+faulty = os.environ.get("FAKE_BAD_NODE", node) == node and rank == world - 1
+if fault == "hang-all":
+    faulty, fault = not os.environ.get("LUMI_SCAFFOLD_STALLED_BEFORE"), "hang"
+
+def collective_that_never_returns():
+    while True:
+        time.sleep(1)
+
+for step in range(start + 1, args.steps + 1):
+    if faulty and step == 5 and fault == "hang":
+        collective_that_never_returns()
+    if faulty and step == 5 and fault == "die":
+        print(f"rank {rank}: dying at step 5", flush=True)
+        sys.exit(7)
+    if os.environ.get("LUMI_SCAFFOLD_HEARTBEAT"):  # (not with PROGRESS_TIMEOUT=0)
+        with open(os.environ["LUMI_SCAFFOLD_HEARTBEAT"], "w") as beat:
+            beat.write(f"{step}\\n")
+    open(os.path.join(barrier, f"{step}-{rank}"), "w").close()
+    while sum(name.startswith(f"{step}-") for name in os.listdir(barrier)) < world:
+        time.sleep(0.2)
+    if rank == 0:
+        with open(checkpoint + ".tmp", "w") as saved:
+            saved.write(str(step))
+        os.replace(checkpoint + ".tmp", checkpoint)
+    time.sleep(0.3)
+if rank == 0:
+    print(f"done: {args.steps} steps on {node}", flush=True)
+"""
+
+
+def sleep_in(train: Path, anchor: str, indent: str) -> None:
+    """Makes a rendered example's rank 1 sleep for good when it reaches step 5 of a run's first
+    job (``start == 0``), at ``anchor`` (the line before its heartbeat of that step). The
+    examples carry no test hook: the sleep goes into the project's copy."""
+    text = train.read_text()
+    assert text.count(anchor) == 1, f"{train}: the example changed; {anchor!r} is where the test puts its hang"
+    train.write_text(text.replace(anchor, f"{anchor}{indent}if rank == 1 and step == 5 and start == 0:\n"
+                                          f"{indent}    time.sleep(10**6)\n", 1))
+
+
 def job_env(cluster, work: Path, site_root: Path, **extra: str) -> dict[str, str]:
     """Environment a user would have at sbatch time, plus the stand-ins' logs."""
     work.mkdir(parents=True, exist_ok=True)

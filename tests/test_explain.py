@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -156,21 +157,40 @@ def test_the_profile_job_has_its_own_short_time_limit(tmp_path):
 
 def test_a_hang_costs_the_whole_limit_without_the_watchdog_and_minutes_with_it(tmp_path):
     """4 standard-g nodes for 48 h: 768 GPU-hours when a hang holds them to the limit; with the
-    job file's limits (1800 s startup, 1200 s progress, 180 s to stop) 16 x 1980 / 3600."""
+    job file's limits the worst case is a hang where the largest applies (PHASE_TIMEOUT,
+    3600 s: the examples' first step and checkpoints are phases), noticed up to 67 s late
+    (the heartbeat files' 60-s interval and 2 s, one 5-s look of the watchdog), plus 180 s to
+    stop: 16 x 3847 / 3600."""
     project = render(REPO, tmp_path / "p", nodes=4, walltime="2-00:00:00", profiler="rocprofv3")
     report = explain_project(project)
     assert job(report, "train")["hang"] == {"watchdog": True, "progress_timeout": 1200, "startup_timeout": 1800,
-                                            "seconds": 1980, "without": 768.0, "with": 8.8, "limit_first": False,
-                                            "unit": "GPU-hours"}
-    # the profile job's own 00:20:00 limit ends a hang before the watchdog's 1980 s could
+                                            "phase_timeout": 3600, "late": 67, "seconds": 3847, "without": 768.0,
+                                            "with": 17.0978, "limit_first": False, "unit": "GPU-hours"}
+    # the profile job's own 00:20:00 limit ends a hang before the watchdog's 3847 s could
     assert job(report, "profile")["hang"] == {"watchdog": True, "progress_timeout": 1200, "startup_timeout": 1800,
-                                              "seconds": 1980, "without": 5.3333, "with": 5.3333, "limit_first": True,
-                                              "unit": "GPU-hours"}
+                                              "phase_timeout": 3600, "late": 67, "seconds": 3847, "without": 5.3333,
+                                              "with": 5.3333, "limit_first": True, "unit": "GPU-hours"}
     assert "would stop it no sooner than the time limit" in format_report(report)
     assert job(report, "smoke")["hang"] is None and job(report, "preflight")["hang"] is None
-    assert ("a hang costs up to 768 GPU-hours (the whole time limit) without the watchdog; with it at most 8.8 "
-            "GPU-hours (1980 s: STARTUP_TIMEOUT 1800 s before the first step or PROGRESS_TIMEOUT 1200 s after, plus "
-            "up to 180 s to collect stacks and stop)") in format_report(report)
+    assert ("a hang costs up to 768 GPU-hours (the whole time limit) without the watchdog; with it at most 17.0978 "
+            "GPU-hours (3847 s: the largest of STARTUP_TIMEOUT 1800 s before the first step, PROGRESS_TIMEOUT 1200 s "
+            "after it and PHASE_TIMEOUT 3600 s in a phase, 67 s for the heartbeat files' delay and the watchdog's "
+            "look, and up to 180 s to collect stacks and stop)") in format_report(report)
+    # Short limits as the job tests set them: PROGRESS_TIMEOUT=6 rewrites the files every 2 s
+    # (a third of it), the watchdog looks every second: 6 + (2 + 2 + 1) late; a job file
+    # without PHASE_TIMEOUT (before 0.4) gets job-env.sh's default, 3600 s.
+    train = project / "jobs/train.sbatch"
+    text = train.read_text()
+    for name, value in (("PROGRESS", 6), ("STARTUP", 8), ("PHASE", 10)):
+        text = re.sub(rf'^{name}_TIMEOUT="\$\{{{name}_TIMEOUT:-\d+\}}"$', f'{name}_TIMEOUT="${{{name}_TIMEOUT:-{value}}}"',
+                      text, count=1, flags=re.M)
+    train.write_text(text)
+    hang = job(explain_project(project), "train")["hang"]
+    assert (hang["late"], hang["seconds"]) == (5, 10 + 5 + 180), hang
+    train.write_text("\n".join(line for line in text.splitlines() if not line.startswith("PHASE_TIMEOUT=")))
+    assert job(explain_project(project), "train")["hang"]["seconds"] == 3600 + 5 + 180
+    train.write_text(train.read_text().replace('PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-6}"',
+                                               'PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-1200}"'))
     train = project / "jobs/train.sbatch"
     train.write_text(train.read_text().replace('PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-1200}"',
                                                'PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-0}"'))

@@ -590,3 +590,47 @@ def test_the_smoke_test_checks_numactl_where_torchrun_binds_with_numa_binding(tm
     assert plain.returncode == 0 and "numactl" not in plain.stdout + plain.stderr
     assert 'NUMA_BINDING = ""' in (srun / "src" / "demo" / "smoke_test.py").read_text()
     assert "numactl" not in (srun / "jobs" / "smoke-test.sbatch").read_text()
+
+
+# TEST STAND-IN for the image's run.sh: `python -c ...` prints FAKE_TORCH (the image's torch
+# version from its package metadata) after a line of its own, as run.sh may print one; with
+# FAKE_TORCH empty it fails as Python does for a package that is not installed.
+FAKE_RUN_SH = """#!/bin/bash
+echo "venv: a line run.sh printed first"
+[ -n "${FAKE_TORCH}" ] || { echo "PackageNotFoundError: torch" >&2; exit 1; }
+echo "${FAKE_TORCH}"
+"""
+
+
+@pytest.mark.parametrize("version, names", [
+    ("2.13.0+cpu", "FR"), ("2.10.1+rocm7.0", "FR"), ("3.0.0", "FR"),
+    ("2.9.1", "NCCL"), ("2.7.1", "NCCL"), ("", "both")])
+def test_the_flight_recorder_variables_follow_the_images_torch(tmp_path, version, names):
+    """job-env.sh's flight_recorder names the buffer and the dump file as the image's torch
+    reads them (read once, through the container's run.sh): the TORCH_FR_ names alone from
+    2.10 on (torch 2.13 warns on every rank where the older ones are set too), the
+    TORCH_NCCL_ names before, both where the image has no torch to ask; a value the user set
+    under either name is kept."""
+    job_env = (REPO / "project-templates/project/scripts/job-env.sh").read_text()
+    functions = "".join(re.findall(r"^(?:flight_recorder|image_torch_version)\(\) \{\n.*?^\}\n", job_env, re.M | re.S))
+    assert functions.count("() {") == 2, functions
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts/run.sh").write_text(FAKE_RUN_SH)
+    (tmp_path / "scripts/run.sh").chmod(0o755)
+    show = 'env | grep -E "^TORCH_(FR|NCCL)_" | sort'
+    env = {"PATH": os.environ["PATH"], "FAKE_TORCH": version, "PROJECT_DIR": str(tmp_path), "RUN_DIR": str(tmp_path / "run"),
+           "SLURM_JOB_ID": "7"}
+    found = subprocess.run(["bash", "-c", f"set -euo pipefail; CONTAINER=(env); {functions} flight_recorder; {show}"],
+                           capture_output=True, text=True, env=env, timeout=30)
+    assert found.returncode == 0, found.stderr
+    dump = f"{tmp_path}/run/flight-recorder/7/rank-"
+    new = ["TORCH_FR_BUFFER_SIZE=2000", f"TORCH_FR_DUMP_TEMP_FILE={dump}"]
+    old = [f"TORCH_NCCL_DEBUG_INFO_TEMP_FILE={dump}", "TORCH_NCCL_TRACE_BUFFER_SIZE=2000"]
+    expected = {"FR": new, "NCCL": old, "both": new + old}[names]
+    assert found.stdout.splitlines() == sorted(expected + ["TORCH_NCCL_DUMP_ON_TIMEOUT=1"]), found.stdout
+    assert (tmp_path / "run/flight-recorder/7").is_dir()
+    # a value the user gave under the older name is kept, under the name this torch reads
+    kept = subprocess.run(["bash", "-c", f"set -euo pipefail; CONTAINER=(env); {functions} flight_recorder; {show}"],
+                          capture_output=True, text=True, env={**env, "TORCH_NCCL_TRACE_BUFFER_SIZE": "500"}, timeout=30)
+    size = "TORCH_FR_BUFFER_SIZE=500" if names != "NCCL" else "TORCH_NCCL_TRACE_BUFFER_SIZE=500"
+    assert size in kept.stdout.splitlines(), kept.stdout

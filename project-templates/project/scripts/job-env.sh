@@ -461,7 +461,9 @@ train_job() {
     time_up=0
     next_job=""
     trap 'time_up=1; echo "time limit in ${signal_lead} s${next_job:+: job ${next_job} continues the run}" >&2; time_is_up' USR1
-    trap stop_train TERM INT HUP
+    trap 'stop_train TERM' TERM
+    trap 'stop_train INT' INT
+    trap 'stop_train HUP' HUP
 
     stage_data
     restore_caches
@@ -522,17 +524,37 @@ train_job() {
 # PyTorch's Flight Recorder for the training step: every rank keeps its last collectives in
 # a ring buffer and, when a NCCL/RCCL collective times out, writes them to
 # RUN_DIR/flight-recorder/<job id>/rank-<R>, from which scripts/fault.py names the rank that
-# never entered the collective the others wait in. torch >= 2.10 reads the TORCH_FR_ names,
-# older releases the TORCH_NCCL_ ones (PyTorch, "ProcessGroupNCCL Environment Variables";
-# torchtitan sets the same). gloo writes no dump on its timeout. Your own values win.
+# never entered the collective the others wait in. gloo writes no dump on its timeout. The
+# names follow the image's torch, read once per job: from 2.10 on the TORCH_FR_ names alone
+# (lumi-facts §12; the buffer's name since 2.8: NVIDIA/nvidia-resiliency-ext#163), since
+# torch 2.13 warns on every rank where the older TORCH_NCCL_ names are set; before 2.10 the
+# TORCH_NCCL_ names, which every release reads (PyTorch, "ProcessGroupNCCL Environment
+# Variables"); both where the version is unknown. Your own values win.
 flight_recorder() {
     FLIGHT_DIR="${RUN_DIR}/flight-recorder/${SLURM_JOB_ID:-0}"
     mkdir -p "${FLIGHT_DIR}"
-    export TORCH_FR_BUFFER_SIZE="${TORCH_FR_BUFFER_SIZE:-${TORCH_NCCL_TRACE_BUFFER_SIZE:-2000}}"
-    export TORCH_NCCL_TRACE_BUFFER_SIZE="${TORCH_NCCL_TRACE_BUFFER_SIZE:-${TORCH_FR_BUFFER_SIZE}}"
+    local version minor=-1 size="${TORCH_FR_BUFFER_SIZE:-${TORCH_NCCL_TRACE_BUFFER_SIZE:-2000}}"
+    local file="${TORCH_FR_DUMP_TEMP_FILE:-${TORCH_NCCL_DEBUG_INFO_TEMP_FILE:-${FLIGHT_DIR}/rank-}}"
+    version="$(image_torch_version)"
+    if [[ "${version}" =~ ^2\.([0-9]+)\. ]]; then
+        minor="${BASH_REMATCH[1]}"
+    elif [[ "${version}" =~ ^[1-9][0-9]*\. ]]; then
+        minor=$(( ${version%%.*} > 2 ? 99 : 0 ))
+    fi
     export TORCH_NCCL_DUMP_ON_TIMEOUT="${TORCH_NCCL_DUMP_ON_TIMEOUT:-1}"
-    export TORCH_FR_DUMP_TEMP_FILE="${TORCH_FR_DUMP_TEMP_FILE:-${FLIGHT_DIR}/rank-}"
-    export TORCH_NCCL_DEBUG_INFO_TEMP_FILE="${TORCH_NCCL_DEBUG_INFO_TEMP_FILE:-${TORCH_FR_DUMP_TEMP_FILE}}"
+    if [ "${minor}" -ge 10 ] || [ "${minor}" = -1 ]; then
+        export TORCH_FR_BUFFER_SIZE="${size}" TORCH_FR_DUMP_TEMP_FILE="${file}"
+    fi
+    if [ "${minor}" -lt 10 ]; then
+        export TORCH_NCCL_TRACE_BUFFER_SIZE="${size}" TORCH_NCCL_DEBUG_INFO_TEMP_FILE="${file}"
+    fi
+}
+
+# The image's torch version from its package metadata (importing torch would take seconds),
+# with the image's Python as the ranks get it; nothing where the image has no torch.
+image_torch_version() {
+    LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" python -c \
+        'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null | tail -n 1 || true
 }
 
 # Why the training step ended (scripts/fault.py, with the node's python3, else the image's):
@@ -541,7 +563,7 @@ flight_recorder() {
 # billed, exit status and cause, stopped_by), and the decision for the chain in FAULT_CAUSE,
 # FAULT_HANG (1: a collective timeout or a heartbeat stall), FAULT_DECISION (finished,
 # resume, resume-elsewhere, stop), FAULT_EXCLUDE (a node, only on evidence) and FAULT_REASON.
-#   job_outcome STATUS
+#   job_outcome STATUS [SIGNAL that ended the job: TERM, INT, HUP]
 job_outcome() {
     local decision="${PROJECT_DIR}/logs/fault-${SLURM_JOB_ID:-0}" python=(python3) logs=() up=0
     if [ -f "${LUMI_SCAFFOLD_TIME_UP}" ] || [ "${time_up:-0}" = 1 ]; then
@@ -554,7 +576,7 @@ job_outcome() {
     rm -f "${decision}"
     "${python[@]}" "${PROJECT_DIR}/scripts/fault.py" end --status "$1" --log "${logs[@]}" \
         --heartbeats "${LUMI_SCAFFOLD_HEARTBEAT_DIR:-}" --flight "${FLIGHT_DIR:-}" \
-        --time-up "${up}" --chain "${chain:-1}" --next "${next_job:-}" \
+        --time-up "${up}" --signal "${2:-}" --chain "${chain:-1}" --next "${next_job:-}" \
         --hung-before "${LUMI_SCAFFOLD_STALLED_BEFORE:-}" --known-issues "${image_known_issues}" \
         --run-dir "${RUN_DIR}" --job "${SLURM_JOB_ID:-0}" --out "${decision}" \
         || echo "fault: scripts/fault.py failed (above): no report from the job" >&2
@@ -587,14 +609,27 @@ stop_chain() {
     fi
 }
 
-# On TERM, INT or HUP: a cancelled job ends its chain, and its training step.
-# shellcheck disable=SC2329  # invoked by the trap in train_job
+# On TERM, INT or HUP ($1): a cancelled job ends its chain, and its training step, and says
+# so (job_outcome: `fault: cancelled`, stopped_by in the report; after Slurm's time-limit
+# warning, `fault: time limit`). Slurm sends SIGKILL KillWait seconds after its SIGTERM
+# (slurm.conf): the step gets up to 5 s to end (rank 0's runlog writes its report on
+# SIGTERM) before the job's report is completed.
+# shellcheck disable=SC2329  # invoked by the traps in train_job
 stop_train() {
+    trap '' TERM INT HUP
+    local status=$(( 128 + $(kill -l "$1") )) waited=0
     if [ "${time_up}" = 0 ]; then
         stop_chain "this job was cancelled"
     fi
     if [ -n "${STEP_PID:-}" ]; then
         kill -TERM "${STEP_PID}" 2>/dev/null || true   # the training step too (run by hand, Ctrl-C alone would not reach it)
+        while kill -0 "${STEP_PID}" 2>/dev/null && [ "${waited}" -lt 10 ]; do
+            sleep 0.5
+            waited=$(( waited + 1 ))
+        done
     fi
-    exit 143
+    if [ -z "${FAULT_DECISION:-}" ]; then   # (not when the step had ended and the job had said why)
+        job_outcome "${status}" "$1"
+    fi
+    exit "${status}"
 }

@@ -4,8 +4,8 @@ decision. Standard library only, and Python 3.6's grammar: scripts/job-env.sh ru
 the training step with the node's own python3 (the image's Python where there is none).
 
   python3 scripts/fault.py end --status N --log FILE... [--heartbeats DIR] [--flight DIR]
-          [--time-up 0|1] [--chain N] [--next JOB] [--hung-before TEXT] [--known-issues TEXT]
-          --run-dir DIR --job ID --out FILE
+          [--time-up 0|1] [--signal TERM|INT|HUP] [--chain N] [--next JOB] [--hung-before TEXT]
+          [--known-issues TEXT] --run-dir DIR --job ID --out FILE
       reads the job's log (its stdout and stderr files), the heartbeat directory and the
       PyTorch Flight Recorder dumps; prints ONE line, `fault: ...` (nothing when the
       training finished), writes or completes RUN_DIR/reports/<job>.json (wall time,
@@ -27,6 +27,8 @@ The faults, each with its decision (docs/jobs.md has the table):
   network fallback    RCCL talked between nodes over TCP sockets (scripts/rccl_net.py): stop
   rank died           a rank exited first (srun names its task): stop
   time limit          Slurm's time-limit warning came: the next job resumes
+  cancelled           the job's batch script got SIGTERM (scancel) before that warning, or
+                      SIGINT or SIGHUP when run by hand: stop
   failed              any other non-zero exit: stop
 
 A hang resumes from the newest checkpoint, once per chain: without a node only on evidence
@@ -63,6 +65,8 @@ TASK_EXIT = re.compile(r"srun: error: (\S+): tasks? ([\d,\-]+): (Exited with exi
 STALL = re.compile(r"^watchdog: no progress for .*?last progress: rank (\d+) on (\S+) \(step (-?\d+)"
                    r"(?:.*?furthest behind: rank (\d+) on (\S+) \(step (-?\d+)\))?")
 NO_BEAT = re.compile(r"^watchdog: no rank made (?:progress|its first step) within the startup allowance")
+# What the signal that ended the batch script (job-env.sh's trap, --signal) says of the job
+SIGNALS = {"TERM": "SIGTERM: scancel, or Slurm ended the job", "INT": "SIGINT: Ctrl-C", "HUP": "SIGHUP: its terminal closed"}
 # its line when it stops a script that never beats (judged by its output)
 OUTPUT_STALL = re.compile(r"^watchdog: the job's output did not grow for (\d+) s \(OUTPUT_TIMEOUT=")
 # scripts/rccl_net.py's line when it stops a job on TCP
@@ -237,12 +241,14 @@ def flight_evidence(directory):
 
 # ---------------------------------------------------------------- the fault
 
-def classify(text, status, time_up):
+def classify(text, status, time_up, signal=""):
     """(cause, details) from the job's log; details: rank, node, step, detail where the log
-    names them."""
+    names them. ``signal``: the one that ended the batch script ('' for none)."""
     lines = text.splitlines()
     if status == 0:
         return "finished", {}
+    if signal:  # (after the time-limit warning, Slurm's SIGTERM at the limit itself)
+        return ("time limit", {}) if time_up else ("cancelled", {"detail": SIGNALS.get(signal, "SIG" + signal)})
     for line in lines:
         match = STALL.match(line)
         if match:
@@ -349,6 +355,8 @@ def decide(cause, facts, exclude, hung_before, known_issues, status, chain=1, ne
         issues = known_issues or "none recorded for this image (scripts/values.sh)"
         return "resume", ("software hang suspected (no rank is shown behind the others): {} resumes on any nodes; "
                           "the image's known issues: {}".format(how, issues))
+    if cause == "cancelled":
+        return "stop", "the job was cancelled; submitting again resumes the run from its newest checkpoint"
     if cause == "no heartbeat":
         return "stop", ("no rank reached its first step within STARTUP_TIMEOUT: the next job would start the same way "
                         "(raise STARTUP_TIMEOUT for a slow start; the stacks above show where the ranks were)")
@@ -374,9 +382,9 @@ def line(cause, facts, decision, reason):
         where.append("on {}".format(facts["node"]))
     if facts.get("step") is not None and facts.get("step", -1) >= 0:
         where.append("after step {}".format(facts["step"]))  # (its last heartbeat: at least that far)
-    if not facts.get("ranks") and facts.get("rank") is None:
+    if not facts.get("ranks") and facts.get("rank") is None and cause != "cancelled":
         where.insert(0, "no rank to blame")
-    text = "fault: {}: {}".format(what, " ".join(where))
+    text = "fault: {}".format(what) + (": " + " ".join(where) if where else "")
     if facts.get("detail"):
         text += " ({})".format(facts["detail"])
     if facts.get("evidence"):
@@ -442,7 +450,7 @@ def write_report(run_dir, job, status, cause, stopped_by, beats):
 def end(args):
     text = read_text(args.log)
     beats = heartbeats(args.heartbeats)
-    cause, facts = classify(text, args.status, args.time_up)
+    cause, facts = classify(text, args.status, args.time_up, args.signal)
     exclude = culprit(cause, facts, text, beats, args.flight) if cause != "finished" else ""
     decision, reason = decide(cause, facts, exclude, args.hung_before, args.known_issues, args.status, args.chain,
                               args.next)
@@ -489,6 +497,7 @@ def main(argv):
     command.add_argument("--heartbeats", default="", help="the heartbeat directory")
     command.add_argument("--flight", default="", help="the directory of the Flight Recorder dumps")
     command.add_argument("--time-up", type=int, default=0, help="1: Slurm's time-limit warning came")
+    command.add_argument("--signal", default="", help="the signal that ended the batch script: TERM, INT, HUP ('' for none)")
     command.add_argument("--hung-before", default="", help="the chain's earlier hang ('' when none)")
     command.add_argument("--chain", type=int, default=1, help="the jobs left in this chain, this one included")
     command.add_argument("--next", default="", help="the chain's next job, already queued ('' when none)")

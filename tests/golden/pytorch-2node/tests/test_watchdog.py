@@ -83,17 +83,35 @@ def node_file(path, *lines):
     path.write_text("".join(line.ljust(95) + "\n" for line in lines))
 
 
+def batch_shell():
+    """A stand-in for the job's batch shell: prints "stalled" and ends on SIGUSR2."""
+    return subprocess.Popen(["bash", "-c", "trap 'echo stalled; exit 0' USR2; while :; do sleep 0.1; done"],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def watch(watchdog, directory, *options):
+    """scripts/watchdog.py watch on ``directory``, as the job starts it."""
+    return subprocess.run([sys.executable, watchdog.__file__, "watch", "--dir", str(directory), *map(str, options)],
+                          capture_output=True, text=True, timeout=30)
+
+
+def dump(watchdog, directory):
+    """scripts/watchdog.py dump on node nid1, with no py-spy on PATH (faulthandler's way)."""
+    path = os.environ.get("PATH", "")
+    without_pyspy = os.pathsep.join(p for p in path.split(os.pathsep) if not (Path(p) / "py-spy").exists())
+    return subprocess.run([sys.executable, watchdog.__file__, "dump", "--dir", str(directory), "--settle", "1"],
+                          capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "PATH": without_pyspy, "SLURMD_NODENAME": "nid1"})
+
+
 def test_watch_signals_the_batch_shell_and_names_the_stalled_node(watchdog, tmp_path):
     """A stand-in batch shell waits for SIGUSR2; rank 1 stopped at step 4, rank 0 at 5."""
-    shell = subprocess.Popen(["bash", "-c", "trap 'echo stalled; exit 0' USR2; while :; do sleep 0.1; done"],
-                             stdout=subprocess.PIPE, text=True)
+    shell = batch_shell()
     now = time.time()
     node_file(tmp_path / "node@nid005000", f"0 5 {now:.1f} - 0.0")
     node_file(tmp_path / "node@nid005001", f"1 4 {now - 3:.1f} - 0.0")
     started = time.monotonic()
-    result = subprocess.run([sys.executable, watchdog.__file__, "watch", "--dir", str(tmp_path), "--timeout", "2",
-                             "--startup", "30", "--notify", str(shell.pid), "--interval", "0.2"],
-                            capture_output=True, text=True, timeout=30)
+    result = watch(watchdog, tmp_path, "--timeout", 2, "--startup", 30, "--notify", shell.pid, "--interval", 0.2)
     assert shell.communicate(timeout=10)[0] == "stalled\n"
     assert result.returncode == 3 and time.monotonic() - started < 10
     assert "watchdog: rank 1 on nid005001 imported heartbeat.py" in result.stderr
@@ -102,12 +120,10 @@ def test_watch_signals_the_batch_shell_and_names_the_stalled_node(watchdog, tmp_
 
 
 def test_watch_stops_a_silent_script_at_its_output_limit(watchdog, tmp_path):
-    shell = subprocess.Popen(["bash", "-c", "trap 'echo stalled; exit 0' USR2; while :; do sleep 0.1; done"],
-                             stdout=subprocess.PIPE, text=True)
+    shell = batch_shell()
     (tmp_path / "job.out").write_text("epoch 1\n")
-    result = subprocess.run([sys.executable, watchdog.__file__, "watch", "--dir", str(tmp_path), "--timeout", "1",
-                             "--startup", "1", "--output-timeout", "2", "--notify", str(shell.pid), "--interval", "0.2",
-                             "--output", str(tmp_path / "job.out")], capture_output=True, text=True, timeout=30)
+    result = watch(watchdog, tmp_path, "--timeout", 1, "--startup", 1, "--output-timeout", 2, "--notify", shell.pid,
+                   "--interval", 0.2, "--output", tmp_path / "job.out")
     assert shell.communicate(timeout=10)[0] == "stalled\n"
     assert result.returncode == 3 and "(OUTPUT_TIMEOUT=2;" in result.stderr
     assert (tmp_path / "stalled").read_text() == "limit=OUTPUT_TIMEOUT\n"
@@ -116,8 +132,7 @@ def test_watch_stops_a_silent_script_at_its_output_limit(watchdog, tmp_path):
 def test_watch_ends_with_the_batch_shell(watchdog, tmp_path):
     done = subprocess.Popen(["true"])
     done.wait()
-    result = subprocess.run([sys.executable, watchdog.__file__, "watch", "--dir", str(tmp_path), "--timeout", "1",
-                             "--startup", "1", "--notify", str(done.pid)], capture_output=True, text=True, timeout=30)
+    result = watch(watchdog, tmp_path, "--timeout", 1, "--startup", 1, "--notify", done.pid)
     assert result.returncode == 0 and not result.stderr and not (tmp_path / "stalled").exists()
 
 
@@ -146,11 +161,7 @@ def test_dump_prints_the_stacks_of_this_jobs_ranks_only(watchdog, tmp_path):
                              stderr=subprocess.PIPE, text=True)
     try:
         assert ours.stdout.readline() == "ready\n" and other.stdout.readline() == "ready\n"
-        path = os.environ.get("PATH", "")
-        without_pyspy = os.pathsep.join(p for p in path.split(os.pathsep) if not (Path(p) / "py-spy").exists())
-        result = subprocess.run([sys.executable, watchdog.__file__, "dump", "--dir", str(beat_dir), "--settle", "1"],
-                                capture_output=True, text=True, timeout=30,
-                                env={**os.environ, "PATH": without_pyspy, "SLURMD_NODENAME": "nid1"})
+        result = dump(watchdog, beat_dir)
         assert result.returncode == 0
         assert result.stdout == (f"watchdog: stacks of rank3@nid1 (pid {ours.pid}): SIGUSR2, the rank prints them "
                                  "(faulthandler)\n")
@@ -171,11 +182,7 @@ def test_dump_sends_no_sigusr2_to_a_rank_without_a_handler(watchdog, tmp_path):
                             env={**os.environ, "LUMI_SCAFFOLD_HEARTBEAT": f"{beat_dir}/rank0@nid1"})
     try:
         assert rank.stdout.readline() == "ready\n"
-        path = os.environ.get("PATH", "")
-        without_pyspy = os.pathsep.join(p for p in path.split(os.pathsep) if not (Path(p) / "py-spy").exists())
-        result = subprocess.run([sys.executable, watchdog.__file__, "dump", "--dir", str(beat_dir), "--settle", "1"],
-                                capture_output=True, text=True, timeout=30,
-                                env={**os.environ, "PATH": without_pyspy, "SLURMD_NODENAME": "nid1"})
+        result = dump(watchdog, beat_dir)
         assert result.returncode == 0
         assert result.stdout == (f"watchdog: no stacks of rank0@nid1 (pid {rank.pid}): it has no handler for SIGUSR2 "
                                  "(importing heartbeat.py gives it one) and the image has no py-spy\n")

@@ -2,7 +2,9 @@
 one `fault:` line, one stopped_by in the job report and one chain decision. Read against
 real log lines from public issues (each cited where it is used) and against Flight Recorder
 dumps made here in the format PyTorch writes (a pickled dict with "version", "pg_config"
-and "entries"; torch/distributed/flight_recorder/components/loader.py reads the same keys)."""
+and "entries"; torch/distributed/flight_recorder/components/loader.py reads the same keys).
+(lumi-scaffold's own suite reads a dump that PyTorch wrote on a GPU with this file:
+tests/test_flight_recorder_dump.py there.)"""
 
 from __future__ import annotations
 
@@ -279,52 +281,3 @@ def test_a_cancelled_job_says_so_and_its_report_records_it(fault, tmp_path, caps
     assert fault.classify("", 130, 0, "INT") == ("cancelled", {"detail": "SIGINT: Ctrl-C"})
     assert fault.classify("", 143, 1, "TERM")[0] == "time limit"
 
-
-# A real Flight Recorder dump and the NCCL watchdog's line that came with it: torch
-# 2.11.0+cu130, NCCL 2.28.9, one H100, one rank whose all_reduce #4 could not start within
-# its 5-s timeout (the GPU busy in torch.cuda._sleep before it), with the job's settings
-# (TORCH_FR_BUFFER_SIZE=2000, TORCH_FR_DUMP_TEMP_FILE=<dir>/rank-, TORCH_NCCL_DUMP_ON_TIMEOUT=1
-# and no TORCH_NCCL_ names). Made for this test on 2026-11-26 (lumi-scaffold issue 33).
-REAL_NCCL_TIMEOUT = ("[rank0]:[E1126 09:05:53.941989529 ProcessGroupNCCL.cpp:689] "
-                     "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, "
-                     "NumelIn=4, NumelOut=4, Timeout(ms)=5000) ran for 5055 milliseconds before timing out.")
-REAL_DUMP = (
-    "gAJ9KFgHAAAAdmVyc2lvbnEAWAQAAAAyLjEwcQFYCQAAAHBnX2NvbmZpZ3ECfShYAQAAADBxA30oWAQAAABuYW1lcQRoA1gEAAAA"
-    "ZGVzY3EFWAoAAABkZWZhdWx0X3BncQZYBQAAAHJhbmtzcQdYAwAAAFswXXEIdXVYEAAAAGNvbW1fbGliX3ZlcnNpb25xCVgGAAAA"
-    "Mi4yOC45cQpYCQAAAHBnX3N0YXR1c3ELfShoA30oWBgAAABsYXN0X2VucXVldWVkX2NvbGxlY3RpdmVxDEsEWBcAAABsYXN0X3N0"
-    "YXJ0ZWRfY29sbGVjdGl2ZXENSv////9YGQAAAGxhc3RfY29tcGxldGVkX2NvbGxlY3RpdmVxDksDdXVYBwAAAGVudHJpZXNxD10o"
-    "fShYBgAAAGZyYW1lc3EQXSh9KGgEWAoAAABhbGxfcmVkdWNlcRFYCAAAAGZpbGVuYW1lcRJYUwAAAC9vcHQvdG9yY2gvLnZlbnYv"
-    "bGliL3B5dGhvbjMuMTIvc2l0ZS1wYWNrYWdlcy90b3JjaC9kaXN0cmlidXRlZC9kaXN0cmlidXRlZF9jMTBkLnB5cRNYBAAAAGxp"
-    "bmVxFE38C3VxFX0oaARYBwAAAHdyYXBwZXJxFmgSWE4AAAAvb3B0L3RvcmNoLy52ZW52L2xpYi9weXRob24zLjEyL3NpdGUtcGFj"
-    "a2FnZXMvdG9yY2gvZGlzdHJpYnV0ZWQvYzEwZF9sb2dnZXIucHlxF2gUS1N1cRh9KGgEWAgAAAA8bW9kdWxlPnEZaBJYCQAAAC90"
-    "bXAvcy5weXEaaBRLBXVxG2VYCQAAAHJlY29yZF9pZHEcSwBYBQAAAHBnX2lkcR1LAFgNAAAAcHJvY2Vzc19ncm91cHEeaANoBoZY"
-    "CwAAAHRocmVhZF9uYW1lcR9YBwAAAHB5dGhvbjNxIFgJAAAAdGhyZWFkX2lkcSFYDwAAADE0MDUxNTQyNTYxNjE5MnEiWBEAAABj"
-    "b2xsZWN0aXZlX3NlcV9pZHEjSwFYCgAAAHAycF9zZXFfaWRxJEsAWAUAAABvcF9pZHElSwFYDgAAAHByb2ZpbGluZ19uYW1lcSZY"
-    "DwAAAG5jY2w6YWxsX3JlZHVjZXEnWA8AAAB0aW1lX2NyZWF0ZWRfbnNxKIoIHInBmQmN6xhYCwAAAGlucHV0X3NpemVzcSldKF0o"
-    "SwRlZVgMAAAAaW5wdXRfZHR5cGVzcSpdKFgFAAAARmxvYXRxK2VYDAAAAG91dHB1dF9zaXplc3EsXShdKEsEZWVYDQAAAG91dHB1"
-    "dF9kdHlwZXNxLV0oaCtlWAUAAABzdGF0ZXEuWAkAAABjb21wbGV0ZWRxL1gaAAAAdGltZV9kaXNjb3ZlcmVkX3N0YXJ0ZWRfbnNx"
-    "ME5YHAAAAHRpbWVfZGlzY292ZXJlZF9jb21wbGV0ZWRfbnNxMYoIJjoanQmN6xhYBwAAAHJldGlyZWRxMohYCgAAAHRpbWVvdXRf"
-    "bXNxM02IE1gGAAAAaXNfcDJwcTSJdX0oaBBdKGgVaBhoG2VoHEsBaB1LAGgeaANoBoZoH2ggaCFoImgjSwJoJEsAaCVLAmgmaCdo"
-    "KIoIJtzImQmN6xhoKV0oXShLBGVlaCpdKGgrZWgsXShdKEsEZWVoLV0oaCtlaC5oL2gwTmgxigjsihqdCY3rGGgyiGgzTYgTaDSJ"
-    "dX0oaBBdKGgVaBhoG2VoHEsCaB1LAGgeaANoBoZoH2ggaCFoImgjSwNoJEsAaCVLA2gmaCdoKIoIQY/KmQmN6xhoKV0oXShLBGVl"
-    "aCpdKGgrZWgsXShdKEsEZWVoLV0oaCtlaC5oL2gwTmgxigiNqxqdCY3rGGgyiGgzTYgTaDSJdX0oaBBdKGgVaBh9KGgEaBloEmga"
-    "aBRLB3VlaBxLA2gdSwBoHmgDaAaGaB9oIGghaCJoI0sEaCRLAGglSwRoJmgnaCiKCG+WW5oJjesYaCldKF0oSwRlZWgqXShoK2Vo"
-    "LF0oXShLBGVlaC1dKGgrZWguWAkAAABzY2hlZHVsZWRxNWgwTmgxTmgyiWgzTYgTaDSJdWV1cTYu")
-
-
-def test_a_real_flight_recorder_dump_is_read(fault, tmp_path, capsys):
-    """The dump PyTorch wrote under TORCH_FR_DUMP_TEMP_FILE's prefix is read by the stdlib
-    reader (no class refused): process group 0, all_reduce #4, rank 0 waiting; with one rank
-    no rank is missing, so no node is blamed. The watchdog's line is a collective timeout."""
-    import base64
-
-    flight = tmp_path / "flight"
-    flight.mkdir()
-    (flight / "rank-0").write_bytes(base64.b64decode(REAL_DUMP))
-    assert fault.align(fault.dumps(str(flight))) == [("0", 4, "nccl:all_reduce", [0], [])]
-    cause, facts = fault.classify(REAL_NCCL_TIMEOUT, 1, 0)
-    assert (cause, facts["seq"], facts["detail"]) == ("collective timeout", 4,
-                                                      "NCCL watchdog: ALLREDUCE #4 timed out on rank 0")
-    assert fault.main(["flight", str(flight)]) == 0
-    assert capsys.readouterr().out == ("flight: process group 0: collective 4 (nccl:all_reduce): waiting: rank(s) 0; "
-                                       "never entered: no rank\n")

@@ -19,6 +19,19 @@ os.environ[TEST_SITES_ENV] = "1"
 pytest_plugins = ["tests.slurm.fixtures"] if (Path(__file__).parent / "slurm" / "fixtures.py").exists() else []
 
 
+_SHELLCHECK_MEMO: dict = {}
+
+
+@pytest.fixture(autouse=True)
+def _shellcheck_memo(monkeypatch):
+    """Each distinct shellcheck run once per worker (tests/lint_memo.py)."""
+    from lumi_scaffold import lint
+
+    from .lint_memo import memo_shellcheck
+
+    monkeypatch.setattr(lint, "shellcheck", memo_shellcheck(lint.shellcheck, _SHELLCHECK_MEMO))
+
+
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch, tmp_path_factory):
     """No user Copier settings, no plugin switches from the developer's shell."""

@@ -188,8 +188,11 @@ def test_lumi_project_trains_on_eight_ranks(slurm_cluster, template, tmp_path, s
     assert (tmp_path / "outputs" / "demo" / "checkpoint-00000020.pt").exists()
     calls = [json.loads(line) for line in (tmp_path / "singularity.jsonl").read_text().splitlines()]
     assert {c["verb"] for c in calls} == {"run"} and all(c["error"] is None for c in calls)
-    # one per rank, and one for the progress watchdog beside them
-    assert sorted("scripts/watchdog.py" in " ".join(c["cmd"]) for c in calls) == [False] * 8 + [True], calls
+    # one per rank, one for the progress watchdog beside them, and one that reads the image's
+    # torch version for the Flight Recorder's variable names (flight_recorder in job-env.sh)
+    probes = [c for c in calls if "importlib.metadata" in " ".join(c["cmd"])]
+    assert len(probes) == 1, calls
+    assert sorted("scripts/watchdog.py" in " ".join(c["cmd"]) for c in calls if c not in probes) == [False] * 8 + [True], calls
     assert calls[0]["bind_specs"] == ["/pfs"] and "FROM_LOGIN" not in calls[0]["env_names"]
     # No Local-LAIF here: the LAIF modules' directory by `module use`. [UG-PR315]
     assert (tmp_path / "module.log").read_text().splitlines() == [

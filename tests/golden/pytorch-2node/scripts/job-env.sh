@@ -526,8 +526,9 @@ train_job() {
 # RUN_DIR/flight-recorder/<job id>/rank-<R>, from which scripts/fault.py names the rank that
 # never entered the collective the others wait in. gloo writes no dump on its timeout. The
 # names follow the image's torch, read once per job: from 2.10 on the TORCH_FR_ names alone
-# (lumi-facts §12; the buffer's name since 2.8: NVIDIA/nvidia-resiliency-ext#163), since
-# torch 2.13 warns on every rank where the older TORCH_NCCL_ names are set; before 2.10 the
+# (pytorch/pytorch PR #167395; the buffer's name since 2.8: NVIDIA/nvidia-resiliency-ext#163),
+# since torch 2.11 and later warn on every rank where the older TORCH_NCCL_ names are set
+# (seen with 2.11 on a GPU and 2.13 on the CPU); before 2.10 the
 # TORCH_NCCL_ names, which every release reads (PyTorch, "ProcessGroupNCCL Environment
 # Variables"); both where the version is unknown. Your own values win.
 flight_recorder() {

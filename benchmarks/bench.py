@@ -432,7 +432,7 @@ def bench_matrix(root: Path, template_src: Path, sample: int | None, workers: in
         projects = sorted(out.iterdir())
         print(f"  linting {len(projects)} projects", file=sys.stderr, flush=True)
         start, cpu0 = time.perf_counter(), cpu_seconds()
-        problems = lint_projects(projects, cat, workers=workers)
+        problems = lint_projects(projects, cat, workers=workers, answers=matrix)
         lint_s, lint_cpu = time.perf_counter() - start, cpu_seconds() - cpu0
         if problems:
             print(f"bench: warning: lint found {len(problems)} problems, first: {problems[0]}", file=sys.stderr)

@@ -12,7 +12,8 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 from pathlib import Path
 
 from .jobs import Memory, gpus_of, kind_of_file, parse_options, refusals
@@ -174,17 +175,18 @@ def read_header(path: Path) -> dict[str, str]:
     return parse_options(m.group(1) for line in path.read_text().splitlines() if (m := _HEADER.match(line)))
 
 
-def check_headers(project: Path, site_name: str, cat: Catalogue) -> list[str]:
+def check_headers(project: Path, site_name: str, cat: Catalogue, answers: Mapping[str, Any] | None = None) -> list[str]:
     """#SBATCH options that the site would refuse (partition, time, nodes, GPUs, account).
 
     A job file is checked against the partition entry it was made for: where several
     entries share one Slurm partition (and QOS), the project's own entry (the ``partition``
     answer) for its jobs and the site's partial-node entry for the smoke test come first,
-    and a job that fits any of them passes; a refusal names the entry."""
+    and a job that fits any of them passes; a refusal names the entry. ``answers``: the
+    project's, where the caller has read them (else its answers file is read)."""
     site = cat.sites.get(site_name)
     if site is None:
         return [f"site {site_name!r} is not in the catalogue"]
-    chosen = str(read_answers(project, missing_ok=True).get("partition") or "")
+    chosen = str((read_answers(project, missing_ok=True) if answers is None else answers).get("partition") or "")
     problems = []
     for path in sorted((project / "jobs").glob("*.sbatch")):
         opts = read_header(path)

@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import types
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -209,29 +209,40 @@ def _shellcheck(files: list[Path]) -> list[str]:
     return lint.shellcheck(files)
 
 
-def lint_projects(projects: Iterable[Path], cat: Catalogue | None = None, workers: int = 2) -> list[str]:
+def lint_projects(projects: Iterable[Path], cat: Catalogue | None = None, workers: int = 2,
+                  answers: Iterable[Mapping[str, Any]] | None = None) -> list[str]:
     """bash -n + shellcheck on one shell file of each kind that lints alike
     (lumi_scaffold.lint.lint_key; of scripts/values.sh, each distinct line:
-    lumi_scaffold.lint.ValuesUnion), #SBATCH checks on every project."""
+    lumi_scaffold.lint.ValuesUnion), #SBATCH checks on every project. ``answers``: each
+    project's answers (at least ``site`` and ``partition``) where the caller has them, as
+    a render matrix does; otherwise each project's answers file is read (~30 ms with
+    ruamel's pure-Python parser), while shellcheck runs."""
     cat = cat or get_catalogue()
+    projects = list(projects)
+    recorded = None if answers is None else list(answers)
+    if recorded is not None and len(recorded) != len(projects):
+        raise ValueError(f"lint_projects: {len(projects)} projects but {len(recorded)} answer sets")
     unique: dict[str, Path] = {}
     union = ValuesUnion()
-    problems: list[str] = []
     for project in projects:
         for path in shell_files(project):
             if path.relative_to(project) == Path("scripts/values.sh") and union.add(path):
                 continue
             unique.setdefault(lint_key(path), path)
-        site = str(read_answers(project).get("site") or "")
-        problems += [f"{project}: {p}" for p in check_headers(project, site, cat)]
+    problems: list[str] = []
     with tempfile.TemporaryDirectory() as scratch:
         lines, where = union.write(Path(scratch))
         files = sorted(unique.values()) + lines
-        found = bash_syntax(files)
         batches = [files[i::workers] for i in range(workers)]
         with ProcessPoolExecutor(workers) as pool:
-            for batch in pool.map(_shellcheck, batches):
-                found += batch
+            running = [pool.submit(_shellcheck, batch) for batch in batches]
+            found = bash_syntax(files)
+            for i, project in enumerate(projects):
+                given = recorded[i] if recorded is not None else read_answers(project)
+                site = str(given.get("site") or "")
+                problems += [f"{project}: {p}" for p in check_headers(project, site, cat, answers=given)]
+            for batch in running:
+                found += batch.result()
     return problems + [ValuesUnion.locate(finding, where) for finding in found]
 
 
@@ -478,7 +489,8 @@ def _render_and_lint(cat: Catalogue, plugin_name: str, template: Path | str | No
             failed = dict(render_many(template, root, matrix, workers=workers))
             out = [f"does not render ({_shown(a)}): {failed[str(p)]}" for p, a in projects.values() if str(p) in failed]
             rendered = [(p, a) for p, a in projects.values() if str(p) not in failed]
-            lint = lint_projects([p for p, _ in rendered], cat, workers=workers) if rendered else []
+            lint = (lint_projects([p for p, _ in rendered], cat, workers=workers, answers=[a for _, a in rendered])
+                    if rendered else [])
         for line in lint:  # name the answers rather than the temporary directory
             rel = line.replace(f"{root}/", "")
             answers = projects.get(rel[:5], (None, None))[1]

@@ -78,7 +78,7 @@ def test_full_matrix_renders_lints_and_fits_the_site(template, scratch):
         assert files == expected_files(answers), (project, answers)
         not_executable = [f for f in files if f.endswith(".sh") and not os.access(project / f, os.X_OK)]
         assert not_executable == [], project
-    assert lint_projects(projects) == []
+    assert lint_projects(projects, answers=matrix) == []
 
 
 

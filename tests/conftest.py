@@ -64,6 +64,28 @@ def site_root(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def time_limit_chains(slurm_cluster_timelimit, template, tmp_path_factory, site_root) -> dict:
+    """Per framework, a time-limit chain of the example on the local site (tests/jobs.py,
+    submit_time_limit_chain), for tests/test_own_script_jobs.py. Requested early
+    (_OVERLAPPED): its jobs wait on Slurm's clock. JAX only where it is installed (CI
+    requires it)."""
+    from .jobs import submit_time_limit_chain
+    from .slurm.fixtures import slurm_required
+
+    chains = {}
+    for framework in ("pytorch", "jax"):
+        if framework == "jax" and not slurm_required():
+            try:
+                import jax  # noqa: F401
+            except ImportError:
+                continue
+        answers = {"site": "local", "account": "local", "partition": "batch", "gpus_per_node": 2, "framework": framework}
+        chains[framework] = submit_time_limit_chain(slurm_cluster_timelimit, template,
+                                                    tmp_path_factory.mktemp(f"time-limit-{framework}"), site_root, answers)
+    return chains
+
+
+@pytest.fixture(scope="session")
 def dataset(tmp_path_factory) -> tuple[Path, Path]:
     """A small dataset as a directory of .npz shards and as a .tar of them (tests/jobs.py)."""
     from .jobs import make_dataset
@@ -94,11 +116,17 @@ def fake_site_packages(tmp_path, monkeypatch):
 # hook (on each worker) turns the xdist_group marks into the "@group" suffix of the node
 # ids it sends for scheduling; it must see the marks we add.
 _WHEEL_MODULES = {"test_install", "test_packaging", "test_bundle"}
-# The harness's time-limit job waits ~60-95 s for Slurm to kill it: it is submitted in the
-# first test of the Slurm group (_time_limit_job_early) and its test runs last, so the wait
-# overlaps the rest of the group.
-_TIME_LIMIT_TEST = "tests/test_slurm_harness.py::test_time_limit_kills_job"
-_SUBMIT_TIME_LIMIT_JOB = pytest.StashKey[bool]()
+# Tests whose jobs wait on Slurm's clock (a time limit, the warning before it), each with the
+# session fixture that submits its jobs, on a cluster of their own (slurm_cluster_timelimit):
+# the fixtures are requested in the first test of the Slurm group and these tests run last,
+# so the waits (60-95 s for the harness's job, two chained jobs for the examples) overlap
+# the rest of the group instead of adding to it.
+_OVERLAPPED = {
+    "tests/test_slurm_harness.py::test_time_limit_kills_job": "time_limit_job",
+    "tests/test_own_script_jobs.py::test_the_examples_save_at_the_time_limit_warning_and_the_next_job_resumes_there":
+        "time_limit_chains",
+}
+_SUBMIT_EARLY = pytest.StashKey[list]()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -114,22 +142,26 @@ def pytest_collection_modifyitems(config, items):
             slurm.append(item)
         elif item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in _WHEEL_MODULES:
             item.add_marker(pytest.mark.xdist_group("wheel"))
-    last = [item for item in items if item.nodeid == _TIME_LIMIT_TEST]
-    if last and len(slurm) > 1:
-        items.remove(last[0])
-        items.append(last[0])
-        config.stash[_SUBMIT_TIME_LIMIT_JOB] = True
+    last = [item for item in slurm if item.nodeid.split("[")[0] in _OVERLAPPED]
+    if last and len(slurm) > len(last):
+        for item in last:
+            items.remove(item)
+            items.append(item)
+        config.stash[_SUBMIT_EARLY] = sorted({_OVERLAPPED[item.nodeid.split("[")[0]] for item in last})
 
 
 @pytest.fixture(autouse=True)
-def _time_limit_job_early(request):
-    """In the Slurm group's first test, when the time-limit test runs later: submit its job."""
-    if not request.config.stash.get(_SUBMIT_TIME_LIMIT_JOB, False):
+def _overlapped_jobs_early(request):
+    """In the Slurm group's first test, when overlapped tests run later: submit their jobs."""
+    if not request.config.stash.get(_SUBMIT_EARLY, None):
         return
     if "slurm" not in [m.args[0] for m in request.node.iter_markers("xdist_group") if m.args]:
         return
-    request.config.stash[_SUBMIT_TIME_LIMIT_JOB] = False
-    try:
-        request.getfixturevalue("time_limit_job")
-    except pytest.skip.Exception:
-        pass  # no Slurm here: the time-limit test skips (or fails under REQUIRE_SLURM) itself
+    names, request.config.stash[_SUBMIT_EARLY] = request.config.stash[_SUBMIT_EARLY], []
+    for name in names:
+        try:
+            request.getfixturevalue(name)
+        except pytest.skip.Exception:
+            pass  # no Slurm (or no JAX) here: the test skips (or fails under REQUIRE_SLURM) itself
+
+

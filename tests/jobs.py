@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -140,6 +141,26 @@ def job_env(cluster, work: Path, site_root: Path, **extra: str) -> dict[str, str
         "OMP_NUM_THREADS": "1",
         **extra,
     })
+
+
+# A time-limit chain's steps: 300 of 0.2 s is 60 s of training, more than the first job's
+# 1-minute limit, so that job can end only at Slurm's warning (or be killed at its limit:
+# TIMEOUT fails the test). Slurm may send the warning ~30 s late.
+TIME_LIMIT_CHAIN_STEPS = 300
+
+
+def submit_time_limit_chain(cluster, template: Path, work: Path, site_root: Path, answers: dict[str, Any]
+                            ) -> tuple[Path, dict[str, str], int]:
+    """A --chain 2 of the example whose first job has a 1-minute limit and Slurm's warning
+    45 s before it (--signal=B:USR1@45, as the job file's own, sooner): (project, env, first job)."""
+    from .helpers import render
+
+    project = render(template, work / "p", **answers, walltime="00:05:00")
+    env = job_env(cluster, work, site_root)
+    first = cluster.sbatch(["--time=00:01:00", "--signal=B:USR1@45", "jobs/train.sbatch", "--chain", "2",
+                            "--steps", str(TIME_LIMIT_CHAIN_STEPS), "--seconds-per-step", "0.2",
+                            "--checkpoint-every", "37", "--keep-checkpoints", "20"], cwd=project, env=env)
+    return project, env, first
 
 
 def image_env(directory: Path, **variables: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from .helpers import render
-from .jobs import job_env, log_of, run_job
+from .jobs import TIME_LIMIT_CHAIN_STEPS, job_env, log_of, run_job
 from .slurm.fixtures import slurm_required
 
 pytestmark = pytest.mark.slurm
@@ -242,23 +242,16 @@ def torch_load(path: Path) -> dict:
 
 @pytest.mark.parametrize("framework", ["pytorch", "jax"])
 def test_the_examples_save_at_the_time_limit_warning_and_the_next_job_resumes_there(
-        slurm_cluster, template, tmp_path, site_root, framework):
-    """--chain 2, the first job with a 1-minute limit and Slurm's warning 45 s before it
-    (--signal=B:USR1@45, as the job file's own, sooner): at the warning both ranks stop at
-    the same step S, rank 0 saves S and the job exits with 75 (runlog.TIME_LIMIT_EXIT)
-    before its limit; the second job resumes from S, not from the last periodic checkpoint
-    (every 37 steps), and finishes."""
-    if framework == "jax":
-        if slurm_required():
-            import jax  # noqa: F401  (CI installs it)
-        else:
-            pytest.importorskip("jax", reason="the JAX job tests need CPU JAX (pip install jax)")
-    project = render(template, tmp_path / "p", **LOCAL, framework=framework, walltime="00:05:00")
-    env = job_env(slurm_cluster, tmp_path, site_root)
-    first = slurm_cluster.sbatch(["--time=00:01:00", "--signal=B:USR1@45", "jobs/train.sbatch", "--chain", "2",
-                                  "--steps", "150", "--seconds-per-step", "0.2", "--checkpoint-every", "37",
-                                  "--keep-checkpoints", "20"], cwd=project, env=env)
-    result = slurm_cluster.wait(first, timeout=150)
+        slurm_cluster_timelimit, time_limit_chains, framework):
+    """(Submitted by the session fixture time_limit_chains, tests/conftest.py.) At Slurm's
+    warning both ranks stop at the same step S, rank 0 saves S and the job
+    exits with 75 (runlog.TIME_LIMIT_EXIT) before its limit; the second job resumes from S,
+    not from the last periodic checkpoint (every 37 steps), and finishes."""
+    if framework not in time_limit_chains:
+        pytest.importorskip("jax", reason="the JAX job tests need CPU JAX (pip install jax)")
+    project, env, first = time_limit_chains[framework]
+    slurm_cluster = slurm_cluster_timelimit
+    result = slurm_cluster.wait(first, timeout=300)
     log = log_of(project, first)
     assert (result.state, result.exit_code) == ("FAILED", 75), log  # (not TIMEOUT: it ended itself)
     assert re.search(r"^time limit in \d+ s: job \d+ continues the run", log, re.M), log
@@ -267,9 +260,9 @@ def test_the_examples_save_at_the_time_limit_warning_and_the_next_job_resumes_th
     report = json.loads((run_dir / "reports" / f"{first}.json").read_text())
     assert report["ended"] == "time limit" and report["steps"]["last"] == stopped, report
     second = int(re.search(r"^chain: job (\d+) continues run demo", log, re.M).group(1))
-    result = slurm_cluster.wait(second, timeout=150)
+    result = slurm_cluster.wait(second, timeout=300)
     log2 = log_of(project, second)
-    assert result.state == "COMPLETED" and "done: 150 steps on 2 process(es)" in log2, log2
+    assert result.state == "COMPLETED" and f"done: {TIME_LIMIT_CHAIN_STEPS} steps on 2 process(es)" in log2, log2
     assert int(re.search(r"resumed from \S+ at step (\d+)", log2).group(1)) == stopped, log2
     saved = sorted(int(re.search(r"(\d+)", p.name).group(1)) for p in run_dir.glob("*-0*.*") if p.suffix in (".pt", ".npz"))
     periodic = [step for step in saved if step < stopped]

@@ -589,6 +589,8 @@ def test_two_node_job_stops_when_rccl_falls_back_to_tcp(slurm_cluster_2nodes, te
         assert "WARNING: rank 0: RCCL logged no final choice of network within 3 s" in log and "RCCL uses" not in log
     assert (project / "logs" / f"rccl-{job_id}-rank0.txt").read_text().strip() == line
     assert sorted(p.name for p in (project / "logs").glob("rccl-*")) == [f"rccl-{job_id}-rank0.txt"]
+    if lines != OFI_LINES:
+        return  # (the smoke test's check below is the same for every log line: once is enough)
     (project / "src/demo/smoke_test.py").write_text(FAKE_RCCL)
     smoke, result = run_job(slurm_cluster_2nodes, project, env, "jobs/smoke-test.sbatch", timeout=120)
     assert result.state == "COMPLETED" and not list((project / "logs").glob(f"rccl-{smoke}-*")), log_of(project, smoke)

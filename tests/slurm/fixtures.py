@@ -112,8 +112,10 @@ def slurm_cluster_2nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
 
 @pytest.fixture(scope="session")
 def slurm_cluster_timelimit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    """A cluster like slurm_cluster, for the harness's time-limit job alone: its job holds a
-    CPU for ~60-95 s and would keep exclusive (standard-g) jobs of slurm_cluster waiting."""
+    """A cluster like slurm_cluster, for the jobs that wait on Slurm's clock (the harness's
+    time-limit job, the examples' time-limit chains: tests/conftest.py, _OVERLAPPED). They are
+    submitted at the start of the Slurm group and would keep exclusive (standard-g) jobs of
+    slurm_cluster waiting."""
     yield from _session_cluster(tmp_path_factory, "slurmtl", TIME_LIMIT_KNOBS)
 
 

@@ -133,12 +133,13 @@ def test_a_plugin_that_needs_a_newer_api_is_reported_by_name_not_loaded(tmp_path
     assert [str(p) for p in cat.problems] == expected
 
 
-def test_a_check_that_0_2_did_not_make_warns_first_and_the_plugin_still_works():
+def test_a_check_that_0_3_warned_about_is_refused_now():
     """0.2 took a registered instance as it was. One changed with model_copy so that only a
-    check across its fields fails (a default partition it no longer has) is used, as 0.2
-    did, with one line naming the plugin, what will be refused and the fix."""
+    check across its fields fails (a default partition it no longer has) was used by 0.3,
+    with a warning that 0.4 would refuse it (docs/plugins/compatibility.md, "Warn first,
+    then refuse"). 0.4 refuses it: the site is left out, with one line naming the plugin,
+    what is refused and the fix."""
     from lumi_scaffold import hookimpl
-    from lumi_scaffold.questions import resolve
     from lumi_scaffold.testing import plugin_catalogue
 
     lumi = plugin_catalogue().sites["lumi"]
@@ -149,15 +150,12 @@ def test_a_check_that_0_2_did_not_make_warns_first_and_the_plugin_still_works():
                                          "partitions": [p for p in lumi.partitions if p.allocation == "by-resource"]}))
 
     cat = plugin_catalogue(("lumi-site-shared", types.SimpleNamespace(register_sites=register_sites)))
-    assert "shared" in cat.sites
-    [warning] = cat.problems
-    assert warning.kind == "warning" and str(warning) == (
+    assert "shared" not in cat.sites
+    [problem] = cat.problems
+    assert problem.kind == "error" and str(problem) == (
         "plugin 'lumi-site-shared': site 'shared': (object): whole_node_partition='standard-g' is not one of the "
-        "partitions ['small-g', 'dev-g']. lumi-scaffold 0.4 will refuse it (0.3 uses it as 0.2 did). Fix: make the "
+        "partitions ['small-g', 'dev-g']. Refused since lumi-scaffold 0.4 (0.3 warned and used it). Fix: make the "
         "Site with Site(...) or model_validate, not model_construct or model_copy, and correct what the check names")
-    data = resolve({"project_name": "demo", "site": "shared", "account": "project_465000000", "framework": "pytorch",
-                   "container": "custom", "container_path": "/project/project_465000000/pytorch.sif"}, cat)
-    assert data["partition"]["name"] == "small-g"
 
 
 LMOD_SCRIPT = textwrap.dedent("""

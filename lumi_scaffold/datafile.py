@@ -4,7 +4,7 @@ Plugin authors write sites and frameworks as YAML and load them with
 :func:`load_data_file`; a mistake is reported at the line where it was made.
 
 One parser: ruamel.yaml's round-trip loader (YAML 1.2), which keeps every node's
-position for the error messages. (Until 0.3.1 a libyaml fast path read the simple files
+position for the error messages. (Until 0.4 a libyaml fast path read the simple files
 first and had to type every scalar as ruamel does; the 60 ms it saved per catalogue build
 served a retired copy-speed goal, docs/performance.md.)
 """

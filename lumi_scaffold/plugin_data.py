@@ -35,7 +35,7 @@ __all__ = ["SCHEMA", "Cost", "PluginData", "PluginDataError", "storage_variables
 
 SCHEMA = 3
 """Shape of plugin_data written now. 1: lumi-scaffold 0.1 and 0.2 (no computed job fields);
-2: 0.3.0 (job options as text); 3: 0.3.1 (job shapes as structured values, the binding and
+2: 0.3.0 (job options as text); 3: 0.4.0 (job shapes as structured values, the binding and
 the memory prose as fields)."""
 
 
@@ -97,7 +97,7 @@ class PartitionFacts(_Part):
     max_walltime: SlurmTime
     purpose: OneLine = ""
     chains: bool = Field(True, description="Training jobs may be chained (--chain); false on debugging partitions.")
-    arrays: bool = Field(True, description="Sweeps (job arrays) may run here (0.3.1); false where a sweep's trials would "
+    arrays: bool = Field(True, description="Sweeps (job arrays) may run here (0.4); false where a sweep's trials would "
                         "break the partition's job limits.")
     billing: OneLine = ""
     source: OneLine = ""
@@ -134,7 +134,7 @@ class JobFields(_Part):
     signal_lead: int = Field(300, ge=1, description="Seconds before its time limit at which Slurm warns the training "
                              "job (USR1).")
     profile_signal_lead: int = Field(300, ge=1, description="The same for the profile job, whose time limit is its "
-                                     "own (0.3.1; older answers files: 300).")
+                                     "own (0.4; older answers files: 300).")
     # Computed (schema 2).
     slurm: dict[JobKind, list[SlurmOption]] = Field(
         default_factory=dict, description="The Slurm options of each job kind (jobs/interactive.sh uses train's; "
@@ -308,7 +308,7 @@ class PluginData(_Part):
         None, description="Where the project's checkout belongs (the site's project_area, the user's directory there).")
     home_area: Storage | None = Field(None, description="The users' home directories (the site's home storage area).")
     profiler: ProfilerFacts
-    tracking: TrackingFacts | None = Field(None, description="The experiment tracker (0.3.1; absent: none).")
+    tracking: TrackingFacts | None = Field(None, description="The experiment tracker (0.4; absent: none).")
     requirements: list[Requirement] = []
     readme: list[Section] = Field(default_factory=list, description="README sections from the site's and framework's plugins.")
 

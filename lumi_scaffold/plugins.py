@@ -352,9 +352,8 @@ def _call_register_hook(impl, kind: str, model: type[BaseModel], key: str, probl
         if instance is not None:
             # Checked again as data: an instance made with model_construct, or changed after
             # it was made (model_copy), is checked here and not when a project renders (~1 ms
-            # in all). 0.2 took instances as they were: where only a check across fields
-            # fails, it is still used, with a warning, for one minor version (a value that is
-            # wrong in itself is refused).
+            # in all). 0.2 took instances as they were; 0.3 used one where only a check
+            # across fields failed, with a warning that 0.4 would refuse it; 0.4 does.
             obj = obj.model_dump(by_alias=True, round_trip=True)
         if isinstance(obj, dict):
             label = obj.get(key, "?")
@@ -363,12 +362,9 @@ def _call_register_hook(impl, kind: str, model: type[BaseModel], key: str, probl
             except ValidationError as exc:
                 text = f"{kind} {label!r}: {_validation_text(model, obj, exc)}"
                 if instance is not None and all(not e["loc"] for e in exc.errors()):
-                    failed.append(PluginProblem(
-                        impl.plugin_name, f"{text}. lumi-scaffold 0.4 will refuse it (0.3 uses it as 0.2 did). "
-                        f"Fix: make the {model.__name__} with {model.__name__}(...) or model_validate, not "
-                        "model_construct or model_copy, and correct what the check names", kind="warning"))
-                    collected.append(instance)
-                    return
+                    text += (f". Refused since lumi-scaffold 0.4 (0.3 warned and used it). Fix: make the "
+                             f"{model.__name__} with {model.__name__}(...) or model_validate, not model_construct "
+                             "or model_copy, and correct what the check names")
                 failed.append(PluginProblem(impl.plugin_name, text))
                 return
         if not isinstance(obj, model):

@@ -1,7 +1,9 @@
 """Plugins written for an older SDK keep working (docs/plugins/compatibility.md).
 
-The Frontier and DeepSpeed example plugins as released with 0.2.0 (tests/fixtures/plugins-0.2.0,
-taken unchanged from the release commit) are installed with pip into a directory of their
+The Frontier and DeepSpeed example plugins as released with 0.2.0 and with 0.3.0
+(tests/fixtures/plugins-0.2.0 and plugins-0.3.0, each taken unchanged from its release commit;
+docs/plugins/compatibility.md: a release that changes that page adds the plugins of the
+release before) are installed with pip into a directory of their
 own and put first on the path of a fresh Python, beside the SDK of this checkout: they are
 found through their entry points and metadata like any installed plugin (they win over the
 current example plugins that may be installed in this Python). A project is rendered and
@@ -24,7 +26,8 @@ from lumi_scaffold import PLUGIN_API, __version__, plugins
 
 from .helpers import REPO, template_copy, values
 
-RELEASED = Path(__file__).parent / "fixtures" / "plugins-0.2.0"
+# Each earlier release whose example plugins are kept, and the version those plugins had then.
+RELEASED = {"0.2.0": "0.2.0", "0.3.0": "0.2.0"}
 NAMES = ("lumi-site-frontier", "lumi-framework-deepspeed")
 
 # Runs in the fresh Python: renders and lints a project per answers, prints what it found.
@@ -54,20 +57,23 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def released(tmp_path_factory) -> Path:
-    """The 0.2.0 plugins installed (pip, no dependencies, no build isolation: offline) into a
-    target directory; copies are built, so the fixtures stay as released."""
+@pytest.fixture(scope="module", params=sorted(RELEASED))
+def released(request, tmp_path_factory) -> tuple[Path, str]:
+    """The plugins of one earlier release installed (pip, no dependencies, no build isolation:
+    offline) into a target directory, and the version they had; copies are built, so the
+    fixtures stay as released."""
+    fixtures = Path(__file__).parent / "fixtures" / f"plugins-{request.param}"
     root = tmp_path_factory.mktemp("released")
-    sources = [shutil.copytree(RELEASED / name, root / "src" / name) for name in NAMES]
+    sources = [shutil.copytree(fixtures / name, root / "src" / name) for name in NAMES]
     target = root / "site-packages"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--no-compile", "--disable-pip-version-check", "--target", str(target), *map(str, sources)],
                    check=True, capture_output=True, text=True)
-    return target
+    return target, RELEASED[request.param]
 
 
-def test_the_plugins_as_released_with_0_2_render_and_lint_with_this_sdk(released, tmp_path):
+def test_the_plugins_as_released_before_render_and_lint_with_this_sdk(released, tmp_path):
+    released, version = released
     env = {k: v for k, v in os.environ.items() if k not in (plugins.ENV_DISABLE, plugins.ENV_LOAD)}
     env["PYTHONPATH"] = os.pathsep.join([str(released), str(REPO)])
     result = subprocess.run([sys.executable, "-c", SCRIPT, str(template_copy(tmp_path / "template")), str(tmp_path),
@@ -75,7 +81,7 @@ def test_the_plugins_as_released_with_0_2_render_and_lint_with_this_sdk(released
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert all(Path(module).is_relative_to(released) for module in report["modules"]), report["modules"]
-    assert {name: report["versions"][name] for name in NAMES} == {name: "0.2.0" for name in NAMES}
+    assert {name: report["versions"][name] for name in NAMES} == {name: version for name in NAMES}
     assert [p for p in report["problems"] if p.startswith(tuple(f"plugin {n!r}" for n in NAMES))] == []
     for name, project in report["projects"].items():
         assert project["lint"] == [], name
@@ -133,12 +139,13 @@ def test_a_plugin_that_needs_a_newer_api_is_reported_by_name_not_loaded(tmp_path
     assert [str(p) for p in cat.problems] == expected
 
 
-def test_a_check_that_0_2_did_not_make_warns_first_and_the_plugin_still_works():
+def test_a_check_that_0_3_warned_about_is_refused_now():
     """0.2 took a registered instance as it was. One changed with model_copy so that only a
-    check across its fields fails (a default partition it no longer has) is used, as 0.2
-    did, with one line naming the plugin, what will be refused and the fix."""
+    check across its fields fails (a default partition it no longer has) was used by 0.3,
+    with a warning that 0.4 would refuse it (docs/plugins/compatibility.md, "Warn first,
+    then refuse"). 0.4 refuses it: the site is left out, with one line naming the plugin,
+    what is refused and the fix."""
     from lumi_scaffold import hookimpl
-    from lumi_scaffold.questions import resolve
     from lumi_scaffold.testing import plugin_catalogue
 
     lumi = plugin_catalogue().sites["lumi"]
@@ -149,15 +156,12 @@ def test_a_check_that_0_2_did_not_make_warns_first_and_the_plugin_still_works():
                                          "partitions": [p for p in lumi.partitions if p.allocation == "by-resource"]}))
 
     cat = plugin_catalogue(("lumi-site-shared", types.SimpleNamespace(register_sites=register_sites)))
-    assert "shared" in cat.sites
-    [warning] = cat.problems
-    assert warning.kind == "warning" and str(warning) == (
+    assert "shared" not in cat.sites
+    [problem] = cat.problems
+    assert problem.kind == "error" and str(problem) == (
         "plugin 'lumi-site-shared': site 'shared': (object): whole_node_partition='standard-g' is not one of the "
-        "partitions ['small-g', 'dev-g']. lumi-scaffold 0.4 will refuse it (0.3 uses it as 0.2 did). Fix: make the "
+        "partitions ['small-g', 'dev-g']. Refused since lumi-scaffold 0.4 (0.3 warned and used it). Fix: make the "
         "Site with Site(...) or model_validate, not model_construct or model_copy, and correct what the check names")
-    data = resolve({"project_name": "demo", "site": "shared", "account": "project_465000000", "framework": "pytorch",
-                   "container": "custom", "container_path": "/project/project_465000000/pytorch.sif"}, cat)
-    assert data["partition"]["name"] == "small-g"
 
 
 LMOD_SCRIPT = textwrap.dedent("""
@@ -179,7 +183,8 @@ def test_a_0_2_site_whose_modules_are_lmod_name_version_renders(tmp_path):
     """The Frontier plugin as released with 0.2, its modules written as Lmod's name/version
     (a third party's 0.2 site loaded `singularity/4.1.0-slurm`): it loaded cleanly under
     0.3, then every copy failed (`container.module: must be a plain name`)."""
-    source = shutil.copytree(RELEASED / "lumi-site-frontier", tmp_path / "src" / "lumi-site-frontier")
+    fixture = Path(__file__).parent / "fixtures" / "plugins-0.2.0" / "lumi-site-frontier"
+    source = shutil.copytree(fixture, tmp_path / "src" / "lumi-site-frontier")
     data = source / "lumi_site_frontier" / "frontier.yaml"
     text = data.read_text()
     assert "      - name: rocm\n" in text and "      - name: rccl-net-plugin\n" in text

@@ -45,7 +45,7 @@ try:  # src/<package>/heartbeat.py, beside this script: projects with the job's 
 except ImportError:  # a project from lumi-scaffold before 0.3: no watchdog to tell
     Heartbeat = None
 
-try:  # src/<package>/runlog.py, beside this script: the job report and tracking (lumi-scaffold 0.3.1)
+try:  # src/<package>/runlog.py, beside this script: the job report and tracking (lumi-scaffold 0.4)
     import runlog
 except ImportError:  # a project from an older lumi-scaffold: no report, no tracking
     runlog = None

@@ -177,26 +177,25 @@ def test_release_from_a_venv_whose_base_python_is_bare(tmp_path):
     assert (tmp_path / f"dist/lumi_scaffold-{A}-py3-none-any.whl").is_file()
 
 
+PLUGIN_TEMPLATE = "lumi_scaffold/plugin_template/copier.yml"
+
+
 @pytest.mark.slow
-def test_a_minor_release_moves_what_new_plugins_ask_for(tmp_path):
+def test_a_minor_release_moves_what_new_plugins_ask_for(clone, release_a, tmp_path):
     """`lumi-scaffold new-plugin` asks for the release series that made the plugin; a plain
     `copier copy` of the plugin template gets it from the template's default, which the
-    release commit sets with the version (0.4.0 would have shipped a template asking for
-    lumi-scaffold>=0.3 beside plugin API 1.2)."""
+    release commit of a minor release sets with the version (0.4.0 would have shipped a
+    template asking for lumi-scaffold>=0.3 beside plugin API 1.2). A patch release (release
+    A of this module, made before) leaves it as it is."""
+    assert PLUGIN_TEMPLATE not in git(clone, "show", "--name-only", "--format=", f"v{A}").split()
     minor = f"{CURRENT[1]}.{int(CURRENT[2]) + 1}"
-    clone = source_clone(tmp_path / "lumi-scaffold")
+    before = (clone / PLUGIN_TEMPLATE).read_text()
+    assert f'lumi_scaffold_min:\n  type: str\n  default: "{minor}"\n' not in before
     changelog_heading(clone, f"{minor}.0", "A minor release of tests/test_install.py.")
     result = release(clone, f"{minor}.0", tmp_path / "dist")
     assert result.returncode == 0, result.stderr
-    template = "lumi_scaffold/plugin_template/copier.yml"
-    assert f'lumi_scaffold_min:\n  type: str\n  default: "{minor}"\n' in (clone / template).read_text()
-    assert template in git(clone, "show", "--name-only", "--format=", f"v{minor}.0").split()
-    # a patch release leaves it as it is
-    changelog_heading(clone, f"{minor}.1", "A patch release of tests/test_install.py.")
-    result = release(clone, f"{minor}.1", tmp_path / "dist")
-    assert result.returncode == 0, result.stderr
-    assert f'lumi_scaffold_min:\n  type: str\n  default: "{minor}"\n' in (clone / template).read_text()
-    assert template not in git(clone, "show", "--name-only", "--format=", f"v{minor}.1").split()
+    assert f'lumi_scaffold_min:\n  type: str\n  default: "{minor}"\n' in (clone / PLUGIN_TEMPLATE).read_text()
+    assert PLUGIN_TEMPLATE in git(clone, "show", "--name-only", "--format=", f"v{minor}.0").split()
 
 
 def test_release_refuses_what_it_cannot_release(tmp_path):

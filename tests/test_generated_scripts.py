@@ -565,12 +565,12 @@ def test_run_sh_gives_each_job_its_own_node_local_tmpdir(template, tmp_path):
             subprocess.run(["rm", "-rf", path])
 
 
-def test_the_smoke_test_checks_numactl_where_torchrun_binds_with_numa_binding(tmp_path):
+def test_the_smoke_test_checks_numactl_where_torchrun_binds_with_numa_binding(template, tmp_path):
     """torchrun --numa-binding runs numactl in the image and fails without it (torch/numa/binding.py): the
     smoke test of a project whose training job relies on it stops with one line naming the
     fix where numactl is missing, and says where it found it otherwise. A project launched
     with srun (CPU masks) does not look for it."""
-    project = render(REPO, tmp_path / "p", launcher="torchrun")
+    project = render(template, tmp_path / "p", launcher="torchrun")
     assert "--numa-binding=exclusive" in (project / "jobs" / "train.sbatch").read_text()
     smoke = project / "src" / "demo" / "smoke_test.py"
     empty, tools = tmp_path / "empty", tmp_path / "tools"
@@ -589,7 +589,7 @@ def test_the_smoke_test_checks_numactl_where_torchrun_binds_with_numa_binding(tm
     assert found.returncode == 0 and f"numactl: {tools / 'numactl'} (torchrun --numa-binding" in found.stdout
     assert "and that the image has numactl, which\n# jobs/train.sbatch's torchrun --numa-binding runs." in (
         project / "jobs" / "smoke-test.sbatch").read_text()
-    srun = render(REPO, tmp_path / "q")
+    srun = render(template, tmp_path / "q")
     plain = subprocess.run([sys.executable, str(srun / "src" / "demo" / "smoke_test.py")], env={"PATH": str(empty)},
                            capture_output=True, text=True, timeout=300)
     assert plain.returncode == 0 and "numactl" not in plain.stdout + plain.stderr

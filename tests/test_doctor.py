@@ -15,7 +15,7 @@ from lumi_scaffold.answers import read_answers
 from lumi_scaffold.known_issues import notices
 from lumi_scaffold.plugin_data import validate_plugin_data
 
-from .helpers import REPO, render
+from .helpers import render
 
 FAKE_SCONTROL = """#!/bin/bash
 [ "$1" = ping ] && echo "Slurmctld(primary) at localhost is ${FAKE_SLURM_STATE:-UP}"
@@ -76,9 +76,9 @@ def fake_slurm_tools(tmp_path, sbatch: str) -> str:
     return str(bin_dir / "sbatch")
 
 
-def test_no_controller_is_a_note_not_a_problem(tmp_path, monkeypatch, capsys):
+def test_no_controller_is_a_note_not_a_problem(git_template, tmp_path, monkeypatch, capsys):
     """sbatch installed where no Slurm answers (a laptop, CI): the jobs are not to blame."""
-    project = render(REPO, tmp_path / "p")
+    project = render(git_template, tmp_path / "p")
     sbatch = fake_slurm_tools(tmp_path, "#!/bin/bash\nexit 99\n")
     monkeypatch.setattr(doctor, "find_sbatch", lambda: sbatch)
     monkeypatch.setenv("FAKE_SLURM_STATE", "DOWN")
@@ -134,14 +134,14 @@ def login_node(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(doctor, "find_sbatch", lambda: sbatch)
 
 
-def test_on_a_login_node_doctor_checks_an_absolute_image_path(tmp_path, monkeypatch, capsys):
+def test_on_a_login_node_doctor_checks_an_absolute_image_path(git_template, tmp_path, monkeypatch, capsys):
     """A fake login node whose /appl (a temporary root) lacks, then has, the image: doctor
     says the image is missing instead of "No problems found", and is content once it is there
     or SIF names another image."""
     monkeypatch.delenv("SIF", raising=False)
     appl = tmp_path / "appl/local/containers"
     image = appl / "mine.sif"
-    project = render(REPO, tmp_path / "p", container="custom", container_path=str(image))
+    project = render(git_template, tmp_path / "p", container="custom", container_path=str(image))
     monkeypatch.setattr(doctor, "find_sbatch", lambda: None)  # a laptop: the site's paths are not here to check
     assert cli.main(["doctor", str(project)]) == 0 and "No problems found." in capsys.readouterr().out
     login_node(tmp_path, monkeypatch)
@@ -180,7 +180,7 @@ def test_on_a_login_node_doctor_names_a_site_image_that_is_gone(template, tmp_pa
     assert "No problems found." not in out
 
 
-def test_doctor_on_a_login_node_checks_that_an_observed_image_is_there(tmp_path, monkeypatch, capsys):
+def test_doctor_on_a_login_node_checks_that_an_observed_image_is_there(git_template, tmp_path, monkeypatch, capsys):
     """An observed image (seen in public job scripts, not announced) is proven on a login node:
     a problem with the way back to the recommended image while it is missing, a note once it
     is there. The image's path is moved under tmp_path, as a login node would have it."""
@@ -188,7 +188,7 @@ def test_doctor_on_a_login_node_checks_that_an_observed_image_is_there(tmp_path,
     sif = tmp_path / "appl" / "lumi-multitorch-full-u24r72f21m50t211-20260929_104918.sif"
     image = cat.containers["laif-multitorch-20260929"]
     monkeypatch.setitem(cat.containers, image.id, image.model_copy(update={"path": str(sif)}))
-    project = render(REPO, tmp_path / "p", container=image.id)
+    project = render(git_template, tmp_path / "p", container=image.id)
     sbatch = fake_slurm_tools(tmp_path, FAKE_SBATCH)
     monkeypatch.setattr(doctor, "find_sbatch", lambda: None)  # not a login node: nothing to prove there
     cli.main(["doctor", str(project)])

@@ -13,7 +13,7 @@ from lumi_scaffold import cli, plugins
 from lumi_scaffold.explain import explain_project, format_report
 from lumi_scaffold.models import BillingRule
 
-from .helpers import REPO, render
+from .helpers import render
 
 FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures"
 
@@ -243,10 +243,10 @@ def test_a_project_made_by_0_2_is_told_to_update(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("nodes", "named"), [(2, True), (1, False)])
-def test_explain_and_doctor_name_the_newest_laif_image_issue_where_the_shape_is_affected(tmp_path, capsys, nodes, named):
+def test_explain_and_doctor_name_the_newest_laif_image_issue_where_the_shape_is_affected(git_template, tmp_path, capsys, nodes, named):
     """20260807 hangs on a second process group across nodes [LAIF-I44]: a 2-node project is
     told (on the condition the answers cannot show), a 1-node one is not."""
-    p = render(REPO, tmp_path / "p", nodes=nodes, container="laif-multitorch-20260807")
+    p = render(git_template, tmp_path / "p", nodes=nodes, container="laif-multitorch-20260807")
     report = explain_project(p)
     assert bool(report["known_issues"]) == named
     capsys.readouterr()

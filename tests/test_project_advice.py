@@ -10,7 +10,7 @@ import pytest
 from lumi_scaffold import cli, doctor, plugins
 from lumi_scaffold.questions import choices
 
-from .helpers import REPO, render
+from .helpers import render
 
 
 def _section(readme: str, title: str) -> str:
@@ -28,12 +28,12 @@ def test_the_readme_says_where_the_project_belongs(template, tmp_path):
     assert "Outputs and checkpoints go to `/scratch/project_465000000/${USER}/demo/outputs`" in text
 
 
-def test_doctor_warns_about_a_project_under_home(tmp_path, monkeypatch, capsys):
+def test_doctor_warns_about_a_project_under_home(git_template, tmp_path, monkeypatch, capsys):
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setattr(doctor, "find_sbatch", lambda: None)
-    inside = render(REPO, home / "work" / "p")
-    outside = render(REPO, tmp_path / "project" / "p")
+    inside = render(git_template, home / "work" / "p")
+    outside = render(git_template, tmp_path / "project" / "p")
     assert cli.main(["doctor", str(inside)]) == 0
     warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning:")]
     assert warnings == [
@@ -68,14 +68,14 @@ UNBOUND = ("torchrun's workers get no CPU binding with lust-pytorch-2.7.1: the i
            "its GPU's cores: lumi-scaffold update -d launcher=srun")
 
 
-def test_torchrun_on_a_legacy_image_is_said_to_run_unbound(tmp_path, monkeypatch, capsys):
+def test_torchrun_on_a_legacy_image_is_said_to_run_unbound(git_template, tmp_path, monkeypatch, capsys):
     cat = plugins.get_catalogue()
     base = {"site": "lumi", "framework": "pytorch", "account": "project_465000000", "project_name": "demo"}
     legacy = choices("launcher", {**base, "container": "lust-pytorch-2.7.1"}, cat)
     assert legacy["torchrun: one task per node; no CPU binding with this image (srun binds)"] == "torchrun"
     assert "torchrun: one task per node spawning one worker per GPU" in choices("launcher", base, cat)  # LAIF: bound
     # after the copy, in the job file and README, and in doctor
-    assert cli.main(["new", str(tmp_path / "p"), "--template", str(REPO), "--defaults", "-d", "account=project_465000000",
+    assert cli.main(["new", str(tmp_path / "p"), "--template", str(git_template), "--defaults", "-d", "account=project_465000000",
                      "-d", "container=lust-pytorch-2.7.1", "-d", "launcher=torchrun"]) == 0
     assert f"WARNING: {UNBOUND}" in capsys.readouterr().err
     project = tmp_path / "p"
@@ -85,16 +85,16 @@ def test_torchrun_on_a_legacy_image_is_said_to_run_unbound(tmp_path, monkeypatch
     cli.main(["doctor", str(project)])
     out = capsys.readouterr().out
     assert f"warning: {UNBOUND}" in out and "No problems found." not in out
-    bound = render(REPO, tmp_path / "q", launcher="torchrun")
+    bound = render(git_template, tmp_path / "q", launcher="torchrun")
     assert "launcher=srun" not in (bound / "jobs/train.sbatch").read_text()
     assert cli.main(["doctor", str(bound)]) == 0 and "No problems found." in capsys.readouterr().out
 
 
-def test_doctor_names_a_framework_with_legacy_images_only(tmp_path, monkeypatch, capsys):
+def test_doctor_names_a_framework_with_legacy_images_only(git_template, tmp_path, monkeypatch, capsys):
     """JAX on LUMI: no LAIF image yet, so the recommended image is a former LUST one; doctor
     says so instead of "No problems found" (PyTorch, with a LAIF image, gets no such notice)."""
     monkeypatch.setattr(doctor, "find_sbatch", lambda: None)
-    project = render(REPO, tmp_path / "p", framework="jax")
+    project = render(git_template, tmp_path / "p", framework="jax")
     assert cli.main(["doctor", str(project)]) == 0
     out = capsys.readouterr().out
     assert "No problems found." not in out
@@ -104,7 +104,7 @@ def test_doctor_names_a_framework_with_legacy_images_only(tmp_path, monkeypatch,
         "January 2026 update); lust-jax-0.4.35 is the newest. lumi-scaffold update moves the project once the catalogue "
         "has a newer image"]
     # a legacy PyTorch image: the catalogue has a LAIF one, so only the image's own notice
-    legacy = render(REPO, tmp_path / "q", container="lust-pytorch-2.7.1")
+    legacy = render(git_template, tmp_path / "q", container="lust-pytorch-2.7.1")
     cli.main(["doctor", str(legacy)])
     assert "legacy generation" not in capsys.readouterr().out
 

@@ -56,6 +56,20 @@ def template(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def git_template(tmp_path_factory) -> Path:
+    """The template copy as a one-commit git repository: a project rendered from it records
+    a template version (_src_path, _commit), as one from the checkout does, without Copier
+    cloning the whole checkout for each render."""
+    from .wheels import commit, git
+
+    repo = template_copy(tmp_path_factory.mktemp("git-template"))
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    commit(repo, "the template")
+    return repo
+
+
+@pytest.fixture(scope="session")
 def site_root(tmp_path_factory) -> Path:
     """A model of the LUMI paths that binds name (for the stand-in container; tests/jobs.py)."""
     from .jobs import make_site_root

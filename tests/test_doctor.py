@@ -15,7 +15,7 @@ from lumi_scaffold.answers import read_answers
 from lumi_scaffold.known_issues import notices
 from lumi_scaffold.plugin_data import validate_plugin_data
 
-from .helpers import REPO, render
+from .helpers import render
 
 FAKE_SCONTROL = """#!/bin/bash
 [ "$1" = ping ] && echo "Slurmctld(primary) at localhost is ${FAKE_SLURM_STATE:-UP}"
@@ -31,8 +31,8 @@ esac
 """
 
 
-def test_a_limit_lowered_since_the_project_was_made_is_reported(tmp_path, monkeypatch, capsys):
-    project = render(REPO, tmp_path / "p", walltime="2-00:00:00")
+def test_a_limit_lowered_since_the_project_was_made_is_reported(template, tmp_path, monkeypatch, capsys):
+    project = render(template, tmp_path / "p", walltime="2-00:00:00")
     cat = plugins.get_catalogue()
     lumi = cat.sites["lumi"]
     parts = [p.model_copy(update={"max_walltime": "1-00:00:00"}) if p.name == "standard-g" else p for p in lumi.partitions]
@@ -45,8 +45,8 @@ def test_a_limit_lowered_since_the_project_was_made_is_reported(tmp_path, monkey
     assert "note: no sbatch on PATH" in out
 
 
-def test_every_job_file_goes_through_sbatch_test_only(tmp_path, monkeypatch, capsys):
-    project = render(REPO, tmp_path / "p", profiler="rocprofv3")
+def test_every_job_file_goes_through_sbatch_test_only(template, tmp_path, monkeypatch, capsys):
+    project = render(template, tmp_path / "p", profiler="rocprofv3")
     files = sorted(path.name for path in (project / "jobs").glob("*.sbatch"))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -76,9 +76,9 @@ def fake_slurm_tools(tmp_path, sbatch: str) -> str:
     return str(bin_dir / "sbatch")
 
 
-def test_no_controller_is_a_note_not_a_problem(tmp_path, monkeypatch, capsys):
+def test_no_controller_is_a_note_not_a_problem(git_template, tmp_path, monkeypatch, capsys):
     """sbatch installed where no Slurm answers (a laptop, CI): the jobs are not to blame."""
-    project = render(REPO, tmp_path / "p")
+    project = render(git_template, tmp_path / "p")
     sbatch = fake_slurm_tools(tmp_path, "#!/bin/bash\nexit 99\n")
     monkeypatch.setattr(doctor, "find_sbatch", lambda: sbatch)
     monkeypatch.setenv("FAKE_SLURM_STATE", "DOWN")
@@ -88,10 +88,10 @@ def test_no_controller_is_a_note_not_a_problem(tmp_path, monkeypatch, capsys):
     assert "No problems found." in out
 
 
-def test_doctor_counts_the_venvs_files(tmp_path, monkeypatch, capsys):
+def test_doctor_counts_the_venvs_files(template, tmp_path, monkeypatch, capsys):
     """A venv is many small files on a parallel file system (file quota, metadata load
     [UG-stor]): doctor says how many, and says nothing without a venv."""
-    project = render(REPO, tmp_path / "p")
+    project = render(template, tmp_path / "p")
     monkeypatch.setattr(doctor, "find_sbatch", lambda: None)
     cli.main(["doctor", str(project)])
     assert "venv/" not in capsys.readouterr().out
@@ -108,10 +108,10 @@ def test_doctor_counts_the_venvs_files(tmp_path, monkeypatch, capsys):
 
 
 
-def test_doctor_says_a_packed_venv_is_used_and_when_it_is_older_than_the_requirements(tmp_path, monkeypatch, capsys):
+def test_doctor_says_a_packed_venv_is_used_and_when_it_is_older_than_the_requirements(template, tmp_path, monkeypatch, capsys):
     import os
 
-    project = render(REPO, tmp_path / "p")
+    project = render(template, tmp_path / "p")
     monkeypatch.setattr(doctor, "find_sbatch", lambda: None)
     cli.main(["doctor", str(project)])
     assert "venv.sqsh" not in capsys.readouterr().out
@@ -134,14 +134,14 @@ def login_node(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(doctor, "find_sbatch", lambda: sbatch)
 
 
-def test_on_a_login_node_doctor_checks_an_absolute_image_path(tmp_path, monkeypatch, capsys):
+def test_on_a_login_node_doctor_checks_an_absolute_image_path(git_template, tmp_path, monkeypatch, capsys):
     """A fake login node whose /appl (a temporary root) lacks, then has, the image: doctor
     says the image is missing instead of "No problems found", and is content once it is there
     or SIF names another image."""
     monkeypatch.delenv("SIF", raising=False)
     appl = tmp_path / "appl/local/containers"
     image = appl / "mine.sif"
-    project = render(REPO, tmp_path / "p", container="custom", container_path=str(image))
+    project = render(git_template, tmp_path / "p", container="custom", container_path=str(image))
     monkeypatch.setattr(doctor, "find_sbatch", lambda: None)  # a laptop: the site's paths are not here to check
     assert cli.main(["doctor", str(project)]) == 0 and "No problems found." in capsys.readouterr().out
     login_node(tmp_path, monkeypatch)
@@ -162,11 +162,11 @@ def test_on_a_login_node_doctor_checks_an_absolute_image_path(tmp_path, monkeypa
     assert "No problems found." in out and "image" not in out
 
 
-def test_on_a_login_node_doctor_names_a_site_image_that_is_gone(tmp_path, monkeypatch, capsys):
+def test_on_a_login_node_doctor_names_a_site_image_that_is_gone(template, tmp_path, monkeypatch, capsys):
     """The catalogue's image (an /appl/... path this machine lacks, as a site's moved image
     is lacking on its login nodes) is a problem with the update that follows the catalogue."""
     monkeypatch.delenv("SIF", raising=False)
-    project = render(REPO, tmp_path / "p")
+    project = render(template, tmp_path / "p")
     from lumi_scaffold.answers import read_answers
 
     container = read_answers(project)["plugin_data"]["container"]
@@ -180,7 +180,7 @@ def test_on_a_login_node_doctor_names_a_site_image_that_is_gone(tmp_path, monkey
     assert "No problems found." not in out
 
 
-def test_doctor_on_a_login_node_checks_that_an_observed_image_is_there(tmp_path, monkeypatch, capsys):
+def test_doctor_on_a_login_node_checks_that_an_observed_image_is_there(git_template, tmp_path, monkeypatch, capsys):
     """An observed image (seen in public job scripts, not announced) is proven on a login node:
     a problem with the way back to the recommended image while it is missing, a note once it
     is there. The image's path is moved under tmp_path, as a login node would have it."""
@@ -188,7 +188,7 @@ def test_doctor_on_a_login_node_checks_that_an_observed_image_is_there(tmp_path,
     sif = tmp_path / "appl" / "lumi-multitorch-full-u24r72f21m50t211-20260929_104918.sif"
     image = cat.containers["laif-multitorch-20260929"]
     monkeypatch.setitem(cat.containers, image.id, image.model_copy(update={"path": str(sif)}))
-    project = render(REPO, tmp_path / "p", container=image.id)
+    project = render(git_template, tmp_path / "p", container=image.id)
     sbatch = fake_slurm_tools(tmp_path, FAKE_SBATCH)
     monkeypatch.setattr(doctor, "find_sbatch", lambda: None)  # not a login node: nothing to prove there
     cli.main(["doctor", str(project)])
@@ -209,8 +209,8 @@ def test_doctor_on_a_login_node_checks_that_an_observed_image_is_there(tmp_path,
     assert "problem: image" not in out
 
 
-def test_doctor_proves_no_announced_image(tmp_path):
-    project = render(REPO, tmp_path / "p")
+def test_doctor_proves_no_announced_image(template, tmp_path):
+    project = render(template, tmp_path / "p")
     data = validate_plugin_data(read_answers(project)["plugin_data"])
     assert doctor.observed_image_check(data, plugins.get_catalogue()) is None
 
@@ -243,11 +243,11 @@ def test_older_projects_data_gives_the_same_notices_through_the_model(name):
     assert len(lines) == len(OLD_NOTICES[name]), lines
 
 
-def test_recorded_data_that_does_not_validate_is_one_line_in_doctor(tmp_path, monkeypatch, capsys):
+def test_recorded_data_that_does_not_validate_is_one_line_in_doctor(template, tmp_path, monkeypatch, capsys):
     """plugin_data edited by hand (no job has 0 tasks): doctor says so in one line naming the
     field, its value and the fix, runs its other checks, and never says "No problems found";
     explain refuses it the same way."""
-    project = render(REPO, tmp_path / "p")
+    project = render(template, tmp_path / "p")
     path = project / ".copier-answers.yml"
     answers = yaml.safe_load(path.read_text())
     answers["plugin_data"]["job"]["tasks"] = 0

@@ -13,7 +13,7 @@ from lumi_scaffold import cli, plugins
 from lumi_scaffold.explain import explain_project, format_report
 from lumi_scaffold.models import BillingRule
 
-from .helpers import REPO, render
+from .helpers import render
 
 FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures"
 
@@ -46,8 +46,8 @@ def job(report: dict, kind: str) -> dict:
     return next(j for j in report["jobs"] if j["kind"] == kind)
 
 
-def test_one_gcd_on_small_g_for_an_hour_is_half_a_gpu_hour(tmp_path):
-    project = render(REPO, tmp_path / "p", gpus_per_node=1, partition="small-g", walltime="01:00:00")
+def test_one_gcd_on_small_g_for_an_hour_is_half_a_gpu_hour(template, tmp_path):
+    project = render(template, tmp_path / "p", gpus_per_node=1, partition="small-g", walltime="01:00:00")
     report = explain_project(project)
     train = job(report, "train")
     assert (train["billed_per_hour"], train["billed_at_limit"], train["unit"]) == (0.5, 0.5, "GPU-hours")
@@ -58,8 +58,8 @@ def test_one_gcd_on_small_g_for_an_hour_is_half_a_gpu_hour(tmp_path):
     assert "| Cost | 0.5 GPU-hours per training job" in (project / "README.md").read_text()
 
 
-def test_two_standard_g_nodes_for_two_hours_are_sixteen_gpu_hours(tmp_path):
-    project = render(REPO, tmp_path / "p", nodes=2, walltime="02:00:00", profiler="rocprofv3")
+def test_two_standard_g_nodes_for_two_hours_are_sixteen_gpu_hours(template, tmp_path):
+    project = render(template, tmp_path / "p", nodes=2, walltime="02:00:00", profiler="rocprofv3")
     report = explain_project(project)
     assert (job(report, "train")["billed_per_hour"], job(report, "train")["billed_at_limit"]) == (8.0, 16.0)
     assert (job(report, "profile")["billed_per_hour"], job(report, "profile")["billed_at_limit"]) == (8.0, round(8 / 3, 4))
@@ -83,10 +83,10 @@ def test_two_standard_g_nodes_for_two_hours_are_sixteen_gpu_hours(tmp_path):
     assert "NICs per GPU: depend on the GPUs Slurm gives the job" in text
 
 
-def test_a_sweep_costs_a_training_job_per_trial(tmp_path):
+def test_a_sweep_costs_a_training_job_per_trial(template, tmp_path):
     """2 standard-g nodes for 2 hours: 16 GPU-hours a trial; the example file's 3 trials and
     a 5-trial file of one's own (comments and empty lines are not trials) at the limit."""
-    project = render(REPO, tmp_path / "p", nodes=2, walltime="02:00:00")
+    project = render(template, tmp_path / "p", nodes=2, walltime="02:00:00")
     (project / "sweeps/mine.txt").write_text("# lr\n--lr 1\n\n--lr 2\n--lr 3\n--lr 4\n  --lr 5\n")
     sweep = job(explain_project(project), "sweep")
     assert (sweep["billed_per_hour"], sweep["billed_at_limit"], sweep["ranks"], sweep["refused"]) == (8.0, 16.0, 16, "")
@@ -106,8 +106,8 @@ def test_a_sweep_costs_a_training_job_per_trial(tmp_path):
               'files in RUN_DIR/wandb (offline unless WANDB_MODE=online); to look at them: README.md, "Tracking with '
               'Weights & Biases"'),
 ])
-def test_explain_says_where_the_jobs_report_and_what_they_track(tmp_path, tracking, line):
-    project = render(REPO, tmp_path / "p", tracking=tracking)
+def test_explain_says_where_the_jobs_report_and_what_they_track(template, tmp_path, tracking, line):
+    project = render(template, tmp_path / "p", tracking=tracking)
     report = explain_project(project)
     assert report["research"]["tracking"] == tracking
     lines = format_report(report).splitlines()
@@ -122,8 +122,8 @@ def test_explain_says_where_the_jobs_report_and_what_they_track(tmp_path, tracki
     assert not any(x.startswith(("job reports:", "tracking:")) for x in format_report(explain_project(project)).splitlines())
 
 
-def test_dev_g_refuses_sweeps_and_explain_says_so(tmp_path):
-    project = render(REPO, tmp_path / "p", partition="dev-g", gpus_per_node=2)
+def test_dev_g_refuses_sweeps_and_explain_says_so(template, tmp_path):
+    project = render(template, tmp_path / "p", partition="dev-g", gpus_per_node=2)
     why = ("dev-g takes no job arrays (the trials of a sweep would break its job limits); dev-g: Debugging and quick tests "
            "only (2 jobs, 1 running); abuse can suspend the account")
     assert job(explain_project(project), "sweep")["refused"] == why
@@ -135,10 +135,10 @@ def test_dev_g_refuses_sweeps_and_explain_says_so(tmp_path):
         assert result.stderr == f"sweep: {why}. Fix: sweep on another partition (lumi-scaffold update -d partition=<name>)\n"
 
 
-def test_the_profile_job_has_its_own_short_time_limit(tmp_path):
+def test_the_profile_job_has_its_own_short_time_limit(template, tmp_path):
     """4 nodes for 1 h: the training job is 16 GPU-hours at its limit; a 40-step profile gets
     00:20:00 (10 min to start, 15 s a step), 16/3 GPU-hours, shown by explain and the README."""
-    project = render(REPO, tmp_path / "p", nodes=4, walltime="01:00:00", profiler="rocprofv3")
+    project = render(template, tmp_path / "p", nodes=4, walltime="01:00:00", profiler="rocprofv3")
     report = explain_project(project)
     profile = job(report, "profile")
     assert (profile["time_limit"], profile["billed_at_limit"]) == ("00:20:00", 5.3333)
@@ -151,17 +151,17 @@ def test_the_profile_job_has_its_own_short_time_limit(tmp_path):
     assert "sbatch jobs/profile.sbatch --steps 40 Its time limit, 00:20:00, is sized for 40 steps" in readme
     assert "at most 5.3333 GPU-hours" in readme
     # a training walltime shorter than that is the profile's limit too
-    short = explain_project(render(REPO, tmp_path / "q", walltime="00:15:00", profiler="rocprofv3"))
+    short = explain_project(render(template, tmp_path / "q", walltime="00:15:00", profiler="rocprofv3"))
     assert job(short, "profile")["time_limit"] == "00:15:00"
 
 
-def test_a_hang_costs_the_whole_limit_without_the_watchdog_and_minutes_with_it(tmp_path):
+def test_a_hang_costs_the_whole_limit_without_the_watchdog_and_minutes_with_it(template, tmp_path):
     """4 standard-g nodes for 48 h: 768 GPU-hours when a hang holds them to the limit; with the
     job file's limits the worst case is a hang where the largest applies (PHASE_TIMEOUT,
     3600 s: the examples' first step and checkpoints are phases), noticed up to 67 s late
     (the heartbeat files' 60-s interval and 2 s, one 5-s look of the watchdog), plus 180 s to
     stop: 16 x 3847 / 3600."""
-    project = render(REPO, tmp_path / "p", nodes=4, walltime="2-00:00:00", profiler="rocprofv3")
+    project = render(template, tmp_path / "p", nodes=4, walltime="2-00:00:00", profiler="rocprofv3")
     report = explain_project(project)
     assert job(report, "train")["hang"] == {"watchdog": True, "progress_timeout": 1200, "startup_timeout": 1800,
                                             "phase_timeout": 3600, "late": 67, "seconds": 3847, "without": 768.0,
@@ -202,8 +202,8 @@ def test_a_hang_costs_the_whole_limit_without_the_watchdog_and_minutes_with_it(t
         explain_project(project))
 
 
-def test_torchrun_workers_bound_to_numa_nodes_are_shown_so(tmp_path):
-    project = render(REPO, tmp_path / "p", launcher="torchrun")
+def test_torchrun_workers_bound_to_numa_nodes_are_shown_so(template, tmp_path):
+    project = render(template, tmp_path / "p", launcher="torchrun")
     train = job(explain_project(project), "train")
     assert train["tasks_per_node"] == 1 and train["ranks"] == 8 and train["cpus_per_task"] == 56
     assert train["binding"] == ("torchrun binds each worker to cores of its own on its GPU's NUMA node, shared with no "
@@ -212,20 +212,20 @@ def test_torchrun_workers_bound_to_numa_nodes_are_shown_so(tmp_path):
     assert "shared with its node's other workers" not in format_report(explain_project(project))
 
 
-def test_a_partition_without_a_rule_says_so(tmp_path, monkeypatch):
+def test_a_partition_without_a_rule_says_so(template, tmp_path, monkeypatch):
     cat = plugins.get_catalogue()
     lumi = cat.sites["lumi"]
     parts = [p.model_copy(update={"billing_rule": None}) for p in lumi.partitions]
     monkeypatch.setitem(cat.sites, "lumi", lumi.model_copy(update={"partitions": parts}))
-    project = render(REPO, tmp_path / "p")
+    project = render(template, tmp_path / "p")
     report = explain_project(project)
     assert job(report, "train")["billed_per_hour"] is None
     assert "billed: no billing rule known for this partition" in format_report(report)
     assert "| Cost |" not in (project / "README.md").read_text()
 
 
-def test_the_command_takes_a_relative_path_and_prints_json(tmp_path, monkeypatch, capsys):
-    render(REPO, tmp_path / "p", nodes=2)
+def test_the_command_takes_a_relative_path_and_prints_json(template, tmp_path, monkeypatch, capsys):
+    render(template, tmp_path / "p", nodes=2)
     monkeypatch.chdir(tmp_path)
     assert cli.main(["explain", "p", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -243,10 +243,10 @@ def test_a_project_made_by_0_2_is_told_to_update(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("nodes", "named"), [(2, True), (1, False)])
-def test_explain_and_doctor_name_the_newest_laif_image_issue_where_the_shape_is_affected(tmp_path, capsys, nodes, named):
+def test_explain_and_doctor_name_the_newest_laif_image_issue_where_the_shape_is_affected(git_template, tmp_path, capsys, nodes, named):
     """20260807 hangs on a second process group across nodes [LAIF-I44]: a 2-node project is
     told (on the condition the answers cannot show), a 1-node one is not."""
-    p = render(REPO, tmp_path / "p", nodes=nodes, container="laif-multitorch-20260807")
+    p = render(git_template, tmp_path / "p", nodes=nodes, container="laif-multitorch-20260807")
     report = explain_project(p)
     assert bool(report["known_issues"]) == named
     capsys.readouterr()
@@ -270,12 +270,12 @@ SHARED = ("shared nodes see sporadic RCCL and binding failures in jobs with more
     ({"partition": "small-g", "gpus_per_node": 8}, None),  # the whole node (--exclusive): nothing shared
     ({"partition": "standard-g", "gpus_per_node": 8}, None),
 ])
-def test_new_and_explain_warn_of_multi_gcd_jobs_on_shared_small_g_nodes(tmp_path, capsys, answers, named):
+def test_new_and_explain_warn_of_multi_gcd_jobs_on_shared_small_g_nodes(template, tmp_path, capsys, answers, named):
     """More than one GCD on a shared small-g (or dev-g) node: sporadic RCCL and binding
     failures [TM-ai-E08]. `new` says so after the copy, `explain` at its end, with whole
     nodes as the fix; a job on one GCD or on whole nodes is not told."""
     args = [arg for k, v in answers.items() for arg in ("-d", f"{k}={v}")]
-    assert cli.main(["new", str(tmp_path / "p"), "--template", str(REPO), "--defaults", "-d", "account=project_465000000",
+    assert cli.main(["new", str(tmp_path / "p"), "--template", str(template), "--defaults", "-d", "account=project_465000000",
                      *args]) == 0
     err = capsys.readouterr().err
     assert ("WARNING: jobs/train.sbatch puts " in err) == bool(named)

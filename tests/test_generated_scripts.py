@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -292,15 +293,22 @@ def test_many_projects_lint_each_distinct_line_and_job_once_and_findings_name_th
     comments and option words once; a finding still names the project's own file and line."""
     one = render(template, tmp_path / "one", gpus_per_node=2)
     two = render(template, tmp_path / "two", nodes=2, framework="jax")
+    three = shutil.copytree(one, tmp_path / "three")  # (its other files lint alike with one's: linted once)
     values, train = two / "scripts/values.sh", two / "jobs/train.sbatch"
     text, job = values.read_text(), train.read_text()
-    # (Three lint runs, each a few seconds: what needs no finding, then two findings at once.)
+    # (Two lint runs, each a few seconds: what needs no finding beside a file of another
+    # shape, then two findings at once.)
     # one name a string in one project and an array in the other: no finding; job files that
     # differ only in comments lint once
     (one / "scripts/values.sh").write_text((one / "scripts/values.sh").read_text().replace("{\n", "{\nextra='a'\n", 1))
     values.write_text(text.replace("{\n", "{\nextra=('a' 'b')\n", 1))
     train.write_text(job.replace("#SBATCH --time=", "# a comment of mine\n#SBATCH --time=", 1))
-    assert lint_projects([one, two]) == []
+    # a file of another shape is linted whole: its finding, and no other
+    whole = three / "scripts/values.sh"
+    whole.write_text(whole.read_text() + "echo $1\n")
+    found = lint_projects([one, two, three])
+    assert found and all(p.startswith(f"{whole}:") for p in found), found
+    assert any("SC2086" in p for p in found), found
     # a line of the union with a finding is said of the file and line it came from; a job file
     # whose command changed is linted on its own
     values.write_text(text.replace("\nsite='LUMI'\n", "\nsite='~/LUMI'\n", 1))
@@ -310,10 +318,6 @@ def test_many_projects_lint_each_distinct_line_and_job_once_and_findings_name_th
     assert [p.split(": ")[0] for p in found if p.startswith(f"{values}:")] == [f"{values}:{line}:6"], found
     assert [p for p in found if not p.startswith(f"{values}:")] != [] and all(
         p.startswith(f"{train}:") and "SC2068" in p for p in found if not p.startswith(f"{values}:")), found
-    # a file of another shape is linted whole
-    values.write_text(text + "echo $1\n")
-    train.write_text(job)
-    assert any(p.startswith(f"{values}:") and "SC2086" in p for p in lint_projects([one, two]))
 
 # TEST STAND-INS for container/build.sh: srun records its options and runs the command after
 # them; cotainr records its arguments and the bind variables it was started with.
@@ -561,12 +565,12 @@ def test_run_sh_gives_each_job_its_own_node_local_tmpdir(template, tmp_path):
             subprocess.run(["rm", "-rf", path])
 
 
-def test_the_smoke_test_checks_numactl_where_torchrun_binds_with_numa_binding(tmp_path):
+def test_the_smoke_test_checks_numactl_where_torchrun_binds_with_numa_binding(template, tmp_path):
     """torchrun --numa-binding runs numactl in the image and fails without it (torch/numa/binding.py): the
     smoke test of a project whose training job relies on it stops with one line naming the
     fix where numactl is missing, and says where it found it otherwise. A project launched
     with srun (CPU masks) does not look for it."""
-    project = render(REPO, tmp_path / "p", launcher="torchrun")
+    project = render(template, tmp_path / "p", launcher="torchrun")
     assert "--numa-binding=exclusive" in (project / "jobs" / "train.sbatch").read_text()
     smoke = project / "src" / "demo" / "smoke_test.py"
     empty, tools = tmp_path / "empty", tmp_path / "tools"
@@ -585,7 +589,7 @@ def test_the_smoke_test_checks_numactl_where_torchrun_binds_with_numa_binding(tm
     assert found.returncode == 0 and f"numactl: {tools / 'numactl'} (torchrun --numa-binding" in found.stdout
     assert "and that the image has numactl, which\n# jobs/train.sbatch's torchrun --numa-binding runs." in (
         project / "jobs" / "smoke-test.sbatch").read_text()
-    srun = render(REPO, tmp_path / "q")
+    srun = render(template, tmp_path / "q")
     plain = subprocess.run([sys.executable, str(srun / "src" / "demo" / "smoke_test.py")], env={"PATH": str(empty)},
                            capture_output=True, text=True, timeout=300)
     assert plain.returncode == 0 and "numactl" not in plain.stdout + plain.stderr

@@ -93,14 +93,14 @@ def test_unknown_and_missing_keys_are_refused():
         validate_plugin_data("[]")
 
 
-def test_site_title_with_quotes_stays_inside_the_docstring(tmp_path, monkeypatch):
+def test_site_title_with_quotes_stays_inside_the_docstring(template, tmp_path, monkeypatch):
     """A site title is one line of free text: the Python file escapes it for its string."""
     real = plugins.get_catalogue()
     title = 'LUMI """ ; import os ; os.system("touch /tmp/x") ; """ \\ end'
     lumi = real.sites["lumi"].model_copy(update={"title": title})
     cat = plugins.Catalogue(**{**vars(real), "sites": {**real.sites, "lumi": lumi}})
     monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
-    project = render(REPO, tmp_path / "p")
+    project = render(template, tmp_path / "p")
     source = (project / "src" / "demo" / "__init__.py").read_text()
     tree = ast.parse(source)
     assert len(tree.body) == 1 and ast.get_docstring(tree).endswith(f"for {title}.")

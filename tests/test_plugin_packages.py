@@ -228,6 +228,9 @@ def test_new_plugin_package_installs_and_passes_its_tests(venv, tmp_path, kind):
     result = _pytest(venv, tmp_path / "tests")
     assert result.returncode == 0, result.stdout[-3000:]
     assert re.search(r"\b3 passed\b", result.stdout), result.stdout[-500:]
+    # The framework's conformance ran its example (check_example: no warning that it could
+    # not): the one test of the new-plugin example's training-script contract.
+    assert "example not run" not in result.stdout, result.stdout[-3000:]
 
 
 def _tutorial_blocks() -> list[tuple[str, str]]:

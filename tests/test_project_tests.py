@@ -26,29 +26,42 @@ def test_the_project_tests_need_only_pytest_and_the_standard_library():
     assert imported - set(sys.stdlib_module_names) == {"pytest"}, imported
 
 
+def _read_by_the_tests(project: Path) -> dict[str, bytes]:
+    """The files the project's tests read: tests/ and pytest.ini, the runtime helpers under
+    scripts/ (*.py) and the package's heartbeat.py and runlog.py (conftest.py's fixtures)."""
+    paths = [*(project / "tests").rglob("*.py"), project / "pytest.ini", *(project / "scripts").glob("*.py"),
+             *(project / "src").glob("*/heartbeat.py"), *(project / "src").glob("*/runlog.py")]
+    return {str(path.relative_to(project)): path.read_bytes() for path in paths if "__pycache__" not in path.parts}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("answers", [{"nodes": 2}, {"framework": "jax", "gpus_per_node": 1}],
-                         ids=["pytorch-2node", "jax-1gpu"])
-def test_a_rendered_project_passes_its_own_tests(template, tmp_path, answers):
+def test_a_rendered_project_passes_its_own_tests(template, tmp_path):
     """No test is skipped or fails, and lumi-scaffold cannot be imported (a stand-in that
     refuses comes first on the path). Plain `python -m pytest` (the project's pytest.ini)
-    finds the same tests."""
-    project = render(template, tmp_path / "p", **answers)
+    finds the same tests. They run once, in a two-node PyTorch project: a one-GPU JAX
+    project has the same tests and the same files they read, byte for byte (what differs
+    by framework, values.sh, train.py, the jobs, no test reads), and collects as many."""
+    project = render(template, tmp_path / "pytorch-2node", nodes=2)
+    jax = render(template, tmp_path / "jax-1gpu", framework="jax", gpus_per_node=1)
     refuse = tmp_path / "refuse" / "lumi_scaffold"
     refuse.mkdir(parents=True)
     (refuse / "__init__.py").write_text("raise ImportError('the project tests must not need lumi-scaffold')\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "LUMI_SCAFFOLD_", "PYTEST_"))}
     env["PYTHONPATH"] = str(refuse.parent)
 
-    def pytest_in_project(*args: str) -> str:
+    def pytest_in(where: Path, *args: str) -> str:
         """pytest's summary line, after it passed."""
-        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=project,
+        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=where,
                                 env=env, capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
         return result.stdout.strip().splitlines()[-1]
 
-    summary = pytest_in_project("tests")
+    summary = pytest_in(project, "tests")
     passed = re.fullmatch(r"(\d+) passed in [\d.]+s(?: \([\d:]+\))?", summary)
     assert passed, summary
-    collected = pytest_in_project("--collect-only")
-    assert collected.startswith(f"{passed.group(1)} tests collected in "), collected
+    for where in (project, jax):
+        collected = pytest_in(where, "--collect-only")
+        assert collected.startswith(f"{passed.group(1)} tests collected in "), (where.name, collected)
+    read = _read_by_the_tests(project)
+    assert {"tests/conftest.py", "scripts/watchdog.py", "src/demo/runlog.py"} <= set(read), sorted(read)
+    assert _read_by_the_tests(jax) == read

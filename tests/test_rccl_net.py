@@ -80,14 +80,14 @@ def test_lumi_reference_is_the_reframe_check():
     assert REF.column == "in-place"
 
 
-def test_preflight_finds_rccl_tests_in_usr_libexec_before_the_path(tmp_path):
+def test_preflight_finds_rccl_tests_in_usr_libexec_before_the_path(template, tmp_path):
     """The LUMI preflight's own probe command (scripts/preflight.sh, with the places of
     scripts/values.sh), run where /usr/libexec holds rccl-tests as LAIF images install it
     [LAIF-R], and where only PATH has one: libexec first. (A private mount namespace puts the
     stand-in over /usr/libexec; root only.)"""
-    from .helpers import REPO, render
+    from .helpers import render
 
-    project = render(REPO, tmp_path / "p", nodes=2)
+    project = render(template, tmp_path / "p", nodes=2)
     script = (project / "scripts/preflight.sh").read_text()
     probe = re.search(r"bash -c '([^']*command -v[^']*)' bash \"\$\{preflight_all_reduce_perf\[@\]\}\"", script)
     assert probe, script

@@ -17,7 +17,7 @@ from lumi_scaffold.known_issues import notices
 from lumi_scaffold.questions import check, choices, default
 from lumi_scaffold.testing import lint_projects
 
-from .helpers import REPO, render, values
+from .helpers import render, values
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ANSWERS = {"project_name": "demo", "site": "setonix-like", "account": "pawsey0001-gpu"}
@@ -114,8 +114,8 @@ def test_a_framework_with_legacy_images_only_is_offered_with_its_status(cat):
     {"framework": "pytorch", "gpus_per_node": 1, "launcher": "torchrun"},
     {"framework": "jax", "container": "setonix-like-jax-old", "prestage": True},
 ], ids=["2-node-highmem", "1-gpu-torchrun", "jax-legacy"])
-def test_projects_render_and_lint_clean(cat, tmp_path, extra):
-    project = render(REPO, tmp_path / "p", **{**ANSWERS, **extra})
+def test_projects_render_and_lint_clean(template, cat, tmp_path, extra):
+    project = render(template, tmp_path / "p", **{**ANSWERS, **extra})
     assert lint_projects([project], cat) == []
     train = (project / "jobs" / "train.sbatch").read_text()
     assert "#SBATCH --gres=gpu:" in train and "#SBATCH --mail-type=FAIL" in train and "--mem" not in train
@@ -150,7 +150,7 @@ def test_site_options_may_not_repeat_what_the_answers_give():
                        pull_from="docker://x; touch y")
 
 
-def test_two_entries_on_one_slurm_partition_are_linted_by_entry(monkeypatch, tmp_path):
+def test_two_entries_on_one_slurm_partition_are_linted_by_entry(template, monkeypatch, tmp_path):
     """Two catalogue entries share one Slurm partition (and QOS), as docs/catalogue.md allows:
     a project's job is checked against its own entry, not the first with that Slurm name
     (before 0.4.0: `gpu-whole is whole-node but the job asks for 2 GPUs` for a project on
@@ -160,7 +160,7 @@ def test_two_entries_on_one_slurm_partition_are_linted_by_entry(monkeypatch, tmp
                                                       "allocation": "whole-node"})
     cat = setonix_like(partitions=[whole, *base.partitions])
     monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
-    shared = render(REPO, tmp_path / "shared", **{**ANSWERS, "framework": "pytorch", "partition": "gpu", "gpus_per_node": 2})
+    shared = render(template, tmp_path / "shared", **{**ANSWERS, "framework": "pytorch", "partition": "gpu", "gpus_per_node": 2})
     assert "#SBATCH --partition=gpu\n" in (shared / "jobs" / "train.sbatch").read_text()
     assert lint_projects([shared], cat) == []
     # A job that fits no entry of its Slurm partition is refused for its own entry, with a fix.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -120,57 +121,68 @@ def _has_deepspeed() -> bool:
     return probe.returncode == 0
 
 
-@pytest.mark.slow
-def test_example_trains_and_resumes_on_the_cpu(project, tmp_path):
+def _need_deepspeed() -> None:
     if not _has_deepspeed():
         why = f"{DEEPSPEED_PYTHON} cannot import deepspeed (set LUMI_SCAFFOLD_DEEPSPEED_PYTHON)"
         if os.environ.get("LUMI_SCAFFOLD_REQUIRE_DEEPSPEED"):
             pytest.fail(why + "; LUMI_SCAFFOLD_REQUIRE_DEEPSPEED is set, so it must run")
         pytest.skip(why + "; `pip install --no-build-isolation deepspeed` after torch")
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")}
-    env["MASTER_PORT"] = str(20000 + os.getpid() % 10000)
-    env["LUMI_SCAFFOLD_TRACKING"] = "tensorboard"  # (src/demo/runlog.py: tracking, and the job report in a job)
-    cmd = [DEEPSPEED_PYTHON, str(project / "src/demo/train.py"), "--output", str(tmp_path / "out"), "--num-workers", "0"]
-    first = subprocess.run([*cmd, "--steps", "30", "--lr", "0.0005"], capture_output=True, text=True, env=env, timeout=600)
+
+
+def _example(project: Path, out: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """The example as one rank of a job on the CPU, writing to ``out``."""
+    base = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")}
+    base["MASTER_PORT"] = str(20000 + os.getpid() % 10000)
+    cmd = [DEEPSPEED_PYTHON, str(project / "src/demo/train.py"), "--output", str(out), "--num-workers", "0", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env={**base, **env}, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def trained(project, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """The example's output directory after 30 steps with --lr 0.0005, then to 40 steps
+    as job 77, with TensorBoard tracking; and the two runs."""
+    _need_deepspeed()
+    out = tmp_path_factory.mktemp("trained") / "out"
+    tracking = {"LUMI_SCAFFOLD_TRACKING": "tensorboard"}  # (src/demo/runlog.py: tracking, and the job report in a job)
+    first = _example(project, out, "--steps", "30", "--lr", "0.0005", **tracking)
+    second = _example(project, out, "--steps", "40", SLURM_JOB_ID="77", **tracking) if first.returncode == 0 else None
+    return out, first, second
+
+
+@pytest.mark.slow
+def test_example_trains_and_resumes_on_the_cpu(trained):
+    out, first, second = trained
     assert first.returncode == 0, first.stderr[-2000:]
     assert "done: 30 steps on 1 process(es)" in first.stdout and ", lr 0.0005" in first.stdout
-    second = subprocess.run([*cmd, "--steps", "40"], capture_output=True, text=True,
-                            env={**env, "SLURM_JOB_ID": "77"}, timeout=600)
     assert second.returncode == 0, second.stderr[-2000:]
     assert "at step 30" in second.stdout and "done: 40 steps" in second.stdout
-    report = json.loads((tmp_path / "out/reports/77.json").read_text())
+    report = json.loads((out / "reports/77.json").read_text())
     assert report["steps"] == {"first": 31, "last": 40, "done": 10} and report["samples_per_step"] == 64, report
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    events = EventAccumulator(str(tmp_path / "out/tensorboard"))
+    events = EventAccumulator(str(out / "tensorboard"))
     events.Reload()
     assert [e.step for e in events.Scalars("loss")] == [10, 20, 30, 40]
     assert [e.value for e in events.Scalars("lr")] == pytest.approx([0.0005] * 4)  # (resumed: the checkpoint's)
 
 
 @pytest.mark.slow
-def test_example_saves_at_the_time_limit_warning_and_resumes_there(project, tmp_path):
+def test_example_saves_at_the_time_limit_warning_and_resumes_there(project, trained, tmp_path):
     """As rank 0 of a training job whose time-limit warning has come (the flag file the
-    job's USR1 trap creates): the example stops at its first agreement (runlog.time_to_stop,
-    deepspeed.comm's all-reduce), saves that step, not a multiple of --checkpoint-every, and
-    exits 75; the next run resumes from it."""
-    if not _has_deepspeed():
-        why = f"{DEEPSPEED_PYTHON} cannot import deepspeed (set LUMI_SCAFFOLD_DEEPSPEED_PYTHON)"
-        if os.environ.get("LUMI_SCAFFOLD_REQUIRE_DEEPSPEED"):
-            pytest.fail(why + "; LUMI_SCAFFOLD_REQUIRE_DEEPSPEED is set, so it must run")
-        pytest.skip(why + "; `pip install --no-build-isolation deepspeed` after torch")
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")}
-    env.update(MASTER_PORT=str(21000 + os.getpid() % 10000), LUMI_SCAFFOLD_TRACKING="none", SLURM_JOB_ID="78",
-               LUMI_SCAFFOLD_JOB_KIND="train", LUMI_SCAFFOLD_TIME_UP=str(tmp_path / "time-up"))
-    cmd = [DEEPSPEED_PYTHON, str(project / "src/demo/train.py"), "--output", str(tmp_path / "out"), "--num-workers", "0",
-           "--checkpoint-every", "10"]
-    first = subprocess.run([*cmd, "--steps", "13"], capture_output=True, text=True, env=env, timeout=600)
-    assert first.returncode == 0 and "done: 13 steps" in first.stdout, first.stderr[-2000:]
+    job's USR1 trap creates): the example, resuming a copy of the run above (at step 40),
+    stops at its first agreement (runlog.time_to_stop, deepspeed.comm's all-reduce), saves
+    that step, not a multiple of --checkpoint-every, and exits 75; the next run resumes
+    from it."""
+    out = shutil.copytree(trained[0], tmp_path / "out")
+    assert trained[2] is not None and trained[2].returncode == 0, "the run above did not train"
+    env = dict(LUMI_SCAFFOLD_TRACKING="none", SLURM_JOB_ID="78", LUMI_SCAFFOLD_JOB_KIND="train",
+               LUMI_SCAFFOLD_TIME_UP=str(tmp_path / "time-up"))
+    every = ("--checkpoint-every", "10")
     (tmp_path / "time-up").touch()  # Slurm's warning came (time_is_up in scripts/job-env.sh)
-    second = subprocess.run([*cmd, "--steps", "100"], capture_output=True, text=True, env=env, timeout=600)
-    assert second.returncode == 75, second.stdout[-2000:] + second.stderr[-2000:]
-    assert "time limit: stopped at step 14 on every rank, saved it" in second.stdout, second.stdout
-    assert json.loads((tmp_path / "out/reports/78.json").read_text())["ended"] == "time limit"
+    stopped = _example(project, out, *every, "--steps", "100", **env)
+    assert stopped.returncode == 75, stopped.stdout[-2000:] + stopped.stderr[-2000:]
+    assert "time limit: stopped at step 41 on every rank, saved it" in stopped.stdout, stopped.stdout
+    assert json.loads((out / "reports/78.json").read_text())["ended"] == "time limit"
     (tmp_path / "time-up").unlink()
-    third = subprocess.run([*cmd, "--steps", "20"], capture_output=True, text=True, env=env, timeout=600)
-    assert third.returncode == 0 and "at step 14" in third.stdout and "done: 20 steps" in third.stdout, third.stdout
+    third = _example(project, out, *every, "--steps", "50", **env)
+    assert third.returncode == 0 and "at step 41" in third.stdout and "done: 50 steps" in third.stdout, third.stdout

@@ -6,7 +6,7 @@ node per second, for a job of 128 nodes x 8 ranks, simulated in one process.
     python benchmarks/heartbeat_cost.py --quick    # 16 x 8 ranks, 5 simulated minutes
     python benchmarks/heartbeat_cost.py --check    # exit 1 when a target is missed
 
-Every rank runs the project's own src/<package>/heartbeat.py (its _Node: the node-local
+Every rank runs the project's own scripts/lib/python/heartbeat.py (its _Node: the node-local
 record and the copy to the node's shared file) on a simulated clock: a step every
 --step seconds (a beat), the background copier's wake-ups at the times the real one
 sleeps to, and a checkpoint of --checkpoint-seconds every --checkpoint-every seconds on
@@ -16,7 +16,7 @@ utime ...) is counted, split into the shared heartbeat directory (Lustre on the 
 and node-local storage (memory). The same job with the heartbeat of lumi-scaffold 0.3
 (every rank rewrites its own file in the shared directory at most once a second) is
 simulated beside it, so the ratio compares like with like. The write interval is the one
-scripts/job-env.sh gives: max(10 s, PROGRESS_TIMEOUT/20).
+scripts/lib/job.sh gives: max(10 s, PROGRESS_TIMEOUT/20).
 
 Targets (--check): at most one file per node in the shared directory; at most one write
 of a node's file per interval by the copiers (the announcement at import and a phase's start

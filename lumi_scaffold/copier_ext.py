@@ -291,6 +291,16 @@ def lumi_launch_note(ctx: Context) -> list[str]:
 
 
 @pass_context
+def lumi_command(ctx: Context, kind: str) -> str:
+    """The job file's COMMAND for job ``kind`` (lumi_scaffold.values.command), as bash words."""
+    from .plugin_data import validate_plugin_data
+
+    fw = _catalogue().frameworks.get(str(ctx.get("framework")))
+    words = values.command(validate_plugin_data(ctx.get("plugin_data")), kind, fw.example if fw else "")
+    return " ".join(values.shell_word(w) for w in words)
+
+
+@pass_context
 def lumi_cite(ctx: Context, text: str) -> str:
     """``text`` with the [KEY] citations this project's site does not cite left out (a
     LUMI source in a Frontier project), and an emptied citation with the blank before it:
@@ -350,7 +360,7 @@ def lumi_storage_variables(plugin_data: Any, *more: Any) -> list[str]:
 # The Jinja globals and filters plugins and templates may rely on (docs/plugins/compatibility.md).
 _GLOBALS = {f.__name__: _user_errors(f) for f in (
     lumi_choices, lumi_default, lumi_check, lumi_resolve, lumi_notices, lumi_placeholders, lumi_framework_text,
-    lumi_plugin_files, lumi_sources, lumi_values, lumi_launch_note)}
+    lumi_plugin_files, lumi_sources, lumi_values, lumi_launch_note, lumi_command)}
 _FILTERS = {f.__name__: _user_errors(f) for f in (
     lumi_render, lumi_yaml, lumi_py_text, lumi_sh, lumi_cite, lumi_path_variable, lumi_storage_variables)}
 

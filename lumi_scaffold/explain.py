@@ -64,15 +64,15 @@ class JobReport:
 LIMIT_LINE = re.compile(r'^(PROGRESS_TIMEOUT|STARTUP_TIMEOUT|PHASE_TIMEOUT|OUTPUT_TIMEOUT)="\$\{\1:-(\d+)\}"$', re.M)
 # After the watchdog fires: up to 120 s to collect the stacks, 60 s for the step to stop.
 STOP_SECONDS = 180
-# scripts/job-env.sh's default where a job file (made before lumi-scaffold 0.4) sets none.
+# scripts/lib/job.sh's default where a job file (made before lumi-scaffold 0.4) sets none.
 PHASE_DEFAULT = 3600
 
 
 def _late(progress: int) -> int:
-    """How long past its limit the watchdog may notice a hang, as scripts/job-env.sh
+    """How long past its limit the watchdog may notice a hang, as scripts/lib/job.sh
     (watch_progress) starts it: the heartbeat files' slack (their rewrite interval,
     max(10 s, PROGRESS_TIMEOUT/20), a third of a limit under 30 s, plus 2 s) and one look of
-    scripts/watchdog.py (every 1 s under a 10-s limit, else 5 s)."""
+    scripts/lib/watchdog.py (every 1 s under a 10-s limit, else 5 s)."""
     interval = max(progress // 20, 10) if progress >= 30 else max(progress // 3, 1)
     return interval + 2 + (1 if progress < 10 else 5)
 
@@ -82,7 +82,7 @@ def _hang(job_file: Path, per_hour: float | None, at_limit: float | None, unit: 
     watchdog limits and without the watchdog (the whole time limit). At worst it hangs where
     the largest limit applies: STARTUP_TIMEOUT before the first heartbeat, PROGRESS_TIMEOUT
     after, PHASE_TIMEOUT while a rank is in a phase (the examples mark their first step and
-    checkpoints: scripts/watchdog.py, stalled); then the watchdog notices it late by the
+    checkpoints: scripts/lib/watchdog.py, stalled); then the watchdog notices it late by the
     heartbeat files' slack and one look, and takes up to STOP_SECONDS to stop the step."""
     limits = {name: int(value) for name, value in LIMIT_LINE.findall(job_file.read_text())}
     if not {"PROGRESS_TIMEOUT", "STARTUP_TIMEOUT"} <= set(limits):
@@ -216,7 +216,7 @@ def explain_project(project: Path | str) -> dict[str, Any]:
 
 
 def _research(project: Path, data: PluginData) -> dict[str, Any] | None:
-    """What the jobs leave for comparing runs: a report per job (src/<package>/runlog.py;
+    """What the jobs leave for comparing runs: a report per job (scripts/lib/python/runlog.py;
     projects made before it have none) and the tracker they log to."""
     if not (data.package and (project / "src" / data.package / "runlog.py").is_file()):
         return None
@@ -231,7 +231,7 @@ def _research(project: Path, data: PluginData) -> dict[str, Any] | None:
 
 
 def _sweeps(project: Path, per_trial: float | None) -> list[dict[str, Any]]:
-    """The project's sweep files (sweeps/*.txt): trials (counted by scripts/reports.py, as
+    """The project's sweep files (sweeps/*.txt): trials (counted by scripts/lib/reports.py, as
     scripts/sweep.py counts them) and what they cost at the time limit."""
     from .runs import project_reports
 

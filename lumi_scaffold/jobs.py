@@ -318,6 +318,10 @@ def cost(shape: Shape, part: Partition, node: NodeLayout) -> Cost | None:
 # training walltime: a budget for the start (image, venv, data staging, kernel compilation)
 # plus one per profiled step. Both are assumptions of this template, not site facts; a
 # longer profile asks for more with sbatch --time.
+# The progress watchdog's default limits, seconds (scripts/values.sh; watch_progress in the
+# project's scripts/lib/job.sh applies them; lumi-scaffold explain reads them from a dry run).
+WATCHDOG_LIMITS = {"progress_timeout": 1200, "startup_timeout": 1800, "phase_timeout": 3600, "output_timeout": 21600}
+
 SMOKE_TIME = "00:10:00"
 PREFLIGHT_TIME = "00:15:00"
 PROFILE_STEPS = 40

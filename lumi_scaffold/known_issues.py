@@ -90,7 +90,7 @@ def project_issues(data: PluginData, cat: Any) -> list[str]:
             continue
         for issue in setting.known_issues:
             if issue.affects(nodes, generation):
-                what = (f"affects {setting.name}={recorded.value} (image_env in scripts/values.sh; scripts/run.sh "
+                what = (f"affects {setting.name}={recorded.value} (image_env in scripts/values.sh; scripts/lib/run.sh "
                         f"before 0.4) with a {generation} image")
                 out.append(_line(issue, what, "lumi-scaffold update (the catalogue now leaves the setting out)"))
                 break

@@ -249,7 +249,7 @@ class Cache(_Part):
 
 class KernelCache(_Part):
     """A compiler cache that lives in node-local tmp during a job and is carried from job to
-    job through an archive in the project's cache area (scripts/caches.sh)."""
+    job through an archive in the project's cache area (scripts/lib/caches.sh)."""
 
     name: Slug = Field(description="The archive's name: <kernel_cache_store>/<name>.tar.")
     title: OneLine

@@ -1,9 +1,9 @@
 """`lumi-scaffold explain --runs`: a project's runs, from the reports its jobs wrote.
 
 Rank 0 of every training and profiling job writes ``reports/<job id>.json`` into its run
-directory (the generated ``src/<package>/runlog.py``): steps, throughput, step times, the
+directory (the generated ``scripts/lib/python/runlog.py``): steps, throughput, step times, the
 share spent waiting for data, and GPU-hours billed by the site's rule. The generated
-project's ``scripts/reports.py`` reads them back (its ``scripts/sweep.py summary`` too):
+project's ``scripts/lib/reports.py`` reads them back (its ``scripts/sweep.py summary`` too):
 this loads that file from the template of this installation (:func:`project_reports`) and
 prints one row per job and one total per run; nothing else (no tracker, no Slurm) is needed.
 """
@@ -23,18 +23,18 @@ from .errors import UserMessageError
 __all__ = ["output_root", "project_reports", "read_runs", "format_runs"]
 
 # The reader, as every generated project has it (the one source of both).
-REPORTS = Path("project-templates", "project", "scripts", "reports.py")
+REPORTS = Path("project-templates", "project", "scripts", "lib", "reports.py")
 
 
 @lru_cache(maxsize=None)
 def project_reports() -> ModuleType:
-    """The template's ``scripts/reports.py``, loaded as a module (standard library only)."""
+    """The template's ``scripts/lib/reports.py``, loaded as a module (standard library only)."""
     from .bundle import template_root
 
     root = template_root()
     if root is None:
         raise UserMessageError("this lumi_scaffold has no template (neither a source checkout nor a wheel), and "
-                               "with it no scripts/reports.py to read job reports with. Fix: reinstall lumi-scaffold")
+                               "with it no scripts/lib/reports.py to read job reports with. Fix: reinstall lumi-scaffold")
     spec = importlib.util.spec_from_file_location("lumi_scaffold._project_reports", root / REPORTS)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -3,7 +3,7 @@
 ``check_example`` (``lumi_scaffold.testing``; ``check_conformance`` calls it for every framework
 a plugin registers) renders one project of the framework and calls :func:`run_example` on it:
 ``train.py`` runs twice, as one rank on the CPU, in one run directory, the way a job starts
-it (``launch`` in scripts/job-env.sh: the run directory as working directory and
+it (``launch`` in scripts/lib/job.sh: the run directory as working directory and
 ``RUN_DIR``, the framework's ``train_args``, ``--output`` where the script defines it, then
 the user's arguments). The clauses it checks, each of docs/jobs.md's "The training-script
 contract" (each broken clause is one line):
@@ -35,7 +35,7 @@ RUN_TIMEOUT_S = 600
 
 
 def _takes(script: str, option: str) -> bool:
-    """The job's rule (takes_option in scripts/job-env.sh): the option in quotes in the text."""
+    """The job's rule (takes_option in scripts/lib/job.sh): the option in quotes in the text."""
     return re.search(rf"[\"']{re.escape(option)}[\"']", script) is not None
 
 
@@ -46,7 +46,7 @@ def _free_port() -> int:
 
 
 def _environment(project: Path, run_dir: Path, beats: Path, job: str) -> dict[str, str]:
-    """What scripts/job-env.sh and scripts/run.sh give rank 0 of a one-rank training job, on
+    """What scripts/lib/job.sh and scripts/lib/run.sh give rank 0 of a one-rank training job, on
     this Python's environment (its PYTHONPATH and user site stay: the packages the tests
     see are the ones the script imports)."""
     env = {k: v for k, v in os.environ.items()

@@ -57,8 +57,8 @@ def template_source(dest: Path | None = None) -> Path:
 def project_values(project: Path) -> dict[str, Any]:
     """A rendered project's ``scripts/values.sh`` as its jobs read it, each ``${NAME}`` as
     written: ``project_values(p)["modules"] == ["load rocm"]``. Read with the project's own
-    ``scripts/project_values.py``, the reader its helpers use."""
-    path = Path(project) / "scripts" / "project_values.py"
+    ``scripts/lib/project_values.py``, the reader its helpers use."""
+    path = Path(project) / "scripts" / "lib" / "project_values.py"
     spec = importlib.util.spec_from_file_location("project_values", path)
     if spec is None or spec.loader is None:
         raise FileNotFoundError(path)

@@ -1,5 +1,5 @@
 """Experiment trackers a project can log to (the `tracking` answer), and the package each
-needs in the venv. The generated src/<package>/runlog.py writes to them."""
+needs in the venv. The generated scripts/lib/python/runlog.py writes to them."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``scripts/values.sh``: the one generated shell file of a project, its values as plain lines.
 
-The jobs' logic is a static library copied into every project as it is (``scripts/job-env.sh``,
-``scripts/run.sh`` and the Python helpers beside them). What differs from project to project
+The jobs' logic is a static library copied into every project as it is (``scripts/lib/job.sh``,
+``scripts/lib/run.sh`` and the Python helpers beside them). What differs from project to project
 (the image, its binds, modules and environment, the job's launch, limits and costs, the
 site's facts) is computed here, from the answers and ``plugin_data``, and written as
 ``name=value`` lines with the comment that says why above each. The template of values.sh
@@ -10,23 +10,25 @@ only prints :func:`render`'s text: no template computes a number or tests a job 
 Every value is one shell word in single quotes, or a list of them in ``( )``. A value may
 name environment variables as ``${NAME}`` (a path under ``${USER}``'s directory, a cache
 per ``${SLURM_NODEID}``): they stay as they are in the file and the scripts expand them
-where the value is used (``expand`` in scripts/job-env.sh, ``values.read`` in Python),
+where the value is used (``expand`` in scripts/lib/job.sh, ``values.read`` in Python),
 once the variables exist, so sourcing the file never fails for an unset one.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .plugin_data import PluginData, storage_variables
+from .jobs import WATCHDOG_LIMITS
 from .tracking import TRACKING_DEFAULTS
 
 HEADER = """\
-# This project's values, read by scripts/job-env.sh and scripts/run.sh (the jobs' library,
-# the same in every project) and by the Python helpers in scripts/. lumi-scaffold writes
+# This project's values, read by scripts/lib/job.sh and scripts/lib/run.sh (the jobs' library,
+# the same in every project) and by the Python helpers in scripts/lib/. lumi-scaffold writes
 # this file from .copier-answers.yml: `lumi-scaffold update -d NAME=VALUE` changes an
 # answer and this file with it. Variables named as ${NAME} in a value are expanded where
 # the value is used, in the job. Override a value for one job from the environment
@@ -135,7 +137,7 @@ def _image(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str
     out: list[Item] = [Heading(("The container image (SIF=/path/to/image.sif sbatch ... uses another).",)),
                        Value("image", path, tuple(comment))]
     out.append(Value("image_known_issues", "; ".join(f"[{i.key}] {i.title}" for i in c.known_issues), (
-        "The image's known issues, named by scripts/fault.py when a job hangs with no rank to blame ('': none).",)))
+        "The image's known issues, named by scripts/lib/fault.py when a job hangs with no rank to blame ('': none).",)))
     out.append(Value("image_variable", var, (
         (f"The image's path starts with ${{{var}}}, from the environment jobs are submitted from: a job checks it.",)
         if var else ("(The image's path names no environment variable to check.)",))))
@@ -196,11 +198,11 @@ def _storage(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], s
         Value("output_root", pd.output_root),
         Value("run_name", pd.job.run_name, ("Every job of one run writes into OUTPUT_ROOT/RUN_NAME and resumes from there.",)),
         Value("prestage", _flag(answers.get("prestage")), (
-            "1: scripts/prestage.sh extracts dataset_archive into node_tmp on every node.",)),
+            "1: scripts/lib/prestage.sh extracts dataset_archive into node_tmp on every node.",)),
         Value("dataset_archive", archive),
         Value("kernel_caches", _flag(pd.kernel_caches), (
             "1: the jobs restore the kernel caches from the project's cache area when they start",
-            "and save them when training ends (scripts/caches.sh; KEEP_KERNEL_CACHES=0: off).")),
+            "and save them when training ends (scripts/lib/caches.sh; KEEP_KERNEL_CACHES=0: off).")),
     ]
 
 
@@ -210,7 +212,7 @@ def _tracking(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], 
         return [Heading(("Experiment tracking: none.",)), Value("tracking", ""), Value("tracking_defaults", ())]
     defaults, why = TRACKING_DEFAULTS.get(t.name, ((), ()))
     return [
-        Heading((f"Experiment tracking with {t.title} (src/{pd.package}/runlog.py, rank 0): every job of a run",
+        Heading((f"Experiment tracking with {t.title} (scripts/lib/python/runlog.py, rank 0): every job of a run",
                  "logs into one tracked run, its id kept in RUN_DIR/tracking.json. TRACKING=none sbatch ...",
                  "leaves a job out of it.")),
         Value("tracking", t.name),
@@ -267,9 +269,8 @@ def launch_note(pd: PluginData, launcher: str, cite: Callable[[str], str]) -> li
 def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     launcher = str(answers.get("launcher") or "srun")
     job = pd.job
-    args = tuple(a.replace("{project_dir}", "${PROJECT_DIR}") for a in pd.framework.train_args)
     return [
-        Heading(("How the training and profiling ranks start (launch in scripts/job-env.sh):",
+        Heading(("How the training and profiling ranks start (make_step in scripts/lib/job.sh):",
                  *launch_note(pd, launcher, cite))),
         Value("launcher", launcher),
         Value("srun_options", tuple(job.srun_options), ("srun's options for the training step beyond the job's.",)),
@@ -278,18 +279,51 @@ def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
               ("torchrun's --numa-binding ('' for none).",) if launcher == "torchrun" else ("(Not used by the srun launcher.)",)),
         Value("ranks_per_task", str(job.ranks_per_task),
               ("Ranks each task starts: torchrun's workers per node.",) if launcher == "torchrun" else ("Ranks each task starts.",)),
-        Value("train_script", f"src/{pd.package}/train.py", ("The training script, from the project directory.",)),
-        Value("train_args", args, ("The framework's arguments, first; then --output and --data where train.py defines",
-                                   "them, then yours (launch in scripts/job-env.sh).")),
         Value("rendezvous", _flag(pd.framework.needs_master_addr), (
             cite("1: the jobs set MASTER_ADDR and MASTER_PORT for torch.distributed's rendezvous. [WS-09], [AIG-05]"),)
             if pd.framework.needs_master_addr else (
             f"0: {pd.framework.title} finds its peers itself ({pd.framework.distributed_init or 'its own rendezvous'}).",)),
-        Value("chains", _flag(pd.partition.chains), ("1: jobs/train.sbatch --chain N queues the run's next jobs.",)),
+        Value("chains", _flag(pd.partition.chains), ("1: CHAIN=N sbatch jobs/train.sbatch queues the run's next jobs.",)),
         Value("chains_refused", refused_here(pd, "chains of jobs") if not pd.partition.chains else ""),
         Value("signal_lead", str(job.signal_lead), ("Seconds before the time limit at which Slurm warns the training job.",)),
         Value("profile_signal_lead", str(job.profile_signal_lead)),
+        Heading(("The progress watchdog's limits, in seconds (watch_progress in scripts/lib/job.sh; 0: off). A job",
+                 "file or the environment may set others: PROGRESS_TIMEOUT=600 sbatch jobs/train.sbatch.")),
+        *(Value(name, str(seconds)) for name, seconds in WATCHDOG_LIMITS.items()),
     ]
+
+
+_PLAIN_WORD = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+_VARIABLE = re.compile(r"^[^\"\\`$]*(\$\{[A-Z_][A-Z0-9_]*\}[^\"\\`$]*)+$")
+# An example written for lumi-scaffold 0.4 or before takes the run directory as --output
+# (the jobs gave it then, where the script's text defined it); from 0.5 the jobs give the
+# run directory only as RUN_DIR, so such an example's command names it, visibly.
+_TAKES_OUTPUT = re.compile(r"[\"']--output[\"']")
+
+
+def shell_word(word: str) -> str:
+    """A word as bash reads it back: as it is when plain, in double quotes when it names
+    ${VARIABLES} to expand when the job runs, else in single quotes."""
+    if _PLAIN_WORD.match(word):
+        return word
+    if _VARIABLE.match(word):
+        return f'"{word}"'
+    return "'" + word.replace("'", "'\\''") + "'"
+
+
+def command(pd: PluginData, kind: str, example: str = "") -> list[str]:
+    """The command a job file starts with (its COMMAND): the framework's example (``train``,
+    ``profile``: with the framework's own arguments, and --steps for a short profile) or
+    smoke test (``smoke``), from the project directory. ``example``: the example's text."""
+    if kind == "smoke":
+        return ["python", "-u", f"src/{pd.package}/smoke_test.py"]
+    words = ["python", "-u", f"src/{pd.package}/train.py"]
+    words += [a.replace("{project_dir}/", "").replace("{project_dir}", ".") for a in pd.framework.train_args]
+    if _TAKES_OUTPUT.search(example):
+        words += ["--output", "${RUN_DIR}"]
+    if kind == "profile":
+        words += ["--steps", str(pd.job.profile_steps)]
+    return words
 
 
 # What a partition without job arrays refuses (refused_here): jobs/sweep.sbatch, scripts/sweep.py
@@ -301,7 +335,7 @@ def _sweep(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str
     shape = pd.job.shapes.get("sweep")
     cost = pd.job.cost.get("sweep") if shape else None
     return [
-        Heading(("Sweeps (scripts/sweep.py submits jobs/sweep.sbatch, sweep_job in scripts/job-kinds.sh): one trial",
+        Heading(("Sweeps (scripts/sweep.py submits jobs/sweep.sbatch, sweep_job in scripts/lib/job.sh): one trial",
                  "of the training per line of a sweep file, each a task of a Slurm job array on the sweep's shape.")),
         Value("sweep_at_limit", repr(cost.at_limit) if cost else "", (
             "What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).",)),
@@ -333,7 +367,7 @@ def _inside(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
     kernel = tuple(f"{KERNEL_CACHE_ENV[c.name]}={c.path}" for c in pd.kernel_caches if c.name in KERNEL_CACHE_ENV)
     caches = tuple(f"{c.name}={c.value}" for c in pd.caches)
     return [
-        Heading(("Inside the container (scripts/run.sh, every rank).",)),
+        Heading(("Inside the container (scripts/lib/run.sh, every rank).",)),
         Value("image_env", tuple(env), tuple(env_comment) or ("(No interconnect or runtime settings for this site.)",)),
         Value("miopen_cache", pd.site.miopen_cache, (
             (cite("MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]"),)
@@ -354,7 +388,7 @@ def _network(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], s
         return _absent("The network check: none for this site.", "net_check", "net_check_fast", "net_check_tcp",
                        "net_check_final", "net_check_fix")
     return [
-        Heading((f"The network check (scripts/rccl_net.py): between nodes RCCL must use {check.name}; when it",
+        Heading((f"The network check (scripts/lib/rccl_net.py): between nodes RCCL must use {check.name}; when it",
                  f"cannot, it falls back to TCP sockets, several times slower, with no error.{f' [{check.source}]' if check.source else ''}",
                  "RCCL_NET_CHECK=0 sbatch ... skips it.")),
         Value("net_check", check.name),
@@ -407,10 +441,10 @@ def _preflight(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str],
         ranks = f"with {site.cpus_per_gpu} cores each, placed by Slurm"
     torchrun = " Training starts one torchrun per node instead." if answers.get("launcher") == "torchrun" else ""
     laif = " (where LAIF images install it, not on PATH [LAIF-R])" if cite("[LAIF-R]") else ""
-    bench = f"src/{pd.package}/allreduce_bench.py" if job.allreduce_bench else ""
+    bench = "scripts/lib/allreduce_bench.py" if job.allreduce_bench else ""
     what = {"jax": "JAX: psum over all devices", "torch": "torch.distributed.all_reduce"}.get(job.allreduce_bench, "")
     items: list[Item] = [
-        Heading(("The network preflight (jobs/preflight.sbatch, preflight_job in scripts/preflight.sh): one task",
+        Heading(("The network preflight (jobs/preflight.sbatch, preflight_job in scripts/lib/preflight.sh): one task",
                  f"per GPU, {ranks}.{torchrun}")),
         Value("preflight_all_reduce_perf", ALL_REDUCE_PERF, (
             f"rccl-tests' all_reduce_perf, looked up in the image in this order when the job starts{laif};",
@@ -464,7 +498,7 @@ def _profiler(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], 
     env = tuple(f"{e.name}={e.value}" for e in p.env) if p.kind != "command" else ()
     return [
         Heading((f"Profiling with {p.title} (jobs/profile.sbatch, profile_job in",
-                 "scripts/job-kinds.sh): scripts/run-profile.sh runs one rank under it, every other rank as in",
+                 "scripts/lib/job.sh): scripts/lib/run-profile.sh runs one rank under it, every other rank as in",
                  cite("training. Profiling one rank keeps the overhead and the output small, and balanced training "
                       "makes one rank representative. [WS-09]"),
                  *((f"View: {p.view}",) if p.view else ()))),
@@ -481,7 +515,7 @@ def _profiler(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], 
 def _caches(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     caches = pd.kernel_caches
     if not caches:
-        return _absent("Kernel caches carried from job to job (scripts/caches.sh): none for this site and framework.",
+        return _absent("Kernel caches carried from job to job (scripts/lib/caches.sh): none for this site and framework.",
                        "kernel_cache_store", ("kernel_cache_dirs",))
     titles = [c.title for c in caches]
     names = titles[0] if len(titles) == 1 else f"{', '.join(titles[:-1])} and {titles[-1]}"
@@ -490,23 +524,23 @@ def _caches(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
     return [
         Heading((f"Compiler caches that survive jobs: {names}.",
                  f"During a job {'they live' if len(caches) > 1 else 'it lives'} in node-local {site.node_local_tmp}{note},",
-                 "where scripts/run.sh points the framework; scripts/caches.sh carries each from job to job.")),
+                 "where scripts/lib/run.sh points the framework; scripts/lib/caches.sh carries each from job to job.")),
         Value("kernel_cache_store", pd.kernel_cache_store, (
             "The archives, one directory per image: KERNEL_CACHE_STORE/<image file name without .sif>/<name>.tar",
             "(KERNEL_CACHE_STORE=... sbatch ... keeps them elsewhere).")),
         Value("kernel_cache_dirs", tuple(f"{c.name}={c.path}" for c in caches), (
-            "Each cache's name and its node-local directory (the same directories as scripts/run.sh's).",)),
+            "Each cache's name and its node-local directory (the same directories as scripts/lib/run.sh's).",)),
     ]
 
 
 def _prestage(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     names = ("prestage_shared_tmp_kb", "prestage_shared_tmp", "prestage_fix")
     if not answers.get("prestage"):
-        return _absent("Pre-staging (scripts/prestage.sh): off.", *names)
+        return _absent("Pre-staging (scripts/lib/prestage.sh): off.", *names)
     job, site, part = pd.job, pd.site, str(answers.get("partition", pd.partition.name))
     tmp = site.node_local_tmp
     items: list[Item] = [Heading((
-        f"Pre-staging (scripts/prestage.sh): the dataset archive, extracted into node-local {tmp}{f' ({site.node_local_tmp_note})' if site.node_local_tmp_note else ''}",
+        f"Pre-staging (scripts/lib/prestage.sh): the dataset archive, extracted into node-local {tmp}{f' ({site.node_local_tmp_note})' if site.node_local_tmp_note else ''}",
         cite("on every node, so that training reads it from there, not from the parallel file system. [UG-stor], [WS-09]")))]
     if job.shared_node_tmp_gb:
         items += [

@@ -99,7 +99,7 @@ def test_update_after_an_upgrade_brings_the_release_and_keeps_edits(package, tmp
     git(p, "init", "-q")
     git(p, "add", "-A")
     commit(p, "generated")
-    run = p / "scripts/run.sh"
+    run = p / "scripts/lib/run.sh"
     run.write_text(run.read_text().replace('exec "$@"', 'export OURS=1\nexec "$@"'))
     git(p, "add", "-A")
     commit(p, "our edit")

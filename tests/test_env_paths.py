@@ -104,7 +104,7 @@ def test_plain_copier_renders_the_path_so_only_the_variable_expands_and_the_proj
 
     def source(**variables: str) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if k not in ("SIF", "MYSOFTWARE")} | variables
-        return subprocess.run(["bash", "-c", 'set -euo pipefail; source scripts/job-env.sh; echo "SIF=${SIF}"'],
+        return subprocess.run(["bash", "-c", 'set -euo pipefail; source scripts/lib/job.sh; echo "SIF=${SIF}"'],
                               cwd=project, env=env, capture_output=True, text=True)
 
     unset = source()
@@ -312,7 +312,7 @@ def test_storage_under_a_variable_renders_lints_and_is_checked_by_the_job_and_do
 
     def source(**variables: str) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if k not in ("MYSCRATCH", "OUTPUT_ROOT", "DATA_DIR")}
-        script = 'module() { :; }; set -euo pipefail; source scripts/job-env.sh; echo "${OUTPUT_ROOT}"'  # (no Lmod here)
+        script = 'module() { :; }; set -euo pipefail; source scripts/lib/job.sh; echo "${OUTPUT_ROOT}"'  # (no Lmod here)
         return subprocess.run(["bash", "-c", script],
                               cwd=project, env={**env, "SIF": "/x.sif", "USER": "u1", **variables}, capture_output=True,
                               text=True)

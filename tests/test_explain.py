@@ -117,7 +117,7 @@ def test_explain_says_where_the_jobs_report_and_what_they_track(template, tmp_pa
     if tracking != "none":
         assert f"### {report['research']['readme']}\n" in (project / "README.md").read_text()
     # A project whose jobs write no reports (made before them, or its runlog.py removed) is not said to.
-    (project / "src/demo/runlog.py").unlink()
+    (project / "scripts/lib/python/runlog.py").unlink()
     assert explain_project(project)["research"] is None
     assert not any(x.startswith(("job reports:", "tracking:")) for x in format_report(explain_project(project)).splitlines())
 

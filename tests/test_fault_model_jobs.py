@@ -28,7 +28,7 @@ def test_the_pytorch_example_hung_at_step_5_is_named_and_the_chain_resumes(slurm
     """The example (DDP over gloo on the CPU, 2 ranks on one node, --chain 2), rank 1 asleep
     at step 5 of the first job (after its optimizer step, before its heartbeat): the job
     stops well before its 1 h limit, by the watchdog (the collective timeout is above its
-    allowances: scripts/job-env.sh), with one line naming a hang, rank 1 and step 4 (its last
+    allowances: scripts/lib/job.sh), with one line naming a hang, rank 1 and step 4 (its last
     heartbeat; rank 0 beat step 5); the report says so; a job without that node replaces it,
     resumes from the checkpoint of step 4 and finishes."""
     project = render(template, tmp_path / "p", partition="small-g", gpus_per_node=2, walltime="01:00:00")

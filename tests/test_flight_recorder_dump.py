@@ -1,4 +1,4 @@
-"""scripts/fault.py against a Flight Recorder dump and a log that PyTorch itself wrote, on a
+"""scripts/lib/fault.py against a Flight Recorder dump and a log that PyTorch itself wrote, on a
 real GPU with real NCCL (tests/data/flight-recorder-h100/README.md says how they were made),
 not against dumps made here in the format we expect."""
 

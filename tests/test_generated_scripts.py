@@ -193,12 +193,12 @@ def test_constraints_stop_pip_from_replacing_the_framework(template, tmp_path, i
 def test_run_sh_works_outside_slurm(template, tmp_path):
     project = render(template, tmp_path / "p", container="lust-pytorch-2.7.1")
     env = env_for(tmp_path, WITH_CONDA="echo activated", USER="tester")
-    result = subprocess.run(["scripts/run.sh", "bash", "-c", 'echo "$RANK $WORLD_SIZE $MIOPEN_USER_DB_PATH $PYTHONNOUSERSITE"'],
+    result = subprocess.run(["scripts/lib/run.sh", "bash", "-c", 'echo "$RANK $WORLD_SIZE $MIOPEN_USER_DB_PATH $PYTHONNOUSERSITE"'],
                             cwd=project, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["activated", "0 1 /tmp/tester-miopen-cache-0-0 1"]
     del env["WITH_CONDA"]
-    result = subprocess.run(["scripts/run.sh", "true"], cwd=project, env=env, capture_output=True, text=True)
+    result = subprocess.run(["scripts/lib/run.sh", "true"], cwd=project, env=env, capture_output=True, text=True)
     assert result.returncode != 0 and "this image should define WITH_CONDA" in result.stderr
 
 
@@ -216,15 +216,15 @@ def test_run_sh_activates_the_image_env_under_set_u(template, tmp_path):
     activate = tmp_path / "activate.sh"
     activate.write_text(ACTIVATE)
     env = env_for(tmp_path, USER="tester", **image_env(tmp_path, WITH_CONDA=f"source {activate}"))
-    result = subprocess.run(["singularity", "exec", env["SIF"], "scripts/run.sh", "bash", "-c",
+    result = subprocess.run(["singularity", "exec", env["SIF"], "scripts/lib/run.sh", "bash", "-c",
                              'echo "$STAND_IN_ACTIVATED ${PATH%%:*}"'],
                             cwd=project, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["yes /stand-in/conda/bin"]
     nounset = "\n".join(line if not line.startswith("exec ") else "echo \"${UNSET_AFTER_ACTIVATION}\"" for line in
-                         (project / "scripts/run.sh").read_text().splitlines())
-    (project / "scripts/run.sh").write_text(nounset)
-    result = subprocess.run(["singularity", "exec", env["SIF"], "scripts/run.sh"], cwd=project, env=env,
+                         (project / "scripts/lib/run.sh").read_text().splitlines())
+    (project / "scripts/lib/run.sh").write_text(nounset)
+    result = subprocess.run(["singularity", "exec", env["SIF"], "scripts/lib/run.sh"], cwd=project, env=env,
                             capture_output=True, text=True)
     assert result.returncode != 0 and "UNSET_AFTER_ACTIVATION: unbound variable" in result.stderr
 
@@ -244,7 +244,7 @@ def test_prestage_checks_the_archive_against_the_partitions_tmp_limit(template, 
     env = {**os.environ, "DATASET_ARCHIVE": str(archive), "NODE_TMP": str(tmp_path), "STAGE_DIR": str(tmp_path / "stage"),
            "SLURM_NODEID": "0", "SLURM_GPUS_ON_NODE": str(gpus)}
     env.update({"SLURM_MEM_PER_GPU": "61440"} if gpus < 8 else {"SLURM_MEM_PER_NODE": "491520"})
-    result = subprocess.run(["bash", "scripts/prestage.sh"], cwd=project, env=env, capture_output=True, text=True)
+    result = subprocess.run(["bash", "scripts/lib/prestage.sh"], cwd=project, env=env, capture_output=True, text=True)
     if gpus == 8 and result.returncode == 0:
         return  # the whole node's memory allows 65 GB, and this disk had room for it
     assert result.returncode == 1 and "needs 61988 MiB" in result.stderr, result.stderr
@@ -252,7 +252,7 @@ def test_prestage_checks_the_archive_against_the_partitions_tmp_limit(template, 
 
 
 def test_jax_projects_say_nothing_about_pytorch(template, tmp_path):
-    """The files made for this project (the static library, scripts/job-env.sh, run.sh and
+    """The files made for this project (the static library, scripts/lib/job.sh, run.sh and
     run-profile.sh, is the same in every project and describes both launchers)."""
     project = render(template, tmp_path / "p", framework="jax", nodes=2, profiler="rocprof")
     for name in ("scripts/values.sh", "jobs/train.sbatch",
@@ -443,7 +443,7 @@ def test_a_packed_venv_is_one_squashfs_file_the_jobs_bind_at_user_software(templ
     # A step as the jobs start it: job-env.sh's container, run.sh inside.
     code = ("import sys, plain_fake, importlib.metadata as m; "
             "print(sys.prefix, plain_fake.__file__, m.version('flash_attn'))")
-    step = subprocess.run(["bash", "-c", 'source scripts/job-env.sh && "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" '
+    step = subprocess.run(["bash", "-c", 'source scripts/lib/job.sh && "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" '
                            'python -c "$1"', "step", code], cwd=project, capture_output=True, text=True, env=env,
                           timeout=120)
     assert step.returncode == 0, step.stdout + step.stderr
@@ -453,7 +453,7 @@ def test_a_packed_venv_is_one_squashfs_file_the_jobs_bind_at_user_software(templ
     assert prefix == "/user-software" and plain_file.startswith("/user-software/lib/")
     assert flash == LAIF_IMAGE["flash_attn"]  # the image's build, not a wheel from the index
     # Without the pack (VENV_PACK=) the step has no venv: the index's package is not there.
-    bare = subprocess.run(["bash", "-c", 'source scripts/job-env.sh && "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" '
+    bare = subprocess.run(["bash", "-c", 'source scripts/lib/job.sh && "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" '
                            'python -c "import plain_fake"'], cwd=project, capture_output=True, text=True,
                           env={**env, "VENV_PACK": ""}, timeout=120)
     assert bare.returncode != 0 and "No module named 'plain_fake'" in bare.stderr
@@ -498,7 +498,7 @@ def test_job_env_loads_the_laif_bindings_module_in_either_module_form(template, 
     project = render(template, tmp_path / "p", container=container)
     calls = tmp_path / "calls"
     env = env_for(tmp_path, MODULE_CALLS=str(calls), HAS_LOCAL_LAIF="1" if has_local_laif else "0")
-    script = STAND_IN_MODULE + 'set -euo pipefail; source scripts/job-env.sh; echo "BIND=${SINGULARITY_BIND}"'
+    script = STAND_IN_MODULE + 'set -euo pipefail; source scripts/lib/job.sh; echo "BIND=${SINGULARITY_BIND}"'
     result = subprocess.run(["bash", "-c", script], cwd=project, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "BIND=/pfs,/scratch,/projappl,/project,/flash,/appl,/var/spool/slurmd" in result.stdout.splitlines()
@@ -513,12 +513,12 @@ def test_cotainr_image_runs_as_a_laif_image(template, tmp_path):
     for nodes in (1, 2):
         project = render(template, tmp_path / f"p{nodes}", container="cotainr", nodes=nodes)
         env = env_for(tmp_path, MODULE_CALLS=str(tmp_path / "calls"), HAS_LOCAL_LAIF="1")
-        script = STAND_IN_MODULE + 'set -euo pipefail; source scripts/job-env.sh; printf "%s\\n" "${CONTAINER[@]}"'
+        script = STAND_IN_MODULE + 'set -euo pipefail; source scripts/lib/job.sh; printf "%s\\n" "${CONTAINER[@]}"'
         result = subprocess.run(["bash", "-c", script], cwd=project, env=env, capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
         # The container command (its binds: the image generation's only, no legacy CPE binds).
         assert result.stdout.splitlines()[-5:] == ["singularity", "run", "--bind", "/pfs", env["SIF"]], result.stdout
-        run = subprocess.run(["bash", "scripts/run.sh", "env"], cwd=project, capture_output=True, text=True,
+        run = subprocess.run(["bash", "scripts/lib/run.sh", "env"], cwd=project, capture_output=True, text=True,
                              env=env_for(tmp_path))
         assert run.returncode == 0, run.stderr
         exported = dict(line.split("=", 1) for line in run.stdout.splitlines() if "=" in line)
@@ -532,7 +532,7 @@ def test_run_sh_gives_each_job_its_own_node_local_tmpdir(template, tmp_path):
     a job, TMPDIR is left alone."""
     project = render(template, tmp_path / "p")
     job = 900000 + os.getpid() % 100000
-    probe = ["bash", "scripts/run.sh", "python", "-c", "import os, tempfile; d = tempfile.gettempdir(); "
+    probe = ["bash", "scripts/lib/run.sh", "python", "-c", "import os, tempfile; d = tempfile.gettempdir(); "
              "print(d, oct(os.stat(d).st_mode & 0o777), os.stat(d).st_uid == os.getuid())"]
     user = os.environ.get("USER") or subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
     made = []
@@ -616,12 +616,12 @@ def test_the_flight_recorder_variables_follow_the_images_torch(tmp_path, version
     2.10 on (torch 2.13 warns on every rank where the older ones are set too), the
     TORCH_NCCL_ names before, both where the image has no torch to ask; a value the user set
     under either name is kept."""
-    job_env = (REPO / "project-templates/project/scripts/job-env.sh").read_text()
+    job_env = (REPO / "project-templates/project/scripts/lib/job.sh").read_text()
     functions = "".join(re.findall(r"^(?:flight_recorder|image_torch_version)\(\) \{\n.*?^\}\n", job_env, re.M | re.S))
     assert functions.count("() {") == 2, functions
     (tmp_path / "scripts").mkdir()
-    (tmp_path / "scripts/run.sh").write_text(FAKE_RUN_SH)
-    (tmp_path / "scripts/run.sh").chmod(0o755)
+    (tmp_path / "scripts/lib/run.sh").write_text(FAKE_RUN_SH)
+    (tmp_path / "scripts/lib/run.sh").chmod(0o755)
     show = 'env | grep -E "^TORCH_(FR|NCCL)_" | sort'
     env = {"PATH": os.environ["PATH"], "FAKE_TORCH": version, "PROJECT_DIR": str(tmp_path), "RUN_DIR": str(tmp_path / "run"),
            "SLURM_JOB_ID": "7"}

@@ -140,7 +140,7 @@ def test_upgrade_then_update_offline_keeps_edits(tool, clone, tmp_path):
     env = offline(home)
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", f"made by {A}"]):
         subprocess.run(["git", *args], cwd=p, env=env, check=True)
-    run = p / "scripts/run.sh"
+    run = p / "scripts/lib/run.sh"
     run.write_text(run.read_text().replace('exec "$@"', 'export OUR_LAB_SETTING=1\nexec "$@"'))
     subprocess.run(["git", "commit", "-q", "-am", "our edit"], cwd=p, env=env, check=True)
 

@@ -51,7 +51,7 @@ class Case:
     answers: dict[str, Any]
     kinds: tuple[str, ...]
     cluster: str = "lumi"  # "lumi": LUMI shapes, task/none; "local": the local site, real binding
-    venv: bool = False  # give the project a venv (scripts/run.sh activates it)
+    venv: bool = False  # give the project a venv (scripts/lib/run.sh activates it)
 
     @property
     def framework(self) -> str:

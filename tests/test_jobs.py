@@ -97,7 +97,7 @@ def test_a_0_3_0_project_is_explained_as_it_was_made(tmp_path, name):
         if kind.shape and kind.name not in recorded:  # 0.3.0 made no such job (sweep's shape is new in 0.3.1)
             assert kind.optional, f"projects made before job kind {kind.name} lack {kind.file}: make it optional"
             (project / kind.file).unlink(missing_ok=True)
-    (project / "src/demo/runlog.py").unlink()  # (nor job reports and tracking)
+    (project / "scripts/lib/python/runlog.py").unlink()  # (nor job reports and tracking)
     now = explain_project(project)
     new_answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
     shutil.copy(FIXTURES / f"{name}.yml", project / ".copier-answers.yml")
@@ -125,8 +125,8 @@ _EVAL_TEMPLATE = """{%- import 'project-templates/_shared/slurm.jinja' as slurm 
 {{- slurm.sbatch_header('eval') }}
 
 set -euo pipefail
-# shellcheck source=../scripts/job-env.sh
-source "${SLURM_SUBMIT_DIR:-.}/scripts/job-env.sh"
+# shellcheck source=../scripts/lib/job.sh
+source "${SLURM_SUBMIT_DIR:-.}/scripts/lib/job.sh"
 mkdir -p "${RUN_DIR}"
 run_step launch run.sh "${RUN_DIR}" "$@"
 """
@@ -172,7 +172,7 @@ def test_the_profile_job_is_warned_before_its_own_limit(tmp_path, walltime, trai
     headers = {name: (project / "jobs" / f"{name}.sbatch").read_text() for name in ("train", "profile")}
     assert f"#SBATCH --signal=B:USR1@{train}\n" in headers["train"]
     assert f"#SBATCH --signal=B:USR1@{profile}\n" in headers["profile"]
-    # profile_job (scripts/job-kinds.sh) says so at the warning, with the lead from values.sh.
+    # profile_job (scripts/lib/job.sh) says so at the warning, with the lead from values.sh.
     assert values(project)["profile_signal_lead"] == str(profile)
     assert ('trap \'echo "time limit in ${profile_signal_lead} s: the profile will end unfinished" >&2; time_is_up\' USR1'
             in (project / "scripts" / "job-kinds.sh").read_text())

@@ -1,4 +1,4 @@
-"""Compiler caches that survive jobs (scripts/caches.sh): MIOpen's and, for PyTorch,
+"""Compiler caches that survive jobs (scripts/lib/caches.sh): MIOpen's and, for PyTorch,
 Triton's and TorchInductor's caches live in node-local tmp during a job; the jobs restore
 them from the project's cache area (one set per image) on every node when they start and
 save them from the first node after the training step has ended, never while it runs (MIOpen
@@ -140,7 +140,7 @@ def test_jax_projects_carry_only_miopens_cache(template, tmp_path):
     """JAX does not compile with Triton: no TRITON_CACHE_DIR, and the caches' values and
     comments name MIOpen's cache alone."""
     project = render(template, tmp_path / "p", framework="jax", nodes=2)
-    run_sh = (project / "scripts/run.sh").read_text()
+    run_sh = (project / "scripts/lib/run.sh").read_text()
     values = (project / "scripts/values.sh").read_text()
     assert "TRITON" not in run_sh and "triton" not in values.lower()
     assert "# Compiler caches that survive jobs: MIOpen's kernel cache.\n" in values

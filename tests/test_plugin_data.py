@@ -292,7 +292,7 @@ def test_a_project_made_by_an_older_release_updates_and_keeps_its_edits(tmp_path
         warnings.simplefilter("ignore")
         copier.run_copy(str(template), str(fresh), data=answers, defaults=True, unsafe=True, quiet=True, vcs_ref="v9.0.0")
     assert after["plugin_data"] == yaml.safe_load((fresh / ANSWERS_FILE).read_text())["plugin_data"]
-    for name in ("scripts/job-env.sh", "jobs/profile.sbatch", "README.md"):
+    for name in ("scripts/lib/job.sh", "jobs/profile.sbatch", "README.md"):
         assert (project / name).read_text() == (fresh / name).read_text(), name
     assert train.read_text().replace("# our own line\n", "", 1) == (fresh / "jobs" / "train.sbatch").read_text()
 
@@ -318,7 +318,7 @@ def test_an_edit_to_what_moved_into_the_library_conflicts_and_says_where_it_went
 
     assert cli.main(["update", str(project), "-q"]) == 1
     err = capsys.readouterr().err
-    assert ("scripts/job-env.sh: your edit conflicts with 0.4's layout: it is the same in every project now; its values "
+    assert ("scripts/lib/job.sh: your edit conflicts with 0.4's layout: it is the same in every project now; its values "
             "(image, binds, modules, paths, billing) moved to scripts/values.sh") in err, err
     assert "/our/lab" in env.read_text() and "<<<<<<<" in env.read_text()
     assert (project / "scripts" / "values.sh").is_file()

@@ -76,7 +76,7 @@ def image_with_all_reduce_perf(tmp_path: Path, env: dict[str, str]) -> dict[str,
 
 @pytest.mark.parametrize("framework", ["pytorch", "jax"])
 def test_framework_benchmark_runs_across_two_nodes(slurm_cluster_local2n, template, tmp_path, site_root, framework):
-    """No all_reduce_perf in the image: src/<package>/allreduce_bench.py (torch.distributed
+    """No all_reduce_perf in the image: scripts/lib/allreduce_bench.py (torch.distributed
     over gloo, or JAX's psum with gloo collectives) runs on the 4 ranks of 2 nodes and
     reports the bus bandwidth; the local site has no reference figure: no verdict."""
     needs_local_site()
@@ -89,7 +89,7 @@ def test_framework_benchmark_runs_across_two_nodes(slurm_cluster_local2n, templa
                              "-b", "64K", "-e", "1M", "-f", "4", "-n", "3", "-w", "1", timeout=300)
     log = log_of(project, job_id)
     assert result.state == "COMPLETED", log
-    assert "preflight: no all_reduce_perf in the image; src/demo/allreduce_bench.py instead" in log
+    assert "preflight: no all_reduce_perf in the image; scripts/lib/allreduce_bench.py instead" in log
     table = dict(re.findall(r"^#  Rank +(\d) Group  0 Pid +\d+ on +(nid00500[01]) ", log, re.M))
     assert table == {"0": "nid005000", "1": "nid005000", "2": "nid005001", "3": "nid005001"}, log
     rows = re.findall(r"^ +(\d+) +\d+ +float +sum +-1 +([\d.]+) +([\d.]+) +([\d.]+) +0$", log, re.M)
@@ -130,7 +130,7 @@ def test_image_all_reduce_perf_is_preferred_and_tcp_fails_the_job(slurm_cluster_
     assert result.state == state, log
     bench = re.search(r"^preflight: all_reduce_perf \(rccl-tests\) in the image: (\S+)$", log, re.M)
     assert bench and bench.group(1) == str(tmp_path / "image-bin" / "all_reduce_perf"), log
-    assert "allreduce_bench.py" not in log.replace("src/demo/allreduce_bench.py instead", "")
+    assert "allreduce_bench.py" not in log.replace("scripts/lib/allreduce_bench.py instead", "")
     for rank in range(16):
         path = project / "logs" / f"rccl-{job_id}-rank{rank}.txt"
         # On TCP rank 0's watcher may stop the step before another rank has written its log

@@ -60,7 +60,7 @@ def test_updating_is_lumi_scaffold_update_with_copier_as_the_alternative(templat
     for path in project.rglob("*"):
         if path.is_file() and path.name not in ("README.md", ".copier-answers.yml"):
             assert "copier update" not in path.read_text(errors="replace"), path
-    assert "(lumi-scaffold update -d dataset_archive=...)" in (project / "scripts/prestage.sh").read_text()
+    assert "(lumi-scaffold update -d dataset_archive=...)" in (project / "scripts/lib/prestage.sh").read_text()
 
 
 UNBOUND = ("torchrun's workers get no CPU binding with lust-pytorch-2.7.1: the image is not known to have "

@@ -63,5 +63,5 @@ def test_a_rendered_project_passes_its_own_tests(template, tmp_path):
         collected = pytest_in(where, "--collect-only")
         assert collected.startswith(f"{passed.group(1)} tests collected in "), (where.name, collected)
     read = _read_by_the_tests(project)
-    assert {"tests/conftest.py", "scripts/watchdog.py", "src/demo/runlog.py"} <= set(read), sorted(read)
+    assert {"tests/conftest.py", "scripts/lib/watchdog.py", "scripts/lib/python/runlog.py"} <= set(read), sorted(read)
     assert _read_by_the_tests(jax) == read

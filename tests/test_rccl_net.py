@@ -1,4 +1,4 @@
-"""scripts/rccl_net.py with LUMI's site data. The script's own behaviour (verdicts on real
+"""scripts/lib/rccl_net.py with LUMI's site data. The script's own behaviour (verdicts on real
 RCCL/NCCL logs from public issues, the watcher, the preflight's bandwidth verdict) is tested
 by the project's tests, project-templates/project/tests/test_rccl_net.py, which every
 generated project carries (tests/test_project_tests.py runs them); here: LUMI's patterns on
@@ -20,7 +20,7 @@ from lumi_scaffold.plugins import get_catalogue
 
 from .helpers import PROJECT, load_module
 
-rccl_net = load_module("rccl_net", PROJECT / "scripts/rccl_net.py")
+rccl_net = load_module("rccl_net", PROJECT / "scripts/lib/rccl_net.py")
 project_tests = load_module("project_tests_rccl_net", PROJECT / "tests/test_rccl_net.py")
 
 # ---- Real log excerpts (each as its source prints it; lines only left out, never changed) ----
@@ -81,14 +81,14 @@ def test_lumi_reference_is_the_reframe_check():
 
 
 def test_preflight_finds_rccl_tests_in_usr_libexec_before_the_path(template, tmp_path):
-    """The LUMI preflight's own probe command (scripts/preflight.sh, with the places of
+    """The LUMI preflight's own probe command (scripts/lib/preflight.sh, with the places of
     scripts/values.sh), run where /usr/libexec holds rccl-tests as LAIF images install it
     [LAIF-R], and where only PATH has one: libexec first. (A private mount namespace puts the
     stand-in over /usr/libexec; root only.)"""
     from .helpers import render
 
     project = render(template, tmp_path / "p", nodes=2)
-    script = (project / "scripts/preflight.sh").read_text()
+    script = (project / "scripts/lib/preflight.sh").read_text()
     probe = re.search(r"bash -c '([^']*command -v[^']*)' bash \"\$\{preflight_all_reduce_perf\[@\]\}\"", script)
     assert probe, script
     places = re.search(r"^preflight_all_reduce_perf=\((.*)\)$", (project / "scripts/values.sh").read_text(), re.M)

@@ -34,28 +34,28 @@ def expected_files(a: dict) -> set[str]:
     files = {
         ".copier-answers.yml", ".gitignore", ".shellcheckrc", "README.md", "constraints.txt", "requirements.txt",
         "logs/.gitkeep",
-        "scripts/job-env.sh", "scripts/job-kinds.sh", "scripts/run.sh", "scripts/setup-venv.sh", "scripts/image_packages.py",
-        "scripts/attach.sh", "scripts/watchdog.py", "scripts/rccl_net.py", "scripts/values.sh", "scripts/project_values.py",
-        "scripts/reports.py", "scripts/values-lib.sh",
-        f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"src/{pkg}/heartbeat.py",
-        f"src/{pkg}/runlog.py", "scripts/sweep.py", "sweeps/example.txt",
+        "scripts/lib/job.sh", "scripts/lib/job.sh", "scripts/lib/run.sh", "scripts/setup-venv.sh", "scripts/lib/image_packages.py",
+        "scripts/attach.sh", "scripts/lib/watchdog.py", "scripts/lib/rccl_net.py", "scripts/values.sh", "scripts/lib/project_values.py",
+        "scripts/lib/reports.py", "scripts/lib/values-lib.sh",
+        f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"scripts/lib/python/heartbeat.py",
+        f"scripts/lib/python/runlog.py", "scripts/sweep.py", "sweeps/example.txt",
         "pytest.ini", "tests/conftest.py", "tests/test_heartbeat.py", "tests/test_image_packages.py",
         "tests/test_rccl_net.py", "tests/test_runlog.py", "tests/test_watchdog.py",
-        "scripts/fault.py", "tests/test_fault.py",
+        "scripts/lib/fault.py", "tests/test_fault.py",
         *unconditional_jobs(),
     }
     if a.get("profiler", "none") != "none":
-        files |= {"jobs/profile.sbatch", "scripts/run-profile.sh"}
+        files |= {"jobs/profile.sbatch", "scripts/lib/run-profile.sh"}
     if a.get("prestage"):
-        files.add("scripts/prestage.sh")
+        files.add("scripts/lib/prestage.sh")
     if a.get("container") == "cotainr":
         files |= {"container/environment.yml", "container/build.sh"}
     cat = get_catalogue()
     site, framework = cat.sites[a.get("site", "lumi")], cat.frameworks[a.get("framework", "pytorch")]
     if site.miopen_cache or framework.triton_cache:  # kernel caches carried between jobs
-        files.add("scripts/caches.sh")
+        files.add("scripts/lib/caches.sh")
     if int(a.get("nodes", 1)) > 1:  # the network preflight, and its benchmark where the framework has one
-        files |= {"jobs/preflight.sbatch", "scripts/preflight.sh"}
+        files |= {"jobs/preflight.sbatch", "scripts/lib/preflight.sh"}
         if framework.name == "jax" or framework.needs_master_addr:
             files.add(f"src/{pkg}/allreduce_bench.py")
     return files
@@ -216,14 +216,14 @@ def test_two_node_pytorch_project_has_everything(template, tmp_path):
     for option in ("--account=project_465000000", "--partition=standard-g", "--time=01:00:00", "--nodes=2",
                    "--ntasks-per-node=8", "--gpus-per-node=8", "--cpus-per-task=7", "--mem=480G", "--output=logs/%x-%j.out"):
         assert f"#SBATCH {option}\n" in train
-    env, v = (p / "scripts/job-env.sh").read_text(), values(p)
+    env, v = (p / "scripts/lib/job.sh").read_text(), values(p)
     # Each rank bound to its GPU's cores with the site's masks, through srun's --cpu-bind.
     assert v["launcher"] == "srun" and v["cpu_bind"].startswith("verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000,")
     assert '${cpu_bind:+"--cpu-bind=${cpu_bind}"}' in env
     assert "srun --kill-on-bad-exit=1" in env and "run_step launch run.sh" in env and "train_job \"$@\"" in train
     assert v["rendezvous"] == "1" and 'MASTER_ADDR="$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)"' in env
     assert "load lumi-aif-singularity-bindings" in v["modules"] and v["container_command"] == ["singularity", "run"]
-    run = (p / "scripts/run.sh").read_text()
+    run = (p / "scripts/lib/run.sh").read_text()
     for line in ("export PYTHONNOUSERSITE=1", 'export RANK="${SLURM_PROCID:-0}"', 'export_values "${image_env[@]}"',
                  'MIOPEN_USER_DB_PATH="$(expand "${miopen_cache}")"', 'exec "$@"'):
         assert line in run
@@ -257,7 +257,7 @@ def test_one_gpu_jax_project_has_everything(template, tmp_path):
     assert (p / "requirements.txt").read_text().splitlines()[-2:] == ["flax==0.8.3", "optax==0.2.2"]
     assert "jax 0.4.28, numpy 2.2.2, pandas 2.2.3, scipy 1.15.1" in (p / "constraints.txt").read_text()
     assert not [line for line in (p / "constraints.txt").read_text().splitlines() if line and not line.startswith("#")]
-    run, v = (p / "scripts/run.sh").read_text(), values(p)
+    run, v = (p / "scripts/lib/run.sh").read_text(), values(p)
     assert v["activate_variable"] == "WITH_CONDA"
     assert 'activate="${!activate_variable:?' in run and 'set +u\n    eval "${activate}"\n    set -u' in run
     assert v["rendezvous"] == "0"  # no MASTER_ADDR
@@ -267,8 +267,8 @@ def test_one_gpu_jax_project_has_everything(template, tmp_path):
 
 def test_skipped_questions_given_as_data_do_not_leak(template, tmp_path):
     p = render(template, tmp_path / "p", container_path="/evil/x.sif", profile_rank=3, dataset_archive="/x.tar")
-    assert "/evil/x.sif" not in (p / "scripts/values.sh").read_text() + (p / "scripts/job-env.sh").read_text()
-    assert not (p / "jobs/profile.sbatch").exists() and not (p / "scripts/prestage.sh").exists()
+    assert "/evil/x.sif" not in (p / "scripts/values.sh").read_text() + (p / "scripts/lib/job.sh").read_text()
+    assert not (p / "jobs/profile.sbatch").exists() and not (p / "scripts/lib/prestage.sh").exists()
     assert "/x.tar" not in (p / "README.md").read_text() + (p / "jobs/train.sbatch").read_text()
 
 
@@ -323,7 +323,7 @@ def test_plugin_template_files_render_only_for_their_owner(template, tmp_path, m
     p = render(template, tmp_path / "p")
     assert (p / "config/ds_config.json").read_text() == '{"name": "demo"}\n'
     assert (p / "scripts/site-extra.sh").read_text() == "#!/bin/bash\necho 'project_465000000'\n"
-    assert (p / "scripts/run.sh").exists()  # siblings of a plugin slot still render
+    assert (p / "scripts/lib/run.sh").exists()  # siblings of a plugin slot still render
     j = render(template, tmp_path / "j", framework="jax")
     assert not (j / "config").exists() and (j / "scripts/site-extra.sh").exists()
 

@@ -1,4 +1,4 @@
-"""src/<package>/runlog.py with the trackers' own packages: experiment tracking, read back
+"""scripts/lib/python/runlog.py with the trackers' own packages: experiment tracking, read back
 with each tracker's own reader, and the job report as lumi-scaffold reads and bills it. The
 module is run as a job's rank 0 runs it, by the driver of the project's own tests
 (project-templates/project/tests/test_runlog.py, which test the job report with the
@@ -186,7 +186,7 @@ def test_the_job_bills_each_node_slurm_gave_it(template, tmp_path, nodes):
 
     project = render(template, tmp_path / "p", nodes=nodes)
     rate = next(j for j in explain_project(project)["jobs"] if j["kind"] == "train")["billed_per_hour"]
-    script = ('source scripts/values.sh; eval "$(sed -n \'/^report_job() {/,/^}/p\' scripts/job-env.sh)"; '
+    script = ('source scripts/values.sh; eval "$(sed -n \'/^report_job() {/,/^}/p\' scripts/lib/job.sh)"; '
               'PROJECT_DIR=$PWD report_job train; '
               'echo "$LUMI_SCAFFOLD_BILLING_PER_NODE $LUMI_SCAFFOLD_BILLING_UNIT"')
     exported = subprocess.run(["bash", "-c", script], cwd=project, capture_output=True, text=True, check=True).stdout.split(" ", 1)
@@ -251,7 +251,7 @@ def cells(line: str) -> list[str]:
 
 def test_the_sweep_summary_and_explain_runs_read_the_reports_alike(template, tmp_path, capsys):
     """scripts/sweep.py summary and `lumi-scaffold explain --runs` read the trials' reports with
-    the same scripts/reports.py: one row per trial, its totals those of explain's run. A
+    the same scripts/lib/reports.py: one row per trial, its totals those of explain's run. A
     report being written (its .json.tmp) and a file there that is no report are left out."""
     from lumi_scaffold.cli import main
 

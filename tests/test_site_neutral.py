@@ -194,9 +194,9 @@ def test_rccl_debug_files_variable(template, tmp_path, catalogue, site, env, deb
 
 
 def _debug_file(project, env) -> str:
-    """Rank 3's NCCL_DEBUG_FILE after scripts/run.sh with ``env`` ('none' where unset)."""
+    """Rank 3's NCCL_DEBUG_FILE after scripts/lib/run.sh with ``env`` ('none' where unset)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "NCCL_")) and "RCCL_DEBUG" not in k}
-    result = subprocess.run(["scripts/run.sh", "bash", "-c", 'echo "${NCCL_DEBUG_FILE:-none}"'], cwd=project,
+    result = subprocess.run(["scripts/lib/run.sh", "bash", "-c", 'echo "${NCCL_DEBUG_FILE:-none}"'], cwd=project,
                             env={**clean, "USER": "tester", "SLURM_JOB_ID": "42", "SLURM_PROCID": "3", **env},
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

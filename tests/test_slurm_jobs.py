@@ -192,7 +192,7 @@ def test_lumi_project_trains_on_eight_ranks(slurm_cluster, template, tmp_path, s
     # torch version for the Flight Recorder's variable names (flight_recorder in job-env.sh)
     probes = [c for c in calls if "importlib.metadata" in " ".join(c["cmd"])]
     assert len(probes) == 1, calls
-    assert sorted("scripts/watchdog.py" in " ".join(c["cmd"]) for c in calls if c not in probes) == [False] * 8 + [True], calls
+    assert sorted("scripts/lib/watchdog.py" in " ".join(c["cmd"]) for c in calls if c not in probes) == [False] * 8 + [True], calls
     assert calls[0]["bind_specs"] == ["/pfs"] and "FROM_LOGIN" not in calls[0]["env_names"]
     # No Local-LAIF here: the LAIF modules' directory by `module use`. [UG-PR315]
     assert (tmp_path / "module.log").read_text().splitlines() == [
@@ -246,7 +246,7 @@ exit 1
 
 _BESIDE_HELPERS = """
 set -euo pipefail
-source "${SLURM_SUBMIT_DIR:-.}/scripts/job-env.sh"
+source "${SLURM_SUBMIT_DIR:-.}/scripts/lib/job.sh"
 stage_data &
 restore_caches &
 for _ in $(seq 150); do  # both helpers on both nodes, or 30 s
@@ -274,7 +274,7 @@ def test_helper_steps_hold_none_of_the_resources_the_training_step_asks_for(slur
     step with the training step's request starts: it must start at once."""
     project = render(template, tmp_path / "p", nodes=2, prestage=True, launcher=launcher,
                      dataset_archive="/scratch/project_465000000/train.tar")
-    assert (project / "scripts/caches.sh").is_file()  # restore_caches starts its step
+    assert (project / "scripts/lib/caches.sh").is_file()  # restore_caches starts its step
     for helper in ("prestage.sh", "caches.sh"):
         (project / "scripts" / helper).write_text(_HELD)
     header = [line for line in (project / "jobs/train.sbatch").read_text().splitlines() if line.startswith("#SBATCH")]
@@ -567,7 +567,7 @@ NO_NET_LINE = "nid005000:1:1 [0] NCCL INFO Bootstrap : Using hsn0:10.253.1.1<0>"
 def test_two_node_job_stops_when_rccl_falls_back_to_tcp(slurm_cluster_2nodes, template, tmp_path, site_root, lines,
                                                         state):
     """Without the OFI plugin RCCL uses TCP sockets between nodes and says so only in its
-    init log [WS-09]: rank 0's watcher (scripts/rccl_net.py) reads what RCCL finally chose
+    init log [WS-09]: rank 0's watcher (scripts/lib/rccl_net.py) reads what RCCL finally chose
     (its `Using network` line) and stops the job with the reason, also when the plugin
     loaded and failed first, or runs on libfabric's tcp provider; a log with no final
     choice is reported. The 1-GPU smoke test logs no RCCL setup at all."""

@@ -128,4 +128,4 @@ def test_readme_leaves_out_the_keys_of_files_the_project_does_not_get(template, 
     assert not (one / "jobs/preflight.sbatch").exists() and "[LAIF-R]" not in (one / "scripts/values.sh").read_text()
     assert "[LAIF-R]" in (two / "scripts/values.sh").read_text()
     assert "LAIF-R" not in listed(one) and "LAIF-R" in listed(two)
-    assert not (two / "scripts/prestage.sh").exists() and "AIG-04" not in listed(two)
+    assert not (two / "scripts/lib/prestage.sh").exists() and "AIG-04" not in listed(two)

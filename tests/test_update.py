@@ -97,7 +97,7 @@ def replace_in(path: Path, old: str, new: str) -> None:
 def test_showcase_legacy_image_moves_to_laif_and_edits_survive(template_repo, tmp_path, era):
     era("jan2025")
     p = copy_project(template_repo, tmp_path / "p", nodes=2)
-    run = p / "scripts/run.sh"
+    run = p / "scripts/lib/run.sh"
     assert values(p)["activate_variable"] == "WITH_CONDA" and "/opt/cray" in values(p)["binds"]
     # The group's own edits.
     replace_in(run, 'exec "$@"', 'export OUR_LAB_SETTING=1   # ours\nexec "$@"')
@@ -130,7 +130,7 @@ def test_known_issue_way_out_drops_gdr_level_and_moves_image_keeping_edits(templ
     20260513 without the setting, keeping the group's edits."""
     era("may2026")
     p = copy_project(template_repo, tmp_path / "p", nodes=2, container="laif-multitorch-20260415")
-    run = p / "scripts/run.sh"
+    run = p / "scripts/lib/run.sh"
     assert "NCCL_NET_GDR_LEVEL=PHB" in values(p)["image_env"]
     replace_in(run, 'exec "$@"', 'export OUR_LAB_SETTING=1   # ours\nexec "$@"')
     replace_in(p / "src/demo/train.py", "nn.Linear(64, classes)", "nn.Linear(64, classes)  # our model head")
@@ -143,7 +143,7 @@ def test_known_issue_way_out_drops_gdr_level_and_moves_image_keeping_edits(templ
     assert ("warning: Known issue [LAIF-I28] affects image laif-multitorch-20260415 on 2 nodes: multi-node "
             "init_process_group hangs") in out and "Fix: lumi-scaffold update -d container=laif-multitorch-20260513" in out
     assert ("Known issue [LAIF-I30, AIG-PR97] affects NCCL_NET_GDR_LEVEL=PHB (image_env in scripts/values.sh; "
-            "scripts/run.sh before 0.4) with a laif image") in out
+            "scripts/lib/run.sh before 0.4) with a laif image") in out
     assert cli.main(["explain", str(p)]) == 0
     assert "warning: Known issue [LAIF-I28]" in capsys.readouterr().out
 

@@ -164,7 +164,7 @@ def test_a_script_that_never_beats_is_judged_by_its_output(slurm_cluster, templa
                             "alone: stopped when the job's output does not grow for OUTPUT_TIMEOUT=21600 s."), log
     assert "For a tighter guard, add to train.py: from heartbeat import Heartbeat" in first
     assert not (project / "logs" / f"heartbeat-{job_id}").exists()
-    # the job's own report (scripts/fault.py), although the script never imported runlog.py
+    # the job's own report (scripts/lib/fault.py), although the script never imported runlog.py
     report = json.loads((Path(env["OUTPUT_ROOT"]) / "demo" / "reports" / f"{job_id}.json").read_text())
     assert report["exit"] == {"status": 0, "cause": "finished"} and report["stopped_by"] is None, report
     assert report["seconds"]["job"] >= 24 and report["billing"]["billed"] > 0, report

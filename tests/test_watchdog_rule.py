@@ -1,4 +1,4 @@
-"""watch_progress in scripts/job-env.sh, without Slurm: the framework's collective timeout it
+"""watch_progress in scripts/lib/job.sh, without Slurm: the framework's collective timeout it
 exports for the examples, the heartbeat files' interval, and its checks of the limits."""
 
 from __future__ import annotations

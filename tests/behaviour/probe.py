@@ -15,7 +15,7 @@ jax.distributed.initialize() reads SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID
 (torch.device("cuda", local_rank), JAX's local_device_ids=[SLURM_LOCALID]).
 
 DataLoader workers follow the example scripts' rule: the CPUs the job gives each rank
-(LUMI_SCAFFOLD_CPUS_PER_RANK, exported by scripts/run.sh) minus one. Examples generated before
+(LUMI_SCAFFOLD_CPUS_PER_RANK, exported by scripts/lib/run.sh) minus one. Examples generated before
 that variable existed used SLURM_CPUS_PER_TASK - 1; the probe falls back to that rule so a
 project from an older template is judged by what its own example would do.
 """

@@ -87,7 +87,7 @@ def test_jit_builds_and_compiler_caches_are_off_home(project, tmp_path):
     # RCCL_NET_CHECK=0: no RCCL watcher (2 nodes), which would hold the output open.
     env = {**os.environ, "HOME": str(home), "USER": "tester", "RCCL_NET_CHECK": "0"}
     env = {k: v for k, v in env.items() if not k.startswith(("SLURM_", "TORCH", "TRITON"))}
-    result = subprocess.run(["bash", "scripts/run.sh", "bash", "-c", " ".join(f'echo "${n}";' for n in names)],
+    result = subprocess.run(["bash", "scripts/lib/run.sh", "bash", "-c", " ".join(f'echo "${n}";' for n in names)],
                             cwd=project, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     values = result.stdout.split()
@@ -143,7 +143,7 @@ def trained(project, tmp_path_factory) -> tuple[Path, subprocess.CompletedProces
     as job 77, with TensorBoard tracking; and the two runs."""
     _need_deepspeed()
     out = tmp_path_factory.mktemp("trained") / "out"
-    tracking = {"LUMI_SCAFFOLD_TRACKING": "tensorboard"}  # (src/demo/runlog.py: tracking, and the job report in a job)
+    tracking = {"LUMI_SCAFFOLD_TRACKING": "tensorboard"}  # (scripts/lib/python/runlog.py: tracking, and the job report in a job)
     first = _example(project, out, "--steps", "30", "--lr", "0.0005", **tracking)
     second = _example(project, out, "--steps", "40", SLURM_JOB_ID="77", **tracking) if first.returncode == 0 else None
     return out, first, second
@@ -178,7 +178,7 @@ def test_example_saves_at_the_time_limit_warning_and_resumes_there(project, trai
     env = dict(LUMI_SCAFFOLD_TRACKING="none", SLURM_JOB_ID="78", LUMI_SCAFFOLD_JOB_KIND="train",
                LUMI_SCAFFOLD_TIME_UP=str(tmp_path / "time-up"))
     every = ("--checkpoint-every", "10")
-    (tmp_path / "time-up").touch()  # Slurm's warning came (time_is_up in scripts/job-env.sh)
+    (tmp_path / "time-up").touch()  # Slurm's warning came (time_is_up in scripts/lib/job.sh)
     stopped = _example(project, out, *every, "--steps", "100", **env)
     assert stopped.returncode == 75, stopped.stdout[-2000:] + stopped.stderr[-2000:]
     assert "time limit: stopped at step 41 on every rank, saved it" in stopped.stdout, stopped.stdout

@@ -14,7 +14,7 @@ without DeepSpeed it stops with a message saying so.
 
 --lr sets the optimizer's learning rate (a sweep's trials do: sweeps/example.txt).
 
-Data: --data DIR reads *.npz shards with arrays ``x`` (float32, N x features) and ``y``
+Data: --data DIR (or the job's DATA_DIR) reads *.npz shards with arrays ``x`` (float32, N x features) and ``y``
 (int64, N); without it the script trains on synthetic data. Checkpoints (DeepSpeed's
 format, one directory per tag) go to --output DIR, the run directory shared by every job
 of a run; training resumes from the latest, and only the newest --keep-checkpoints are
@@ -65,7 +65,8 @@ PROJECT_DIR = Path(os.environ.get("PROJECT_DIR") or Path(__file__).resolve().par
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", help="directory of *.npz shards (x, y); synthetic data if omitted")
+    parser.add_argument("--data", default=os.environ.get("DATA_DIR") if glob.glob(os.path.join(os.environ.get("DATA_DIR") or "-", "*.npz")) else None,
+                        help="directory of *.npz shards (x, y); default: DATA_DIR (lumi-scaffold 0.5) where it has shards, else synthetic data")
     parser.add_argument("--output", default="outputs", help="checkpoint directory")
     parser.add_argument("--steps", type=int, default=200, help="optimizer steps in total")
     parser.add_argument("--lr", type=float, help="learning rate (default: the optimizer's in the DeepSpeed config)")

@@ -1,17 +1,17 @@
 """Which network RCCL finally chose between nodes, read from its init log (NCCL_DEBUG=INFO).
 
-One implementation for every job: scripts/run.sh starts `watch` beside rank 0 of a
+One implementation for every job: scripts/lib/run.sh starts `watch` beside rank 0 of a
 multi-node step (training, profiling, preflight), and jobs/preflight.sbatch runs `check` on
 every rank's log after the benchmark. Standard library only; run by the image's Python.
 
-  python scripts/rccl_net.py check --fast PATTERN --tcp PATTERN [--final PATTERN] --name NAME --fix TEXT LOG...
+  python scripts/lib/rccl_net.py check --fast PATTERN --tcp PATTERN [--final PATTERN] --name NAME --fix TEXT LOG...
       exit 0: the fast network; 1: TCP sockets, or a final choice that is neither (in any
       log); 3: no log shows a final choice (or, without --final, names a network).
-  python scripts/rccl_net.py watch --pid PID --wait SECONDS --fast ... --tcp ... [--final ...] --name ... --fix ... LOG
+  python scripts/lib/rccl_net.py watch --pid PID --wait SECONDS --fast ... --tcp ... [--final ...] --name ... --fix ... LOG
       polls LOG while process PID lives: TCP stops PID (SIGTERM) and exits 1; the fast
       network exits 0; a final choice that is neither is reported (exit 4), and so is no
       final choice within SECONDS (exit 3): PID runs on.
-  python scripts/rccl_net.py busbw --reference GBS --size BYTES --tolerance FRACTION --column COLUMN
+  python scripts/lib/rccl_net.py busbw --reference GBS --size BYTES --tolerance FRACTION --column COLUMN
          --nodes N --job-nodes N --shape TEXT --source KEY --benchmark NAME --ran ARGS
          [--reference-args ARGS] TABLE
       the preflight's verdict on the bus bandwidth of all_reduce_perf's table at BYTES
@@ -171,7 +171,7 @@ def watch(args: argparse.Namespace) -> int:
         if time.monotonic() >= deadline:
             what = "no final choice of network" if args.final else "no network line"
             print(f"WARNING: {args.who}: RCCL logged {what} within {args.wait:g} s ({args.logs[0]}): "
-                  f"whether it uses {args.name} or TCP sockets is unknown; see scripts/run.sh.", file=sys.stderr,
+                  f"whether it uses {args.name} or TCP sockets is unknown; see scripts/lib/run.sh.", file=sys.stderr,
                   flush=True)
             return 3
         time.sleep(args.interval)

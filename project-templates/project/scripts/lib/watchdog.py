@@ -6,7 +6,7 @@ image's Python.
 
 How a job is judged depends on what its training script tells the watchdog:
 
-* a script that never imports src/<package>/heartbeat.py (your own train.py) is judged by
+* a script that never imports scripts/lib/python/heartbeat.py (your own train.py) is judged by
   its output alone: it is stopped when the job's output did not grow for --output-timeout
   seconds (OUTPUT_TIMEOUT; 0: never);
 * once a rank imported heartbeat.py (it announces itself: our examples, and any script that
@@ -22,14 +22,14 @@ heartbeat.py writes one file per node, DIR/node@<node>: one line per rank of the
 --slack seconds. A file DIR/rank<R>@<node> holding a step (what scripts written for
 lumi-scaffold 0.3 write) counts as that rank's heartbeat, its time the file's.
 
-  python scripts/watchdog.py watch --dir DIR --timeout S --startup S --phase-timeout S
+  python scripts/lib/watchdog.py watch --dir DIR --timeout S --startup S --phase-timeout S
                                    --output-timeout S --slack S --notify PID [--output FILE...]
       polls while process PID (the batch shell) lives. When nothing made progress within
       the limit that applies (plus --slack, the heartbeat files' delay), it prints one line
       naming that limit, the last rank and node that made progress and the rank furthest
       behind, writes DIR/stalled (key=value lines: node=, rank=, step=, limit=), sends
       SIGUSR2 to PID and exits 3.
-  python scripts/watchdog.py dump --dir DIR
+  python scripts/lib/watchdog.py dump --dir DIR
       on one node: the stack of every rank process of this job there (found by
       LUMI_SCAFFOLD_HEARTBEAT in its environment): with py-spy where the image has it,
       else SIGUSR2, on which the examples print their stacks (faulthandler).
@@ -47,7 +47,7 @@ import sys
 import time
 from typing import NamedTuple
 
-from rccl_net import alive  # scripts/rccl_net.py, beside this file
+from rccl_net import alive  # scripts/lib/rccl_net.py, beside this file
 
 BEAT = re.compile(r"rank(\d+)@(.+)")  # a rank's own file (lumi-scaffold 0.3), and the ranks' names
 NODE = re.compile(r"node@(.+)")

@@ -7,7 +7,7 @@ Rank 0 times every step (and the part of it spent waiting for data), and
   in between, it writes RUN_DIR/reports/<job id>.json and prints one line: the steps done,
   samples/s in total and per GPU, step time p50 and p95, the share of step time spent
   waiting for data, and the GPU-hours billed so far by the site's rule (the rate of one node
-  scripts/job-env.sh exports in LUMI_SCAFFOLD_BILLING_PER_NODE, times the job's nodes and the
+  scripts/lib/job.sh exports in LUMI_SCAFFOLD_BILLING_PER_NODE, times the job's nodes and the
   time since the job started). The file also has the last logged loss and learning rate
   (the "loss" and "lr" that ``step``'s metrics give).
   `lumi-scaffold explain --runs` lists a project's runs from these files.
@@ -51,7 +51,7 @@ TIME_LIMIT_EXIT = 75
 
 
 def tracker_name() -> str:
-    """The tracker this job logs to (scripts/job-env.sh exports it; none outside a job)."""
+    """The tracker this job logs to (scripts/lib/job.sh exports it; none outside a job)."""
     return os.environ.get("LUMI_SCAFFOLD_TRACKING", "none") or "none"
 
 
@@ -271,7 +271,7 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def job_seconds() -> float:
-    """Seconds since the job started (scripts/job-env.sh records it), 0 outside a job."""
+    """Seconds since the job started (scripts/lib/job.sh records it), 0 outside a job."""
     start = os.environ.get("LUMI_SCAFFOLD_JOB_START", "")
     return max(time.time() - int(start), 0.0) if start.isdigit() else 0.0
 
@@ -404,7 +404,7 @@ class TensorBoard(Tracker):
 
 
 class MLflow(Tracker):
-    """A run in MLflow's tracking store: MLFLOW_TRACKING_URI, which scripts/job-env.sh sets to
+    """A run in MLflow's tracking store: MLFLOW_TRACKING_URI, which scripts/lib/job.sh sets to
     a file store in the project's output area unless you set it."""
 
     name = "mlflow"

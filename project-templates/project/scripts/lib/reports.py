@@ -4,9 +4,9 @@ files: the one reader of both, for scripts/sweep.py and `lumi-scaffold explain -
 project made by an older release too).
 
 Rank 0 of every training and profiling job writes RUN_DIR/reports/<job id>.json
-(src/<package>/runlog.py): steps, throughput, step times, the share spent waiting for data,
+(scripts/lib/python/runlog.py): steps, throughput, step times, the share spent waiting for data,
 and GPU-hours billed by the site's rule. After its step a training job completes the report
-itself, or writes one for a script without runlog (scripts/fault.py): wall time, GPU-hours,
+itself, or writes one for a script without runlog (scripts/lib/fault.py): wall time, GPU-hours,
 the exit status and cause, and stopped_by (why it stopped; null when it finished). Nothing else (no tracker, no Slurm) is needed to
 read them. Standard library only, and Python 3.6's grammar: scripts/sweep.py runs with the
 login node's own python3.
@@ -77,7 +77,7 @@ def run(run_dir: Any) -> Optional[Dict[str, Any]]:
         "billed": total,
         "unit": next((r["billing"].get("unit") for r in jobs if r.get("billing")), "") or UNIT,
         "per_1000_steps": round(total * 1000 / steps, 4) if total is not None and steps else None,
-        # why the newest job stopped (scripts/fault.py; None: it finished, or its report is
+        # why the newest job stopped (scripts/lib/fault.py; None: it finished, or its report is
         # older than lumi-scaffold 0.4 or from outside a training job)
         "stopped_by": jobs[-1].get("stopped_by"),
         "loss": {"last": (jobs[-1].get("loss") or {}).get("last"),

@@ -1,8 +1,9 @@
 #!/bin/bash
-# Loads this project's values (scripts/values.sh) and the one function that reads them.
-# Sourced by the jobs' library (job-env.sh, run.sh, caches.sh ...), never run by itself.
-# shellcheck source=values.sh
-source "$(dirname "${BASH_SOURCE[0]}")/values.sh"
+# This project's values (scripts/values.sh) and the one function that reads them. Sourced by
+# the library (job.sh, run.sh, caches.sh ...), never run by itself. OWNED BY THE TEMPLATE:
+# `lumi-scaffold update` rewrites it.
+# shellcheck source=../values.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../values.sh"
 
 # The value $1 with every ${NAME} in it replaced by that variable's value (empty when
 # unset): values.sh keeps such references as they are, to expand where they are used.

@@ -1,9 +1,9 @@
 """Why a training job stopped, said once: one fault model for every way a job ends without
 finishing, the evidence for the rank that caused it, the job's report and the chain's
-decision. Standard library only, and Python 3.6's grammar: scripts/job-env.sh runs it after
+decision. Standard library only, and Python 3.6's grammar: scripts/lib/job.sh runs it after
 the training step with the node's own python3 (the image's Python where there is none).
 
-  python3 scripts/fault.py end --status N --log FILE... [--heartbeats DIR] [--flight DIR]
+  python3 scripts/lib/fault.py end --status N --log FILE... [--heartbeats DIR] [--flight DIR]
           [--time-up 0|1] [--signal TERM|INT|HUP] [--chain N] [--next JOB] [--hung-before TEXT]
           [--known-issues TEXT] --run-dir DIR --job ID --out FILE
       reads the job's log (its stdout and stderr files), the heartbeat directory and the
@@ -12,7 +12,7 @@ the training step with the node's own python3 (the image's Python where there is
       GPU-hours billed, exit status and cause, stopped_by) and writes the chain's decision
       to FILE as key=value lines: decision= (finished, resume, resume-elsewhere or stop),
       exclude= (a node, only on evidence), reason=.
-  python3 scripts/fault.py flight DIR
+  python3 scripts/lib/fault.py flight DIR
       the Flight Recorder dumps in DIR (one per rank), aligned: the collective each process
       group waits in, and the ranks that never entered it.
 
@@ -24,7 +24,7 @@ The faults, each with its decision (docs/jobs.md has the table):
   output stall        the watchdog stopped a script that never beats, its output silent for
                       OUTPUT_TIMEOUT: a hang by the only evidence there is
   no heartbeat        no rank reached its first step within STARTUP_TIMEOUT: stop
-  network fallback    RCCL talked between nodes over TCP sockets (scripts/rccl_net.py): stop
+  network fallback    RCCL talked between nodes over TCP sockets (scripts/lib/rccl_net.py): stop
   rank died           a rank exited first (srun names its task): stop
   time limit          Slurm's time-limit warning came: the next job resumes
   cancelled           the job's batch script got SIGTERM (scancel) before that warning, or
@@ -56,20 +56,20 @@ NCCL_TIMEOUT = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\] Watchdog caught collec
                           r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)")
 # A Python traceback line with the rank prefix torch.distributed adds: [rank0]: ...
 RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:")
-# scripts/run.sh: `rank 3/16 node nid005000 local_rank 3 gpu ...`
+# scripts/lib/run.sh: `rank 3/16 node nid005000 local_rank 3 gpu ...`
 RANK_LINE = re.compile(r"^rank (\d+)/(\d+) node (\S+) local_rank")
 # srun, when a task ends first: `srun: error: nid005001: task 15: Exited with exit code 7`
 TASK_EXIT = re.compile(r"srun: error: (\S+): tasks? ([\d,\-]+): (Exited with exit code (\d+)|Killed|Terminated|"
                        r"Segmentation fault|Aborted|Bus error|[A-Z][a-z]+(?: [a-z]+)*)")
-# scripts/watchdog.py's line when it stops a step
+# scripts/lib/watchdog.py's line when it stops a step
 STALL = re.compile(r"^watchdog: no progress for .*?last progress: rank (\d+) on (\S+) \(step (-?\d+)"
                    r"(?:.*?furthest behind: rank (\d+) on (\S+) \(step (-?\d+)\))?")
 NO_BEAT = re.compile(r"^watchdog: no rank made (?:progress|its first step) within the startup allowance")
-# What the signal that ended the batch script (job-env.sh's trap, --signal) says of the job
+# What the signal that ended the batch script (job.sh's trap, --signal) says of the job
 SIGNALS = {"TERM": "SIGTERM: scancel, or Slurm ended the job", "INT": "SIGINT: Ctrl-C", "HUP": "SIGHUP: its terminal closed"}
 # its line when it stops a script that never beats (judged by its output)
 OUTPUT_STALL = re.compile(r"^watchdog: the job's output did not grow for (\d+) s \(OUTPUT_TIMEOUT=")
-# scripts/rccl_net.py's line when it stops a job on TCP
+# scripts/lib/rccl_net.py's line when it stops a job on TCP
 NET_FALLBACK = re.compile(r"RCCL talks between nodes over TCP sockets.*Stopping the job")
 BEAT_FILE = re.compile(r"rank(\d+)@(.+)")  # a rank's own file (scripts written for 0.3)
 NODE_FILE = re.compile(r"node@(.+)")  # heartbeat.py: one line per rank of the node, "RANK STEP TIME PHASE SINCE"
@@ -93,7 +93,7 @@ def read_text(paths):
 
 
 def rank_nodes(text):
-    """{rank: node} and the world size, from scripts/run.sh's line per rank."""
+    """{rank: node} and the world size, from scripts/lib/run.sh's line per rank."""
     nodes, world = {}, None
     for line in text.splitlines():
         match = RANK_LINE.match(line)
@@ -405,7 +405,7 @@ def billing(seconds):
 
 
 def write_report(run_dir, job, status, cause, stopped_by, beats):
-    """RUN_DIR/reports/<job>.json: the training script's (src/<package>/runlog.py) completed,
+    """RUN_DIR/reports/<job>.json: the training script's (scripts/lib/python/runlog.py) completed,
     or the job's own where the script wrote none. Its losses and step times stay."""
     path = os.path.join(run_dir, "reports", "{}.json".format(job))
     try:

@@ -1,4 +1,4 @@
-"""Progress for the job's watchdog (scripts/watchdog.py), imported by train.py.
+"""Progress for the job's watchdog (scripts/lib/watchdog.py), imported by train.py.
 
 Importing it does two things:
 
@@ -17,10 +17,10 @@ step")`` called without ``with`` lasts until this rank's next beat (the first st
 compiles).
 
 Cost on the shared file system: at most one file per node. Each rank keeps its record in
-node-local storage (LUMI_SCAFFOLD_HEARTBEAT_LOCAL, which scripts/run.sh names in the job's
+node-local storage (LUMI_SCAFFOLD_HEARTBEAT_LOCAL, which scripts/lib/run.sh names in the job's
 node-local TMPDIR); one rank of the node at a time copies the node's records into the
 node's file in the job's heartbeat directory, at most every LUMI_SCAFFOLD_HEARTBEAT_INTERVAL
-seconds (scripts/job-env.sh sets it), and at once when a phase begins or ends. A
+seconds (scripts/lib/job.sh sets it), and at once when a phase begins or ends. A
 background thread does the copying, so the last steps before a hang reach the watchdog
 too. Outside a job (no LUMI_SCAFFOLD_HEARTBEAT) it writes nothing.
 """
@@ -39,7 +39,7 @@ import time
 if hasattr(signal, "SIGUSR2"):
     faulthandler.register(signal.SIGUSR2, all_threads=True)
 
-# scripts/run.sh names every rank DIR/rank<R>@<node> (the watchdog's dump finds the ranks by it).
+# scripts/lib/run.sh names every rank DIR/rank<R>@<node> (the watchdog's dump finds the ranks by it).
 NAME = re.compile(r"rank(\d+)@(.+)")
 RECORD = 96  # bytes per rank in the node's file: fixed, so a rewrite never leaves old bytes behind
 LOCAL_EVERY = 1.0  # seconds between writes of a rank's node-local record (memory, not the shared file system)

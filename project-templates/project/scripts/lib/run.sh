@@ -1,19 +1,19 @@
 #!/bin/bash
-# Runs INSIDE the container: sets up the environment, then runs the command it was given.
-# Every job step goes through it, once per task:
-#   srun ... singularity run ... "$SIF" scripts/run.sh python -u src/<package>/train.py
-# With the torchrun launcher (launcher in scripts/values.sh), torchrun starts it once more
-# for each worker (--no-python), so each rank gets the same setup:
-#   srun ... "$SIF" scripts/run.sh python -m torch.distributed.run ... scripts/run.sh python -u src/<package>/train.py
-# It also works outside Slurm (defaults below), e.g. for scripts/setup-venv.sh. This file
-# is the same in every project; this project's values are in scripts/values.sh.
+# Runs INSIDE the container, once per task of every job step: sets up the rank's
+# environment, then runs the command it was given (scripts/lib/job.sh prints each step):
+#   srun ... singularity run ... IMAGE scripts/lib/run.sh python -u src/<package>/train.py
+# With the torchrun launcher, torchrun starts it once more for each worker (--no-python):
+#   srun ... IMAGE scripts/lib/run.sh python -m torch.distributed.run ... scripts/lib/run.sh COMMAND
+# It also works outside Slurm (defaults below), e.g. for scripts/setup-venv.sh.
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it; this project's values are in
+# scripts/values.sh.
 set -euo pipefail
 
-PROJECT_DIR="${PROJECT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+PROJECT_DIR="${PROJECT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 # Defaults for use outside a Slurm job (login node, local tests).
 : "${USER:=$(id -un)}" "${SLURM_JOB_ID:=0}" "${SLURM_NODEID:=0}"
 # shellcheck source=values-lib.sh
-source "${PROJECT_DIR}/scripts/values-lib.sh"
+source "${PROJECT_DIR}/scripts/lib/values-lib.sh"
 
 # Exports each NAME=value given, its ${NAME}s expanded.
 export_values() {
@@ -35,7 +35,7 @@ fi
 
 # Our venv on top of the container's Python (scripts/setup-venv.sh): it sees the
 # container's packages and pins the framework, so pip never replaces it. A packed one
-# (venv.sqsh, bound at /user-software by scripts/job-env.sh) comes before venv/; none
+# (venv.sqsh, bound at /user-software by scripts/lib/job.sh) comes before venv/; none
 # while setup-venv.sh builds one.
 if [ "${SETUP_VENV_BUILDING:-0}" = 1 ]; then
     :
@@ -48,6 +48,10 @@ elif [ -f "${PROJECT_DIR}/venv/bin/activate" ]; then
 fi
 # Packages in ~/.local would shadow the container's (when the runtime mounts $HOME).
 export PYTHONNOUSERSITE=1
+# The helpers any command may import (heartbeat, runlog), last on the path: yours win.
+if [[ ":${PYTHONPATH:-}:" != *":${PROJECT_DIR}/scripts/lib/python:"* ]]; then
+    export PYTHONPATH="${PYTHONPATH:+${PYTHONPATH}:}${PROJECT_DIR}/scripts/lib/python"
+fi
 
 if [ "${launcher}" = torchrun ]; then
     # torchrun sets RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE for each worker it
@@ -104,9 +108,9 @@ if [ -n "${rank_process}" ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
         gpu="${gpus[$(( ${LOCAL_RANK:-0} % ${#gpus[@]} ))]}"
     fi
     echo "rank ${RANK:-0}/${WORLD_SIZE:-1} node ${SLURMD_NODENAME:-$(hostname)} local_rank ${LOCAL_RANK:-0} gpu ${gpu} cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
-    # The progress watchdog's heartbeats (scripts/watchdog.py): this rank's name in the job's
+    # The progress watchdog's heartbeats (scripts/lib/watchdog.py): this rank's name in the job's
     # heartbeat directory (the watchdog finds the rank processes by it), and where
-    # src/<package>/heartbeat.py keeps the rank's record on this node (node-local: only one
+    # heartbeat.py keeps the rank's record on this node (node-local: only one
     # file per node goes to the shared directory).
     if [ -n "${LUMI_SCAFFOLD_HEARTBEAT_DIR:-}" ]; then
         export LUMI_SCAFFOLD_HEARTBEAT="${LUMI_SCAFFOLD_HEARTBEAT_DIR}/rank${RANK:-0}@${SLURMD_NODENAME:-$(hostname)}"
@@ -127,14 +131,14 @@ fi
 
 # The network check (net_check in values.sh, with why): in a multi-node step (not on the
 # login node, nor in a 1-GPU step), rank 0 logs RCCL's network setup, and a watcher
-# (scripts/rccl_net.py: RCCL's final choice decides, its net_check_final line; without one,
+# (scripts/lib/rccl_net.py: RCCL's final choice decides, its net_check_final line; without one,
 # the last network line) stops the job when it is TCP and warns when no choice came within
 # RCCL_NET_CHECK_WAIT seconds (900 unless set). Skip it with RCCL_NET_CHECK=0 sbatch ...
 if [ -n "${net_check}" ] && [ "${RANK:-}" = 0 ] && [ "${SLURM_STEP_NUM_NODES:-1}" -gt 1 ] \
     && [ "${RCCL_NET_CHECK:-1}" = 1 ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET}"
     export NCCL_DEBUG_FILE="${NCCL_DEBUG_FILE:-${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank0.txt}"
-    python "${PROJECT_DIR}/scripts/rccl_net.py" watch --pid "$$" --wait "${RCCL_NET_CHECK_WAIT:-900}" \
+    python "${PROJECT_DIR}/scripts/lib/rccl_net.py" watch --pid "$$" --wait "${RCCL_NET_CHECK_WAIT:-900}" \
         --fast "${net_check_fast}" --tcp "${net_check_tcp}" ${net_check_final:+--final "${net_check_final}"} \
         --name "${net_check}" --fix "${net_check_fix}" "${NCCL_DEBUG_FILE}" &   # $$: the training process, after the exec below
 fi

@@ -20,7 +20,7 @@ _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 def expand(value: str, env: Optional[Mapping[str, str]] = None) -> str:
     """``value`` with each ``${NAME}`` replaced by that variable (empty when unset), as
-    ``expand`` in scripts/job-env.sh does; nothing else in it is interpreted."""
+    ``expand`` in scripts/lib/job.sh does; nothing else in it is interpreted."""
     env = os.environ if env is None else env
     return _REF.sub(lambda m: env.get(m.group(1), ""), value)
 

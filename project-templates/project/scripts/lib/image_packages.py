@@ -3,19 +3,19 @@
 Run by scripts/setup-venv.sh inside the container (standard library, plus the
 `packaging` module that every pip carries):
 
-  python scripts/image_packages.py freeze FILE.json
+  python scripts/lib/image_packages.py freeze FILE.json
       with the image's Python, before the venv exists: every distribution it sees (name,
       exact version) and the site directories they come from.
-  venv/bin/python scripts/image_packages.py link FILE.json
+  venv/bin/python scripts/lib/image_packages.py link FILE.json
       with the new venv's Python: adds the image's site directories, in the image's order,
       after the venv's own (a .pth file), and checks that the venv sees every distribution.
       `python -m venv --system-site-packages` is not enough: a venv made from a venv's
       Python (an image may keep its framework in a venv, such as /opt/venv) sees the base
       interpreter's packages, not the image's.
-  venv/bin/python scripts/image_packages.py constraints FILE.json
+  venv/bin/python scripts/lib/image_packages.py constraints FILE.json
       prints a pip constraints file: every image distribution at its exact version, so
       pip can replace none of them.
-  venv/bin/python scripts/image_packages.py check FILE.json requirements.txt
+  venv/bin/python scripts/lib/image_packages.py check FILE.json requirements.txt
       exit 1 when a distribution of the image is missing or at another version in the
       venv, naming it and the requirements that pull it in.
 """

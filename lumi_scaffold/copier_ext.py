@@ -10,13 +10,14 @@ from __future__ import annotations
 import functools
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 from jinja2 import pass_context
 from jinja2.ext import Extension
 from jinja2.runtime import Context
 
-from . import assemble, home_url, known_issues, plugins, questions, sources, values
+from . import assemble, command, home_url, known_issues, plugins, questions, sources, values
 from .errors import RefusedAnswer, LumiScaffoldError
 
 _warned = False
@@ -296,8 +297,36 @@ def lumi_command(ctx: Context, kind: str) -> str:
     from .plugin_data import validate_plugin_data
 
     fw = _catalogue().frameworks.get(str(ctx.get("framework")))
-    words = values.command(validate_plugin_data(ctx.get("plugin_data")), kind, fw.example if fw else "")
-    return " ".join(values.shell_word(w) for w in words)
+    words = command.command(validate_plugin_data(ctx.get("plugin_data")), kind, fw.example if fw else "")
+    return " ".join(command.shell_word(w) for w in words)
+
+
+# The template's own files in a project, which `lumi-scaffold update` rewrites and the user
+# does not edit: the library and the commands beside it (static files, copied as they are).
+LIBRARY_DIRS = ("project-templates/project/scripts/lib", "project-templates/project/scripts")
+
+
+@pass_context
+def lumi_library_sums(ctx: Context) -> str:
+    """``sha256sum``'s lines for the library files this project gets (scripts/lib/ and the
+    static commands in scripts/), as the template has them: ``lumi-scaffold doctor`` (or
+    ``sha256sum -c scripts/lib/SHA256SUMS``) names a library file that was changed."""
+    import hashlib
+
+    env, values = ctx.environment, ctx.get_all()
+    base = Path(str(ctx["_copier_conf"]["src_path"]))
+    prefix = base / "project-templates" / "project"
+    lines = []
+    for directory in LIBRARY_DIRS:
+        for path in sorted(p for p in (base / directory).rglob("*") if p.is_file()):
+            relative = path.relative_to(prefix)
+            if path.suffix == ".jinja" or path.name == "SHA256SUMS" or "__pycache__" in relative.parts \
+                    or (directory.endswith("/scripts") and relative.parts[1] == "lib"):
+                continue
+            parts = [_render_part(env, part, values) for part in relative.parts]
+            if all(parts):
+                lines.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {'/'.join(parts)}")
+    return "\n".join(lines)
 
 
 @pass_context
@@ -360,7 +389,7 @@ def lumi_storage_variables(plugin_data: Any, *more: Any) -> list[str]:
 # The Jinja globals and filters plugins and templates may rely on (docs/plugins/compatibility.md).
 _GLOBALS = {f.__name__: _user_errors(f) for f in (
     lumi_choices, lumi_default, lumi_check, lumi_resolve, lumi_notices, lumi_placeholders, lumi_framework_text,
-    lumi_plugin_files, lumi_sources, lumi_values, lumi_launch_note, lumi_command)}
+    lumi_plugin_files, lumi_sources, lumi_values, lumi_launch_note, lumi_command, lumi_library_sums)}
 _FILTERS = {f.__name__: _user_errors(f) for f in (
     lumi_render, lumi_yaml, lumi_py_text, lumi_sh, lumi_cite, lumi_path_variable, lumi_storage_variables)}
 

@@ -58,14 +58,73 @@ class JobReport:
     hang: dict[str, Any] | None = None
     sweeps: list[dict[str, Any]] = field(default_factory=list)  # (sweep: the project's sweep files and their cost)
     refused: str = ""  # why the partition refuses this job ('' where it runs)
+    step: str = ""  # the step line the job prints before its step starts (from a dry run)
+    step_error: str = ""  # why the dry run gave no step line
 
 
-# The progress watchdog's limits as the job file sets them (its defaults, edited or not).
+# The progress watchdog's limits as a job file made before lumi-scaffold 0.5 sets them.
 LIMIT_LINE = re.compile(r'^(PROGRESS_TIMEOUT|STARTUP_TIMEOUT|PHASE_TIMEOUT|OUTPUT_TIMEOUT)="\$\{\1:-(\d+)\}"$', re.M)
+# What a dry run of a job file prints (scripts/lib/job.sh: make_step and watch_progress).
+STEP_LINE = re.compile(r"^step: (.*)$", re.M)
+WATCH_LINE = re.compile(r"^watchdog: .*?OUTPUT_TIMEOUT=(\d+) s; with heartbeats: STARTUP_TIMEOUT=(\d+) s to the first, "
+                        r"PROGRESS_TIMEOUT=(\d+) s between them, PHASE_TIMEOUT=(\d+) s", re.M)
+WATCH_NO_OUTPUT = re.compile(r"^watchdog: .*?no limit \(OUTPUT_TIMEOUT=0\); with heartbeats: STARTUP_TIMEOUT=(\d+) s to the "
+                             r"first, PROGRESS_TIMEOUT=(\d+) s between them, PHASE_TIMEOUT=(\d+) s", re.M)
 # After the watchdog fires: up to 120 s to collect the stacks, 60 s for the step to stop.
 STOP_SECONDS = 180
-# scripts/lib/job.sh's default where a job file (made before lumi-scaffold 0.4) sets none.
+# The default of job files made before lumi-scaffold 0.4, which set no PHASE_TIMEOUT.
 PHASE_DEFAULT = 3600
+
+
+@dataclass
+class DryRun:
+    """What a job file prints when it runs nothing (LUMI_SCAFFOLD_DRY_RUN=1): its step lines
+    and the watchdog's limits (None: no watchdog line, or off), or why it failed."""
+
+    steps: list[str] = field(default_factory=list)
+    limits: dict[str, int] | None = None
+    error: str = ""
+
+
+def dry_run(project: Path, job_file: str) -> DryRun:
+    """``LUMI_SCAFFOLD_DRY_RUN=1 bash JOB_FILE`` in the project, outside Slurm: the library
+    builds and prints the step as the job would, and starts nothing. Projects made before
+    lumi-scaffold 0.5 (no scripts/lib/job.sh) have no dry run: their limits are read from the
+    job file's lines."""
+    import os
+    import subprocess
+
+    path = project / job_file
+    if not (project / "scripts/lib/job.sh").is_file():
+        try:
+            text = path.read_text()
+        except OSError:
+            return DryRun(error=f"no {job_file}")
+        found = {name.lower(): int(value) for name, value in LIMIT_LINE.findall(text)}
+        if not {"progress_timeout", "startup_timeout"} <= set(found):
+            return DryRun()
+        found.setdefault("phase_timeout", PHASE_DEFAULT)
+        return DryRun(limits=found if found["progress_timeout"] else {"progress_timeout": 0})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SRUN_", "SINGULARITY", "APPTAINER"))}
+    project = project.resolve()
+    env.update(LUMI_SCAFFOLD_DRY_RUN="1", SLURM_SUBMIT_DIR=str(project), USER=env.get("USER") or "user")
+    try:
+        done = subprocess.run(["bash", str(path)], cwd=project, env=env, capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return DryRun(error=f"LUMI_SCAFFOLD_DRY_RUN=1 bash {job_file}: {exc}")
+    out = done.stdout
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        return DryRun(error=f"LUMI_SCAFFOLD_DRY_RUN=1 bash {job_file} failed (status {done.returncode}): {last}")
+    limits: dict[str, int] | None = None
+    if (m := WATCH_LINE.search(out)):
+        limits = dict(zip(("output_timeout", "startup_timeout", "progress_timeout", "phase_timeout"), map(int, m.groups())))
+    elif (m := WATCH_NO_OUTPUT.search(out)):
+        limits = dict(zip(("startup_timeout", "progress_timeout", "phase_timeout"), map(int, m.groups())), output_timeout=0)
+    elif "watchdog: off" in out:
+        limits = {"progress_timeout": 0}
+    return DryRun(steps=STEP_LINE.findall(out), limits=limits)
 
 
 def _late(progress: int) -> int:
@@ -77,26 +136,37 @@ def _late(progress: int) -> int:
     return interval + 2 + (1 if progress < 10 else 5)
 
 
-def _hang(job_file: Path, per_hour: float | None, at_limit: float | None, unit: str) -> dict[str, Any] | None:
-    """What a hang (a collective that never returns) costs at worst, with the job file's
-    watchdog limits and without the watchdog (the whole time limit). At worst it hangs where
-    the largest limit applies: STARTUP_TIMEOUT before the first heartbeat, PROGRESS_TIMEOUT
-    after, PHASE_TIMEOUT while a rank is in a phase (the examples mark their first step and
-    checkpoints: scripts/lib/watchdog.py, stalled); then the watchdog notices it late by the
-    heartbeat files' slack and one look, and takes up to STOP_SECONDS to stop the step."""
-    limits = {name: int(value) for name, value in LIMIT_LINE.findall(job_file.read_text())}
-    if not {"PROGRESS_TIMEOUT", "STARTUP_TIMEOUT"} <= set(limits):
-        return {"watchdog": False, "without": at_limit, "with": None, "unit": unit}
-    progress, startup = limits["PROGRESS_TIMEOUT"], limits["STARTUP_TIMEOUT"]
-    phase = limits.get("PHASE_TIMEOUT", PHASE_DEFAULT)
+def _hang(run: DryRun, per_hour: float | None, at_limit: float | None, unit: str) -> dict[str, Any]:
+    """What a hang (a collective that never returns) costs at worst, by how the job watches
+    its command, and without the watchdog (the whole time limit). A command that imports
+    heartbeat.py (the examples do) hangs at worst where the largest limit applies:
+    STARTUP_TIMEOUT before the first heartbeat, PROGRESS_TIMEOUT after, PHASE_TIMEOUT in a
+    phase; the watchdog notices it late by the heartbeat files' slack and one look. Any other
+    command is judged by the job's output: OUTPUT_TIMEOUT without output, and one look. Then
+    up to STOP_SECONDS to stop the step."""
+    limits = run.limits or {}
+    progress = limits.get("progress_timeout", 0)
+    if not progress:
+        return {"watchdog": False, "without": at_limit, "with": None, "unit": unit,
+                **({"progress_timeout": 0} if run.limits is not None else {})}
+    startup, phase, output = limits["startup_timeout"], limits["phase_timeout"], limits.get("output_timeout")
     late = _late(progress)
+
+    def cost(seconds: int | None) -> tuple[float | None, bool]:
+        if seconds is None or per_hour is None:
+            return None, False
+        billed = round(per_hour * seconds / 3600, 4)
+        # A time limit shorter than the watchdog's allowance ends a hang first (the profile job's).
+        return (at_limit, True) if at_limit is not None and billed >= at_limit else (billed, False)
+
     seconds = max(progress, startup, phase) + late + STOP_SECONDS
-    with_watchdog = round(per_hour * seconds / 3600, 4) if per_hour is not None and progress else None
-    # A time limit shorter than the watchdog's allowance ends a hang first (the profile job's).
-    limit_first = with_watchdog is not None and at_limit is not None and with_watchdog >= at_limit
-    return {"watchdog": progress > 0, "progress_timeout": progress, "startup_timeout": startup,
-            "phase_timeout": phase, "late": late, "seconds": seconds if progress else None, "without": at_limit,
-            "with": at_limit if limit_first else with_watchdog, "limit_first": limit_first, "unit": unit}
+    by_output = output + (1 if progress < 10 else 5) + STOP_SECONDS if output else None
+    with_beats, limit_first = cost(seconds)
+    with_output, output_first = cost(by_output)
+    return {"watchdog": True, "progress_timeout": progress, "startup_timeout": startup, "phase_timeout": phase,
+            "late": late, "seconds": seconds, "without": at_limit, "with": with_beats, "limit_first": limit_first,
+            "unit": unit, "output_timeout": output, "output_seconds": by_output, "with_output": with_output,
+            "output_limit_first": output_first}
 
 
 def _cores(mask: str) -> str:
@@ -181,12 +251,14 @@ def explain_project(project: Path | str) -> dict[str, Any]:
     interactive allocation, as plain data (the --json output)."""
     project = Path(project)
     answers, data = read_project(project)
-    jobs = []
+    jobs, runs = [], {}
     for name, kind in JOB_KINDS.items():
         shape = data.job.shapes.get(name)
         if shape is None or (kind.optional and not (project / kind.file).is_file()):
             continue  # a kind run with another's shape, or removed by hand, or made by a version without it
         cost = data.job.cost.get(name)
+        # (each trial of a sweep runs jobs/train.sbatch; the preflight's step is its benchmark's)
+        runs[name] = dry_run(project, JOB_KINDS[kind.runs_as or name].file) if name != "preflight" else DryRun()
         jobs.append(JobReport(
             kind=name, file=kind.file, nodes=shape.nodes, tasks_per_node=shape.tasks_per_node, ranks=shape.ranks,
             cpus_per_task=shape.cpus_per_task, memory=shape.memory.text, time_limit=shape.time,
@@ -194,8 +266,9 @@ def explain_project(project: Path | str) -> dict[str, Any]:
             billed_at_limit=cost.at_limit if cost else None, unit=cost.unit if cost else "",
             rule=cost.rule if cost else "no billing rule known for this partition", source=cost.source if cost else "",
             binding=_binding(data, shape), whole_node=shape.whole_node, table=_table(data, shape),
-            hang=_hang(project / JOB_KINDS[kind.runs_as or name].file, cost.per_hour if cost else None, cost.at_limit if cost else None,
+            hang=_hang(runs[name], cost.per_hour if cost else None, cost.at_limit if cost else None,
                        cost.unit if cost else "") if kind.watchdog else None,
+            step=runs[name].steps[-1] if runs[name].steps else "", step_error=runs[name].error,
             sweeps=_sweeps(project, cost.at_limit if cost else None) if name == "sweep" else [],
             refused=refused_here(data, ARRAYS) if name == "sweep" and not data.partition.arrays else ""))
     train = data.job.cost.get("train")
@@ -218,7 +291,8 @@ def explain_project(project: Path | str) -> dict[str, Any]:
 def _research(project: Path, data: PluginData) -> dict[str, Any] | None:
     """What the jobs leave for comparing runs: a report per job (scripts/lib/python/runlog.py;
     projects made before it have none) and the tracker they log to."""
-    if not (data.package and (project / "src" / data.package / "runlog.py").is_file()):
+    if not (data.package and ((project / "scripts/lib/python/runlog.py").is_file()
+                              or (project / "src" / data.package / "runlog.py").is_file())):
         return None
     tracker = data.tracking
     return {
@@ -270,16 +344,24 @@ def _hang_line(hang: dict[str, Any]) -> str:
     unit = hang["unit"] or "(no billing rule)"
     without = f"up to {_number(hang['without'])} {unit} (the whole time limit) without the watchdog"
     if not hang["watchdog"]:
-        why = "PROGRESS_TIMEOUT is 0 in the job file" if "progress_timeout" in hang else \
+        why = "PROGRESS_TIMEOUT is 0 for this job" if "progress_timeout" in hang else \
             "this job file has no progress watchdog (made before lumi-scaffold 0.3: lumi-scaffold update)"
         return f"a hang costs {without}; {why}"
     why = (f"{hang['seconds']} s: the largest of STARTUP_TIMEOUT {hang['startup_timeout']} s before the first step, "
            f"PROGRESS_TIMEOUT {hang['progress_timeout']} s after it and PHASE_TIMEOUT {hang['phase_timeout']} s in a "
            f"phase, {hang['late']} s for the heartbeat files' delay and the watchdog's look, and up to {STOP_SECONDS} s "
            "to collect stacks and stop")
-    if hang.get("limit_first"):
-        return f"a hang costs {without}; the watchdog ({why}) would stop it no sooner than the time limit"
-    return f"a hang costs {without}; with it at most {_number(hang['with'])} {unit} ({why})"
+    beats = (f"the watchdog ({why}) would stop it no sooner than the time limit" if hang.get("limit_first")
+             else f"with it at most {_number(hang['with'])} {unit} ({why})")
+    line = f"a hang costs {without}; for a command that imports heartbeat.py (the examples do), {beats}"
+    if hang.get("output_timeout") is None:  # (a job file made before lumi-scaffold 0.5)
+        return line
+    if not hang["output_timeout"]:
+        return line + "; a command without heartbeats is judged by its output, and OUTPUT_TIMEOUT is 0: no limit"
+    why = f"{hang['output_seconds']} s: OUTPUT_TIMEOUT {hang['output_timeout']} s without output, and up to {STOP_SECONDS} s to stop"
+    output = ("no sooner than the time limit" if hang.get("output_limit_first")
+              else f"at most {_number(hang['with_output'])} {unit} ({why})")
+    return line + f"; for any other command, judged by its output alone, {output}"
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -301,6 +383,10 @@ def format_report(report: dict[str, Any]) -> str:
         for sweep in job["sweeps"]:
             total = f": {_number(sweep['at_limit'])} {job['unit']} at the time limit" if sweep["at_limit"] is not None else ""
             lines.append(f"  {sweep['file']}: {sweep['trials']} trial(s){total}")
+        if job["step"]:
+            lines.append(f"  step: {job['step']}")
+        elif job["step_error"]:
+            lines.append(f"  step: not known ({job['step_error']})")
         if job["hang"]:
             lines.append("  " + _hang_line(job["hang"]))
         lines.append(f"  binding: {job['binding']}")

@@ -2,10 +2,11 @@
 
 ``check_example`` (``lumi_scaffold.testing``; ``check_conformance`` calls it for every framework
 a plugin registers) renders one project of the framework and calls :func:`run_example` on it:
-``train.py`` runs twice, as one rank on the CPU, in one run directory, the way a job starts
-it (``launch`` in scripts/lib/job.sh: the run directory as working directory and
-``RUN_DIR``, the framework's ``train_args``, ``--output`` where the script defines it, then
-the user's arguments). The clauses it checks, each of docs/jobs.md's "The training-script
+the command of its ``jobs/train.sbatch`` (``COMMAND``: ``python -u src/<package>/train.py``
+with the framework's own arguments) runs twice, as one rank on the CPU, in one run
+directory, the way a job starts it (``make_step`` in scripts/lib/job.sh: from the project
+directory, with ``RUN_DIR``, ``CHECKPOINT_DIR`` and ``DATA_DIR`` in its environment and
+scripts/lib/python on its ``PYTHONPATH``), with ``--steps`` and ``--lr`` after it. The clauses it checks, each of docs/jobs.md's "The training-script
 contract" (each broken clause is one line):
 
 * ``--steps N``: the first run exits 0 and its job report (RunLog) says it trained steps 1..N;
@@ -19,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -34,9 +34,14 @@ STEPS, MORE, LR = 3, 5, 0.0123  # two tiny runs; an lr no example has as its def
 RUN_TIMEOUT_S = 600
 
 
-def _takes(script: str, option: str) -> bool:
-    """The job's rule (takes_option in scripts/lib/job.sh): the option in quotes in the text."""
-    return re.search(rf"[\"']{re.escape(option)}[\"']", script) is not None
+def job_command(project: Path, run_dir: Path, job_file: str = "jobs/train.sbatch") -> list[str]:
+    """The ``COMMAND=(...)`` of a project's job file, as bash reads it with ``RUN_DIR`` and
+    ``PROJECT_DIR`` set (the words every rank runs, before the job's arguments)."""
+    script = ('PROJECT_DIR="$1" RUN_DIR="$2"; CHECKPOINT_DIR="$2/checkpoints"; '
+              'eval "$(grep -E "^COMMAND=\\(" "$3")"; printf "%s\\0" "${COMMAND[@]}"')
+    done = subprocess.run(["bash", "-c", script, "bash", str(project), str(run_dir), str(project / job_file)],
+                          capture_output=True, text=True, check=True)
+    return [word for word in done.stdout.split("\0") if word]
 
 
 def _free_port() -> int:
@@ -48,12 +53,14 @@ def _free_port() -> int:
 def _environment(project: Path, run_dir: Path, beats: Path, job: str) -> dict[str, str]:
     """What scripts/lib/job.sh and scripts/lib/run.sh give rank 0 of a one-rank training job, on
     this Python's environment (its PYTHONPATH and user site stay: the packages the tests
-    see are the ones the script imports)."""
+    see are the ones the script imports; the library's helpers come last)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SLURM_", "LUMI_SCAFFOLD_", "TORCHELASTIC_")) and k not in
            ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
     env.update({
         "PROJECT_DIR": str(project), "RUN_DIR": str(run_dir), "RUN_NAME": run_dir.name, "SLURM_JOB_ID": job,
+        "CHECKPOINT_DIR": str(run_dir / "checkpoints"), "DATA_DIR": str(run_dir / "no-data"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(project / "scripts/lib/python")])),
         "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1",
         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "LUMI_SCAFFOLD_CPUS_PER_RANK": "1",
         "LUMI_SCAFFOLD_JOB_KIND": "train", "LUMI_SCAFFOLD_TRACKING": "none", "LUMI_SCAFFOLD_LOG_EVERY": "1",
@@ -67,14 +74,13 @@ def _environment(project: Path, run_dir: Path, beats: Path, job: str) -> dict[st
 def _run(project: Path, values: dict[str, Any], run_dir: Path, beats: Path, job: str, steps: int,
          python: str) -> tuple[subprocess.CompletedProcess | None, dict[str, Any] | None, int | None, str]:
     """One run: (process, its job report, its last heartbeat step, what went wrong or '')."""
-    script = project / str(values["train_script"])
-    args = [str(a).replace("${PROJECT_DIR}", str(project)) for a in values.get("train_args") or []]
-    if _takes(script.read_text(), "--output"):
-        args += ["--output", str(run_dir)]
-    args += ["--steps", str(steps), "--lr", str(LR)]
+    command = job_command(project, run_dir)
+    if command and command[0] in ("python", "python3"):
+        command[0] = python  # (the Python of this check: the packages it sees)
+    args = ["--steps", str(steps), "--lr", str(LR)]
     (beats / "shared").mkdir(parents=True, exist_ok=True)
     try:
-        done = subprocess.run([python, "-u", str(script), *args], cwd=run_dir, capture_output=True, text=True,
+        done = subprocess.run([*command, *args], cwd=project, capture_output=True, text=True,
                               env=_environment(project, run_dir, beats, job), timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return None, None, None, f"did not end within {RUN_TIMEOUT_S} s"
@@ -135,6 +141,6 @@ def run_example(project: Path, values: dict[str, Any], *, python: str | None = N
         steps = (report or {}).get("steps") or {}
         if (steps.get("first"), steps.get("last")) != (STEPS + 1, MORE):
             out.append(f"resume: {again} trained steps {steps.get('first')}..{steps.get('last')} by its job report, "
-                       f"not {STEPS + 1}..{MORE}: save a checkpoint of the last step in the run directory and "
-                       f"resume from the newest one {fix}")
+                       f"not {STEPS + 1}..{MORE}: save a checkpoint of the last step in CHECKPOINT_DIR (or "
+                       f"the run directory) and resume from the newest one {fix}")
     return out

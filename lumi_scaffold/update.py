@@ -42,6 +42,27 @@ MOVED = {
         "scripts/sweep.py", "container/build.sh")},
 }
 
+# 0.5 moved the library into scripts/lib/ (owned by the template) and each job's command
+# into its job file (COMMAND=(...)). A job file kept in its 0.4 form still sources a file
+# that is gone; a library file the user had changed stays, unused (docs/updating.md).
+LIBRARY_05 = "scripts/lib/job.sh"
+OLD_LIBRARY = {
+    "scripts/job-env.sh": "scripts/lib/job.sh", "scripts/job-kinds.sh": "scripts/lib/job.sh and scripts/lib/sweep.sh",
+    "scripts/values-lib.sh": "scripts/lib/values-lib.sh", "scripts/run.sh": "scripts/lib/run.sh",
+    **{f"scripts/{name}": f"scripts/lib/{name}" for name in (
+        "run-profile.sh", "caches.sh", "prestage.sh", "preflight.sh", "fault.py", "watchdog.py", "rccl_net.py",
+        "image_packages.py", "reports.py", "project_values.py")},
+    **{f"src/*/{name}": f"scripts/lib/python/{name}" for name in ("heartbeat.py", "runlog.py")},
+    "src/*/allreduce_bench.py": "scripts/lib/allreduce_bench.py",
+}
+OLD_JOB_FORM = re.compile(r"scripts/job-(env|kinds)\.sh")
+NEW_JOB_FORM = ("the lines from its `source` on are now: source \"${{SLURM_SUBMIT_DIR:-.}}/scripts/lib/job.sh\", "
+                "COMMAND=(...) (what every rank runs: {command}, with the arguments you added after {call}), "
+                "WORKDIR=\"${{PROJECT_DIR}}\" and {call} \"$@\"; job options travel in the environment (CHAIN=N sbatch "
+                "jobs/train.sbatch, not --chain N); a fresh project (lumi-scaffold new) shows the whole file")
+JOB_CALLS = {"train.sbatch": "train_job", "profile.sbatch": "profile_job", "smoke-test.sbatch": "smoke_job",
+             "sweep.sbatch": "sweep_job", "preflight.sbatch": "preflight_job"}
+
 
 @dataclass
 class UpdateResult:
@@ -204,13 +225,15 @@ def update_project(
     _check_plugin_data(project, answers, data or {})
     vcs_ref = _update_ref(project, str(answers["_src_path"]), vcs_ref)
     before = (project / LIBRARY).exists()
+    before_05 = (project / LIBRARY_05).exists()
     if pretend:
-        return _pretend(project, data or {}, vcs_ref, before)
+        return _pretend(project, data or {}, vcs_ref, before, before_05)
     _run_copier_update(project, data or {}, vcs_ref, quiet)
     changed = _changed(project)
     conflicts = _conflicts(project, changed)
     return UpdateResult(changed=changed, conflicts=conflicts,
-                        notices=project_notices(project) + _moved(before, conflicts))
+                        notices=project_notices(project) + _moved(before or before_05 or (project / LIBRARY_05).exists(), conflicts)
+                        + _layout_05(project, before_05, conflicts))
 
 
 def _moved(had_library: bool, conflicts: list[str]) -> list[str]:
@@ -221,7 +244,40 @@ def _moved(had_library: bool, conflicts: list[str]) -> list[str]:
             for name in conflicts if name in MOVED]
 
 
-def _pretend(project: Path, data: dict[str, Any], vcs_ref: str | None, had_library: bool = True) -> UpdateResult:
+def _layout_05(project: Path, had_lib: bool, conflicts: list[str]) -> list[str]:
+    """For a project from before 0.5, after its update: what to do with a job file that
+    conflicts or still has the 0.4 form, and where the old library files went (a change the
+    user had made to one of them is in git, not in the project any more)."""
+    if had_lib or not (project / LIBRARY_05).exists():
+        return []
+    out = []
+    for job in sorted((project / "jobs").glob("*.sbatch")):
+        try:
+            text = job.read_text(errors="replace")
+        except OSError:
+            continue
+        rel, call = f"jobs/{job.name}", JOB_CALLS.get(job.name, "train_job")
+        command = "python -u src/<package>/smoke_test.py" if call == "smoke_job" else "python -u src/<package>/train.py"
+        if rel in conflicts:
+            out.append(f"{rel}: your edit conflicts with 0.5's layout. Fix: keep the new lines; {NEW_JOB_FORM.format(command=command, call=call)}; "
+                       "limit lines such as PROGRESS_TIMEOUT=... may stay above the call")
+        elif OLD_JOB_FORM.search(text):
+            out.append(f"{rel}: still sources the 0.4 library, which 0.5 removed, so the job fails at its first "
+                       f"line. Fix: {NEW_JOB_FORM.format(command=command, call=call)}")
+    removed = [old for old in OLD_LIBRARY if "*" not in old and not (project / old).exists() and _tracked(project, old)]
+    if removed:
+        out.append(f"0.5 moved the library into scripts/lib/ (owned by the template) and removed {', '.join(removed)}; "
+                   "a change you had made to one of them is not carried over. Fix: git diff HEAD -- scripts/ src/ shows "
+                   "what was removed; put a change of yours in the job file (jobs/) or scripts/values.sh")
+    return out
+
+
+def _tracked(project: Path, name: str) -> bool:
+    return subprocess.run(["git", "cat-file", "-e", f"HEAD:{name}"], cwd=project, capture_output=True).returncode == 0
+
+
+def _pretend(project: Path, data: dict[str, Any], vcs_ref: str | None, had_library: bool = True,
+             had_lib: bool = True) -> UpdateResult:
     top = Path(_git(project, "rev-parse", "--show-toplevel").strip())
     sub = project.relative_to(top)
     scratch = Path(tempfile.mkdtemp(prefix="lumi-update-pretend-"))
@@ -235,7 +291,8 @@ def _pretend(project: Path, data: dict[str, Any], vcs_ref: str | None, had_libra
         diff = _git(target, "diff", "--cached", "--", ".")
         conflicts = _conflicts(target, changed)
         return UpdateResult(changed=changed, conflicts=conflicts, diff=diff,
-                            notices=project_notices(target) + _moved(had_library, conflicts))
+                            notices=project_notices(target) + _moved(had_library or (target / LIBRARY_05).exists(), conflicts)
+                            + _layout_05(target, had_lib, conflicts))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -16,7 +16,6 @@ once the variables exist, so sourcing the file never fails for an unset one.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -291,39 +290,6 @@ def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
                  "file or the environment may set others: PROGRESS_TIMEOUT=600 sbatch jobs/train.sbatch.")),
         *(Value(name, str(seconds)) for name, seconds in WATCHDOG_LIMITS.items()),
     ]
-
-
-_PLAIN_WORD = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
-_VARIABLE = re.compile(r"^[^\"\\`$]*(\$\{[A-Z_][A-Z0-9_]*\}[^\"\\`$]*)+$")
-# An example written for lumi-scaffold 0.4 or before takes the run directory as --output
-# (the jobs gave it then, where the script's text defined it); from 0.5 the jobs give the
-# run directory only as RUN_DIR, so such an example's command names it, visibly.
-_TAKES_OUTPUT = re.compile(r"[\"']--output[\"']")
-
-
-def shell_word(word: str) -> str:
-    """A word as bash reads it back: as it is when plain, in double quotes when it names
-    ${VARIABLES} to expand when the job runs, else in single quotes."""
-    if _PLAIN_WORD.match(word):
-        return word
-    if _VARIABLE.match(word):
-        return f'"{word}"'
-    return "'" + word.replace("'", "'\\''") + "'"
-
-
-def command(pd: PluginData, kind: str, example: str = "") -> list[str]:
-    """The command a job file starts with (its COMMAND): the framework's example (``train``,
-    ``profile``: with the framework's own arguments, and --steps for a short profile) or
-    smoke test (``smoke``), from the project directory. ``example``: the example's text."""
-    if kind == "smoke":
-        return ["python", "-u", f"src/{pd.package}/smoke_test.py"]
-    words = ["python", "-u", f"src/{pd.package}/train.py"]
-    words += [a.replace("{project_dir}/", "").replace("{project_dir}", ".") for a in pd.framework.train_args]
-    if _TAKES_OUTPUT.search(example):
-        words += ["--output", "${RUN_DIR}"]
-    if kind == "profile":
-        words += ["--steps", str(pd.job.profile_steps)]
-    return words
 
 
 # What a partition without job arrays refuses (refused_here): jobs/sweep.sbatch, scripts/sweep.py

@@ -66,17 +66,17 @@ def make_dataset(root: Path) -> tuple[Path, Path]:
 STAND_IN_TRAIN = """import argparse, faulthandler, os, signal, sys, time
 faulthandler.register(signal.SIGUSR2, all_threads=True)
 parser = argparse.ArgumentParser()
-parser.add_argument("--output")
 parser.add_argument("--steps", type=int, default=30)
 args, _ = parser.parse_known_args()
+output = os.environ["RUN_DIR"]
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 node = os.environ["SLURMD_NODENAME"]
 if os.environ.get("NCCL_DEBUG_FILE"):
     with open(os.environ["NCCL_DEBUG_FILE"], "a") as log:
         log.write("nid005000:1:1 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)\\n")
-barrier = os.path.join(args.output, "barrier-" + os.environ["SLURM_JOB_ID"])
+barrier = os.path.join(output, "barrier-" + os.environ["SLURM_JOB_ID"])
 os.makedirs(barrier, exist_ok=True)
-checkpoint = os.path.join(args.output, "checkpoint")
+checkpoint = os.path.join(output, "checkpoint")
 start = int(open(checkpoint).read()) if os.path.exists(checkpoint) else 0
 if rank == 0:
     print(f"rank 0 on {node}: resumed at step {start}" if start else f"rank 0 on {node}: new run", flush=True)
@@ -151,15 +151,15 @@ TIME_LIMIT_CHAIN_STEPS = 300
 
 def submit_time_limit_chain(cluster, template: Path, work: Path, site_root: Path, answers: dict[str, Any]
                             ) -> tuple[Path, dict[str, str], int]:
-    """A --chain 2 of the example whose first job has a 1-minute limit and Slurm's warning
+    """A chain of 2 (CHAIN=2) of the example whose first job has a 1-minute limit and Slurm's warning
     45 s before it (--signal=B:USR1@45, as the job file's own, sooner): (project, env, first job)."""
     from .helpers import render
 
     project = render(template, work / "p", **answers, walltime="00:05:00")
     env = job_env(cluster, work, site_root)
-    first = cluster.sbatch(["--time=00:01:00", "--signal=B:USR1@45", "jobs/train.sbatch", "--chain", "2",
+    first = cluster.sbatch(["--time=00:01:00", "--signal=B:USR1@45", "jobs/train.sbatch", 
                             "--steps", str(TIME_LIMIT_CHAIN_STEPS), "--seconds-per-step", "0.2",
-                            "--checkpoint-every", "37", "--keep-checkpoints", "20"], cwd=project, env=env)
+                            "--checkpoint-every", "37", "--keep-checkpoints", "20"], cwd=project, env={**env, "CHAIN": "2"})
     return project, env, first
 
 

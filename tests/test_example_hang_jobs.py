@@ -35,8 +35,8 @@ def hang_and_resume(cluster, project: Path, tmp_path: Path, site_root: Path, ext
     return both logs ('' for the second without ``resume``: its job is cancelled instead)."""
     env = job_env(cluster, tmp_path, site_root, PROGRESS_TIMEOUT="6", STARTUP_TIMEOUT="120", **variables)
     started = time.monotonic()
-    first = cluster.sbatch(["jobs/train.sbatch", "--chain", "2", "--steps", "8", "--checkpoint-every", "2", *extra],
-                           cwd=project, env=env)
+    first = cluster.sbatch(["jobs/train.sbatch", "--steps", "8", "--checkpoint-every", "2", *extra],
+                           cwd=project, env={**env, "CHAIN": "2"})
     result = cluster.wait(first, timeout=180)
     log = log_of(project, first)
     assert result.state == "FAILED" and time.monotonic() - started < within, log

@@ -157,49 +157,49 @@ def test_the_profile_job_has_its_own_short_time_limit(template, tmp_path):
 
 def test_a_hang_costs_the_whole_limit_without_the_watchdog_and_minutes_with_it(template, tmp_path):
     """4 standard-g nodes for 48 h: 768 GPU-hours when a hang holds them to the limit; with the
-    job file's limits the worst case is a hang where the largest applies (PHASE_TIMEOUT,
-    3600 s: the examples' first step and checkpoints are phases), noticed up to 67 s late
-    (the heartbeat files' 60-s interval and 2 s, one 5-s look of the watchdog), plus 180 s to
-    stop: 16 x 3847 / 3600."""
+    job's limits (from a dry run of the job file) the worst case for a command that beats is a
+    hang where the largest applies (PHASE_TIMEOUT, 3600 s: the examples' first step and
+    checkpoints are phases), noticed up to 67 s late (the heartbeat files' 60-s interval and
+    2 s, one 5-s look of the watchdog), plus 180 s to stop: 16 x 3847 / 3600; a command judged
+    by its output alone: OUTPUT_TIMEOUT 21600 s, one look, 180 s."""
     project = render(template, tmp_path / "p", nodes=4, walltime="2-00:00:00", profiler="rocprofv3")
     report = explain_project(project)
     assert job(report, "train")["hang"] == {"watchdog": True, "progress_timeout": 1200, "startup_timeout": 1800,
                                             "phase_timeout": 3600, "late": 67, "seconds": 3847, "without": 768.0,
-                                            "with": 17.0978, "limit_first": False, "unit": "GPU-hours"}
+                                            "with": 17.0978, "limit_first": False, "unit": "GPU-hours",
+                                            "output_timeout": 21600, "output_seconds": 21785, "with_output": 96.8222,
+                                            "output_limit_first": False}
     # the profile job's own 00:20:00 limit ends a hang before the watchdog's 3847 s could
-    assert job(report, "profile")["hang"] == {"watchdog": True, "progress_timeout": 1200, "startup_timeout": 1800,
-                                              "phase_timeout": 3600, "late": 67, "seconds": 3847, "without": 5.3333,
-                                              "with": 5.3333, "limit_first": True, "unit": "GPU-hours"}
-    assert "would stop it no sooner than the time limit" in format_report(report)
+    profile = job(report, "profile")["hang"]
+    assert (profile["with"], profile["limit_first"], profile["without"]) == (5.3333, True, 5.3333), profile
+    text = format_report(report)
+    assert "would stop it no sooner than the time limit" in text
     assert job(report, "smoke")["hang"] is None and job(report, "preflight")["hang"] is None
-    assert ("a hang costs up to 768 GPU-hours (the whole time limit) without the watchdog; with it at most 17.0978 "
-            "GPU-hours (3847 s: the largest of STARTUP_TIMEOUT 1800 s before the first step, PROGRESS_TIMEOUT 1200 s "
-            "after it and PHASE_TIMEOUT 3600 s in a phase, 67 s for the heartbeat files' delay and the watchdog's "
-            "look, and up to 180 s to collect stacks and stop)") in format_report(report)
-    # Short limits as the job tests set them: PROGRESS_TIMEOUT=6 rewrites the files every 2 s
-    # (a third of it), the watchdog looks every second: 6 + (2 + 2 + 1) late; a job file
-    # without PHASE_TIMEOUT (before 0.4) gets job-env.sh's default, 3600 s.
+    assert ("a hang costs up to 768 GPU-hours (the whole time limit) without the watchdog; for a command that imports "
+            "heartbeat.py (the examples do), with it at most 17.0978 GPU-hours (3847 s: the largest of STARTUP_TIMEOUT "
+            "1800 s before the first step, PROGRESS_TIMEOUT 1200 s after it and PHASE_TIMEOUT 3600 s in a phase, 67 s "
+            "for the heartbeat files' delay and the watchdog's look, and up to 180 s to collect stacks and stop); for "
+            "any other command, judged by its output alone, at most 96.8222 GPU-hours (21785 s: OUTPUT_TIMEOUT 21600 s "
+            "without output, and up to 180 s to stop)") in text
+    # The step line the job prints, with the project's own command at its end.
+    step = job(report, "train")["step"]
+    assert step.startswith("srun --kill-on-bad-exit=1 ") and step.endswith(
+        f" {project.resolve()}/scripts/lib/run.sh python -u src/demo/train.py"), step
+    # Limits a user sets in the job file, as the job reads them: PROGRESS_TIMEOUT=6 rewrites
+    # the files every 2 s (a third of it), the watchdog looks every second: 6 + (2 + 2 + 1) late.
     train = project / "jobs/train.sbatch"
     text = train.read_text()
-    for name, value in (("PROGRESS", 6), ("STARTUP", 8), ("PHASE", 10)):
-        text = re.sub(rf'^{name}_TIMEOUT="\$\{{{name}_TIMEOUT:-\d+\}}"$', f'{name}_TIMEOUT="${{{name}_TIMEOUT:-{value}}}"',
-                      text, count=1, flags=re.M)
-    train.write_text(text)
+    train.write_text(text.replace('\ntrain_job "$@"', '\nPROGRESS_TIMEOUT=6 STARTUP_TIMEOUT=8 PHASE_TIMEOUT=10\ntrain_job "$@"'))
     hang = job(explain_project(project), "train")["hang"]
     assert (hang["late"], hang["seconds"]) == (5, 10 + 5 + 180), hang
-    train.write_text("\n".join(line for line in text.splitlines() if not line.startswith("PHASE_TIMEOUT=")))
-    assert job(explain_project(project), "train")["hang"]["seconds"] == 3600 + 5 + 180
-    train.write_text(train.read_text().replace('PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-6}"',
-                                               'PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-1200}"'))
-    train = project / "jobs/train.sbatch"
-    train.write_text(train.read_text().replace('PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-1200}"',
-                                               'PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-0}"'))
+    train.write_text(text.replace('\ntrain_job "$@"', '\nPROGRESS_TIMEOUT=0\ntrain_job "$@"'))
     assert job(explain_project(project), "train")["hang"]["with"] is None
-    assert "the whole time limit) without the watchdog; PROGRESS_TIMEOUT is 0 in the job file" in format_report(
+    assert "the whole time limit) without the watchdog; PROGRESS_TIMEOUT is 0 for this job" in format_report(
         explain_project(project))
-    train.write_text("\n".join(line for line in train.read_text().splitlines() if "_TIMEOUT=" not in line))
-    assert "this job file has no progress watchdog (made before lumi-scaffold 0.3" in format_report(
-        explain_project(project))
+    # A job file that fails in its dry run: no step line, and the reason.
+    train.write_text(text.replace('\ntrain_job "$@"', '\nCOMMAND=()\ntrain_job "$@"'))
+    train_report = job(explain_project(project), "train")
+    assert train_report["step"] == "" and "COMMAND is empty" in train_report["step_error"], train_report
 
 
 def test_torchrun_workers_bound_to_numa_nodes_are_shown_so(template, tmp_path):

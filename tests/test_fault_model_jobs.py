@@ -35,8 +35,8 @@ def test_the_pytorch_example_hung_at_step_5_is_named_and_the_chain_resumes(slurm
     sleep_in(project / "src/demo/train.py", "            step += 1\n", "            ")
     env = job_env(slurm_cluster_2nodes, tmp_path, site_root, PROGRESS_TIMEOUT="6", STARTUP_TIMEOUT="120")
     started = time.monotonic()
-    first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch", "--chain", "2", "--steps", "8", "--checkpoint-every", "2",
-                                         "--num-workers", "0", "--seconds-per-step", "0.5"], cwd=project, env=env)
+    first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch", "--steps", "8", "--checkpoint-every", "2",
+                                         "--num-workers", "0", "--seconds-per-step", "0.5"], cwd=project, env={**env, "CHAIN": "2"})
     result = slurm_cluster_2nodes.wait(first, timeout=180)
     log = log_of(project, first)
     assert result.state == "FAILED" and time.monotonic() - started < 120, log
@@ -79,7 +79,7 @@ def test_a_hang_with_no_rank_behind_is_resubmitted_unchanged_and_its_step_is_sca
     (project / "src/demo/train.py").write_text(STAND_IN_TRAIN)
     env = job_env(slurm_cluster_2nodes, tmp_path, site_root, PROGRESS_TIMEOUT="5", STARTUP_TIMEOUT="60",
                   FAKE_FAULT="hang-all")
-    first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch", "--chain", "2", "--steps", "8"], cwd=project, env=env)
+    first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch", "--steps", "8"], cwd=project, env={**env, "CHAIN": "2"})
     result = slurm_cluster_2nodes.wait(first, timeout=180)
     log = log_of(project, first)
     assert result.state == "FAILED", log
@@ -126,7 +126,7 @@ def test_a_network_fallback_and_a_dying_rank_are_named_and_stop_the_chain(slurm_
                                 "nid005000:1:1 [0] NCCL INFO Using network Socket"} if fault == "network"
              else {"FAKE_DIE": "11", "RCCL_NET_CHECK": "0"})
     env = job_env(slurm_cluster_2nodes, tmp_path, site_root, **extra)
-    first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch", "--chain", "2"], cwd=project, env=env)
+    first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch"], cwd=project, env={**env, "CHAIN": "2"})
     result = slurm_cluster_2nodes.wait(first, timeout=120)
     log = log_of(project, first)
     assert result.state == "FAILED", log
@@ -156,8 +156,8 @@ def test_a_job_ended_by_scancel_says_so_and_its_report_records_stopped_by(slurm_
     completed with stopped_by, its steps kept."""
     project = render(template, tmp_path / "p", partition="small-g", gpus_per_node=2, walltime="01:00:00")
     env = job_env(slurm_cluster, tmp_path, site_root)
-    job_id = slurm_cluster.sbatch(["jobs/train.sbatch", "--chain", "2", "--steps", "100000", "--num-workers", "0"],
-                                  cwd=project, env=env)
+    job_id = slurm_cluster.sbatch(["jobs/train.sbatch", "--steps", "100000", "--num-workers", "0"],
+                                  cwd=project, env={**env, "CHAIN": "2"})
     deadline = time.monotonic() + 120
     while not re.search(r"^step \d+ loss", log_of(project, job_id), re.M):
         assert time.monotonic() < deadline, log_of(project, job_id)

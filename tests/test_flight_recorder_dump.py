@@ -19,7 +19,7 @@ DATA = REPO / "tests" / "data" / "flight-recorder-h100"
 
 @pytest.fixture(scope="module")
 def fault():
-    return load_module("real_dump_fault", REPO / "project-templates" / "project" / "scripts" / "fault.py")
+    return load_module("real_dump_fault", REPO / "project-templates" / "project" / "scripts" / "lib" / "fault.py")
 
 
 def real_dump() -> dict:

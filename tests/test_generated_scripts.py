@@ -443,7 +443,7 @@ def test_a_packed_venv_is_one_squashfs_file_the_jobs_bind_at_user_software(templ
     # A step as the jobs start it: job-env.sh's container, run.sh inside.
     code = ("import sys, plain_fake, importlib.metadata as m; "
             "print(sys.prefix, plain_fake.__file__, m.version('flash_attn'))")
-    step = subprocess.run(["bash", "-c", 'source scripts/lib/job.sh && "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" '
+    step = subprocess.run(["bash", "-c", 'source scripts/lib/job.sh && "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/lib/run.sh" '
                            'python -c "$1"', "step", code], cwd=project, capture_output=True, text=True, env=env,
                           timeout=120)
     assert step.returncode == 0, step.stdout + step.stderr
@@ -453,7 +453,7 @@ def test_a_packed_venv_is_one_squashfs_file_the_jobs_bind_at_user_software(templ
     assert prefix == "/user-software" and plain_file.startswith("/user-software/lib/")
     assert flash == LAIF_IMAGE["flash_attn"]  # the image's build, not a wheel from the index
     # Without the pack (VENV_PACK=) the step has no venv: the index's package is not there.
-    bare = subprocess.run(["bash", "-c", 'source scripts/lib/job.sh && "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" '
+    bare = subprocess.run(["bash", "-c", 'source scripts/lib/job.sh && "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/lib/run.sh" '
                            'python -c "import plain_fake"'], cwd=project, capture_output=True, text=True,
                           env={**env, "VENV_PACK": ""}, timeout=120)
     assert bare.returncode != 0 and "No module named 'plain_fake'" in bare.stderr
@@ -611,20 +611,20 @@ echo "${FAKE_TORCH}"
     ("2.13.0+cpu", "FR"), ("2.10.1+rocm7.0", "FR"), ("3.0.0", "FR"),
     ("2.9.1", "NCCL"), ("2.7.1", "NCCL"), ("", "both")])
 def test_the_flight_recorder_variables_follow_the_images_torch(tmp_path, version, names):
-    """job-env.sh's flight_recorder names the buffer and the dump file as the image's torch
+    """job.sh's flight_recorder names the buffer and the dump file as the image's torch
     reads them (read once, through the container's run.sh): the TORCH_FR_ names alone from
     2.10 on (torch 2.13 warns on every rank where the older ones are set too), the
     TORCH_NCCL_ names before, both where the image has no torch to ask; a value the user set
     under either name is kept."""
     job_env = (REPO / "project-templates/project/scripts/lib/job.sh").read_text()
-    functions = "".join(re.findall(r"^(?:flight_recorder|image_torch_version)\(\) \{\n.*?^\}\n", job_env, re.M | re.S))
-    assert functions.count("() {") == 2, functions
-    (tmp_path / "scripts").mkdir()
+    functions = "".join(re.findall(r"^(?:flight_recorder)\(\) \{\n.*?^\}\n", job_env, re.M | re.S))
+    assert functions.count("() {") == 1, functions
+    (tmp_path / "scripts/lib").mkdir(parents=True)
     (tmp_path / "scripts/lib/run.sh").write_text(FAKE_RUN_SH)
     (tmp_path / "scripts/lib/run.sh").chmod(0o755)
     show = 'env | grep -E "^TORCH_(FR|NCCL)_" | sort'
-    env = {"PATH": os.environ["PATH"], "FAKE_TORCH": version, "PROJECT_DIR": str(tmp_path), "RUN_DIR": str(tmp_path / "run"),
-           "SLURM_JOB_ID": "7"}
+    env = {"PATH": os.environ["PATH"], "FAKE_TORCH": version, "LIB": str(tmp_path / "scripts/lib"), "DRY_RUN": "0",
+           "RUN_DIR": str(tmp_path / "run"), "SLURM_JOB_ID": "7"}
     found = subprocess.run(["bash", "-c", f"set -euo pipefail; CONTAINER=(env); {functions} flight_recorder; {show}"],
                            capture_output=True, text=True, env=env, timeout=30)
     assert found.returncode == 0, found.stderr

@@ -33,6 +33,7 @@ import yaml
 
 from lumi_scaffold import plugins
 from lumi_scaffold.plugins import get_catalogue
+from lumi_scaffold.script_contract import job_command
 
 from .helpers import DEFAULTS, render
 from .jobs import image_env, job_env, log_of
@@ -311,7 +312,12 @@ def test_training_reads_the_data_and_writes_the_run_directory(runs, case, kind, 
             assert record["data"] == run.env["DATA_DIR"]
     outputs = {r["output"] for r in run.records}
     assert len(outputs) == 1, outputs
-    assert {r["cwd"] for r in run.records} == outputs  # every rank starts in it (launch: srun --chdir)
+    # Every rank starts in WORKDIR, the project directory (srun --chdir), with the arguments
+    # the user wrote and nothing else: the job file's COMMAND, then what was given to sbatch.
+    assert {r["cwd"] for r in run.records} == {str(run.project.resolve())}
+    job_file = "jobs/profile.sbatch" if kind == "profile" else "jobs/train.sbatch"
+    given = job_command(run.project, Path(next(iter(outputs))), job_file)[3:] + ["--steps", "1"]  # (after python -u SCRIPT)
+    assert all(r["argv"] == given for r in run.records), ({tuple(r["argv"]) for r in run.records}, given)
     if kind in ("train", "train2", "interactive"):
         # One run directory for every job of the run, so the next job resumes. [issue 12.4]
         assert outputs == {f"{run.env['OUTPUT_ROOT']}/{DEFAULTS['project_name']}"}

@@ -1,10 +1,9 @@
-"""A training script we did not write, through the generated job files on the local Slurm.
+"""Training scripts we did not write, through the generated job files on the local Slurm.
 
-Users replace train.py with their own (the README's "Bring your own training script"). The
-job must run such a script as it is: give it its rank variables, start it in the run
-directory so that what it writes by relative path lands there (on scratch, not on the small
-/project quota), and give it --output and --data only when it defines them, so a script that
-parses its arguments strictly is not refused.
+The command is the user's (issue 41): it stands in the job file's COMMAND, runs from WORKDIR
+(the project directory by default) with every argument exactly as written, gets its world
+from the environment only (RANK..., RUN_DIR, CHECKPOINT_DIR, DATA_DIR), and the job log
+prints the whole step line. Job options (CHAIN) never reach the script's arguments.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -30,48 +30,107 @@ else:
 LOCAL = {"site": "local", "account": "local", "partition": "batch", "gpus_per_node": 2}
 
 # TEST STAND-IN, our own: a script that parses its arguments strictly (parse_args; an
-# unknown option ends it with "unrecognized arguments"), takes no --output and no --data,
-# prints one line per epoch and writes by relative path, as scripts written for a laptop do.
+# unknown option ends it with "unrecognized arguments"), with a --data of its own that names
+# a dataset, not a directory (choices), a file of the project named by relative path, and its
+# own resume: a state file it writes by relative path (--save-dir), as scripts written for a
+# laptop do. Each epoch takes EPOCH_SECONDS; one line per epoch.
 STRICT = """import argparse, json, os, sys, time
 parser = argparse.ArgumentParser()
+parser.add_argument("--data", choices=["toy", "mnist"], required=True)
 parser.add_argument("--epochs", type=int, default=1)
 parser.add_argument("--notes", help="a file of the project, by relative path")
+parser.add_argument("--save-dir", default="saved")
 args = parser.parse_args()
 rank = int(os.environ["RANK"])
-for epoch in range(args.epochs):
-    time.sleep(0.5)
-    if rank == 0:
-        print(f"epoch {epoch + 1} done", flush=True)
-with open(args.notes) as notes, open(f"seen-rank{rank}.json", "w") as seen:
+os.makedirs(args.save_dir, exist_ok=True)
+state = os.path.join(args.save_dir, "state.json")
+start = json.load(open(state))["epoch"] if os.path.exists(state) else 0
+if rank == 0:
+    print(f"resuming at epoch {start}" if start else "new run", flush=True)
+with open(args.notes) as notes, open(f"{args.save_dir}/seen-{os.environ['SLURM_JOB_ID']}-rank{rank}.json", "w") as seen:
     json.dump({"argv": sys.argv[1:], "cwd": os.getcwd(), "notes": notes.read(),
-               "env": {name: os.environ.get(name) for name in ("RUN_DIR", "DATA_DIR", "RANK", "LOCAL_RANK",
-                                                               "WORLD_SIZE", "LUMI_SCAFFOLD_CPUS_PER_RANK")}}, seen)
+               "env": {name: os.environ.get(name) for name in ("RUN_DIR", "CHECKPOINT_DIR", "DATA_DIR", "RANK",
+                                                               "LOCAL_RANK", "WORLD_SIZE", "LUMI_SCAFFOLD_CPUS_PER_RANK")}}, seen)
+for epoch in range(start, args.epochs):
+    time.sleep(float(os.environ.get("EPOCH_SECONDS", "0.5")))
+    if rank == 0:
+        with open(state + ".tmp", "w") as saved:
+            json.dump({"epoch": epoch + 1}, saved)
+        os.replace(state + ".tmp", state)
+        print(f"epoch {epoch + 1} done", flush=True)
 """
+STRICT_COMMAND = ["--data", "toy", "--epochs", "4", "--notes", "notes.txt"]
 
 
-def test_a_strict_script_runs_in_the_run_directory(slurm_cluster, template, tmp_path, site_root, dataset):
-    """A strict argparse script completes (not 'unrecognized arguments: --output'); its
-    files written by relative path land in RUN_DIR; a relative path to a project file that
-    the user passes still names that file; the job's data is in DATA_DIR, not in --data."""
+def with_command(project: Path, command: str, workdir: str = '"${PROJECT_DIR}"') -> None:
+    """The user's edit of jobs/train.sbatch: their command in COMMAND, and where it starts."""
+    job = project / "jobs/train.sbatch"
+    text = job.read_text()
+    assert text.count("\nCOMMAND=(") == 1 and text.count('\nWORKDIR="${PROJECT_DIR}"\n') == 1, text
+    text = re.sub(r"\nCOMMAND=\(.*\)\n", f"\nCOMMAND=({command})\n", text)
+    job.write_text(text.replace('\nWORKDIR="${PROJECT_DIR}"\n', f"\nWORKDIR={workdir}\n"))
+
+
+def step_line(log: str) -> str:
+    lines = [line for line in log.splitlines() if line.startswith("step: srun ")]
+    assert len(lines) == 1, log
+    return lines[0]
+
+
+def test_a_strict_script_with_its_own_data_option_runs_in_a_chain_unchanged(slurm_cluster, template, tmp_path, site_root,
+                                                                            dataset):
+    """CHAIN=2 with a strict argparse script whose --data means a dataset name: each job gives
+    it exactly the arguments of COMMAND (nothing added: no --data DIR, no --output, no chain
+    option), starts it in the project directory (its relative --notes and its relative saves
+    work as on a laptop), and prints the step line with the user's command at its end. At the
+    time-limit warning (sent here as Slurm sends it, then the end of the job) the next job of
+    the chain resumes from the script's own state and finishes; its data is in DATA_DIR."""
     project = render(template, tmp_path / "p", **LOCAL)
     (project / "src/demo/train.py").write_text(STRICT)
     (project / "notes.txt").write_text("the project's notes\n")
-    env = job_env(slurm_cluster, tmp_path, site_root, DATA_DIR=str(dataset[0]))
-    job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--epochs", "2", "--notes", "notes.txt")
+    with_command(project, "python -u src/demo/train.py " + " ".join(STRICT_COMMAND))
+    env = job_env(slurm_cluster, tmp_path, site_root, DATA_DIR=str(dataset[0]), EPOCH_SECONDS="3", CHAIN="2")
+    first = slurm_cluster.sbatch(["jobs/train.sbatch"], cwd=project, env=env)
+    deadline = time.monotonic() + 120
+    while "epoch 1 done" not in log_of(project, first) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    # Slurm's time-limit warning to the batch shell (--signal=B:USR1), then the end of the job.
+    slurm_cluster.run(["scancel", "--batch", "--signal=USR1", str(first)])
+    time.sleep(1)
+    slurm_cluster.run(["scancel", str(first)])
+    slurm_cluster.wait(first, timeout=60)
+    log = log_of(project, first)
+    second = int(re.search(r"^chain: job (\d+) continues run demo", log, re.M).group(1))
+    assert re.search(r"^time limit in \d+ s: job \d+ continues the run", log, re.M), log
+    result = slurm_cluster.wait(second, timeout=120)
+    log2 = log_of(project, second)
+    assert result.state == "COMPLETED" and "unrecognized arguments" not in log + log2, log + log2
+    assert re.search(r"^resuming at epoch [1-3]$", log2, re.M) and "epoch 4 done" in log2, log2
+    for job, text in ((first, log), (second, log2)):
+        assert step_line(text).endswith(f"/scripts/lib/run.sh python -u src/demo/train.py {' '.join(STRICT_COMMAND)}"), text
+        assert f" --chdir={project} " in step_line(text)
+        for rank in (0, 1):
+            seen = json.loads((project / "saved" / f"seen-{job}-rank{rank}.json").read_text())
+            assert seen["argv"] == STRICT_COMMAND and seen["cwd"] == str(project), seen
+            assert seen["notes"] == "the project's notes\n" and seen["env"]["DATA_DIR"] == str(dataset[0]), seen
+            assert seen["env"]["RUN_DIR"] == str(Path(env["OUTPUT_ROOT"]) / "demo"), seen
+            assert seen["env"]["RANK"] == str(rank) and seen["env"]["WORLD_SIZE"] == "2", seen
+
+
+def test_a_command_started_in_the_run_directory_writes_there(slurm_cluster, template, tmp_path, site_root):
+    """WORKDIR="${RUN_DIR}" (the job file's other choice): files the script writes by relative
+    path land in the run directory, and the project's files are named by absolute path."""
+    project = render(template, tmp_path / "p", **LOCAL)
+    (project / "src/demo/train.py").write_text(STRICT)
+    (project / "notes.txt").write_text("notes\n")
+    with_command(project, 'python -u "${PROJECT_DIR}/src/demo/train.py" --data mnist --notes "${PROJECT_DIR}/notes.txt"',
+                 workdir='"${RUN_DIR}"')
+    env = job_env(slurm_cluster, tmp_path, site_root, EPOCH_SECONDS="0.1")
+    job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch")
     log = log_of(project, job_id)
-    assert result.state == "COMPLETED", log
-    assert "unrecognized arguments" not in log and "epoch 2 done" in log, log
     run_dir = Path(env["OUTPUT_ROOT"]) / "demo"
-    assert f"launch: in {run_dir}, these arguments name the project's files by absolute path: notes.txt" in log, log
-    assert not list(project.rglob("seen-rank*.json")), "written into the project directory"
-    for rank in (0, 1):
-        seen = json.loads((run_dir / f"seen-rank{rank}.json").read_text())
-        assert seen["cwd"] == str(run_dir) and seen["env"]["RUN_DIR"] == str(run_dir), seen
-        assert seen["argv"] == ["--epochs", "2", "--notes", str(project / "notes.txt")], seen
-        assert seen["notes"] == "the project's notes\n"
-        assert seen["env"]["DATA_DIR"] == str(dataset[0])
-        assert seen["env"]["RANK"] == str(rank) and seen["env"]["WORLD_SIZE"] == "2", seen
-        assert seen["env"]["LOCAL_RANK"] == str(rank) and int(seen["env"]["LUMI_SCAFFOLD_CPUS_PER_RANK"]) >= 1, seen
+    assert result.state == "COMPLETED" and f" --chdir={run_dir} " in step_line(log), log
+    assert (run_dir / "saved" / "state.json").is_file() and not (project / "saved").exists()
 
 
 # ------------------------------------------------------------------ the LUMI AI Guide's DDP script
@@ -202,11 +261,11 @@ def guide_script() -> str:
     pytest.skip(why)
 
 
-def test_the_lumi_ai_guide_ddp_script_trains_in_the_run_directory(slurm_cluster, template, tmp_path, site_root):
+def test_the_lumi_ai_guide_ddp_script_trains_from_the_project_directory(slurm_cluster, template, tmp_path, site_root):
     """The Guide's DDP script as train.py (2 ranks, srun): it completes, it got the rank
     variables it reads (LOCAL_RANK, RANK, and WORLD_SIZE, MASTER_ADDR, MASTER_PORT for
     init_process_group), it prints one line per epoch, and its weights, saved by relative
-    path, land in the run directory, not in the project directory."""
+    path, land where the Guide expects them: in the directory it starts in (WORKDIR)."""
     script = guide_script()
     for old, new in GUIDE_PATCHES:
         assert script.count(old) == 1, f"the Guide's script changed: {old!r} (update GUIDE_COMMIT and the patches)"
@@ -225,10 +284,10 @@ def test_the_lumi_ai_guide_ddp_script_trains_in_the_run_directory(slurm_cluster,
     assert re.search(r"^rank 0/2 node \S+ local_rank 0 ", log, re.M) and re.search(r"^rank 1/2 node \S+ local_rank 1 ", log, re.M), log
     assert re.search(r"^Epoch 1, Training Loss: ", log, re.M) and re.search(r"^Epoch 2, Training Loss: ", log, re.M), log
     assert "Validation Accuracy: " in log and "Time elapsed (s): " in log, log
-    run_dir = Path(env["OUTPUT_ROOT"]) / "demo"
-    weights = run_dir / "vit_b_16_imagenet.pth"
-    assert weights.is_file() and "module.4.weight" in torch_load(weights), list(run_dir.iterdir())
-    assert not list(project.rglob("*.pth")), "weights written into the project directory"
+    # The Guide's scripts start in their project directory (its README runs them from there),
+    # as the jobs' default WORKDIR does: the weights it saves by relative path land there.
+    weights = project / "vit_b_16_imagenet.pth"
+    assert weights.is_file() and "module.4.weight" in torch_load(weights), sorted(p.name for p in project.iterdir())
 
 
 def torch_load(path: Path) -> dict:
@@ -264,6 +323,6 @@ def test_the_examples_save_at_the_time_limit_warning_and_the_next_job_resumes_th
     log2 = log_of(project, second)
     assert result.state == "COMPLETED" and f"done: {TIME_LIMIT_CHAIN_STEPS} steps on 2 process(es)" in log2, log2
     assert int(re.search(r"resumed from \S+ at step (\d+)", log2).group(1)) == stopped, log2
-    saved = sorted(int(re.search(r"(\d+)", p.name).group(1)) for p in run_dir.glob("*-0*.*") if p.suffix in (".pt", ".npz"))
+    saved = sorted(int(re.search(r"(\d+)", p.name).group(1)) for p in (run_dir / "checkpoints").glob("*-0*.*") if p.suffix in (".pt", ".npz"))
     periodic = [step for step in saved if step < stopped]
     assert stopped in saved and periodic == list(range(37, stopped, 37)), saved

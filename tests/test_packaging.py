@@ -60,7 +60,7 @@ def test_wheel_contains_the_template_with_modes(wheel):
     in_repo = {str(p.relative_to(REPO)) for p in [REPO / "copier.yml", *(REPO / "project-templates").rglob("*")]
                if p.is_file() and "__pycache__" not in p.parts}
     assert shipped == in_repo
-    run_sh = infos[prefix + "project-templates/project/scripts/run.sh"]
+    run_sh = infos[prefix + "project-templates/project/scripts/lib/run.sh"]
     assert (run_sh.external_attr >> 16) & stat.S_IXUSR, "shell scripts must stay executable"
 
 
@@ -78,7 +78,7 @@ def test_installed_wheel_renders_a_project(wheel, tmp_path):
         assert template_root() == here / "_template", template_root()
         project = render_project(template_source(Path(sys.argv[2]) / "t"), Path(sys.argv[2]) / "p",
                                  {"project_name": "demo", "account": "project_465000000"})
-        print((project / "scripts" / "run.sh").stat().st_mode & 0o111 != 0, (project / "jobs" / "train.sbatch").is_file())
+        print((project / "scripts" / "lib" / "run.sh").stat().st_mode & 0o111 != 0, (project / "jobs" / "train.sbatch").is_file())
     """)
     env = {**os.environ, "PYTHONPATH": str(target)}
     result = subprocess.run([sys.executable, "-c", script, str(target), str(tmp_path)], cwd=tmp_path, env=env,

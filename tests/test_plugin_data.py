@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import warnings
@@ -216,6 +217,7 @@ def test_schema_is_checked_in():
 
 V02_COMMIT = "1055597"  # "Release 0.2.0" on main (the v0.2.0 tag did not travel with the repository)
 V030_COMMIT = "6146c40"  # "Release 0.3.0"
+V040_COMMIT = "6b0ff8c"  # "Release 0.4.0"
 
 
 def _has_commit(commit: str) -> bool:
@@ -230,6 +232,8 @@ def _recorded(release: str) -> tuple[dict, dict]:
         answers = {"project_name": "demo", "account": "project_465000001", "nodes": 2, "profiler": "rocprofv3",
                    "prestage": True}
         return answers, json.loads((FIXTURES / "plugin_data-v0.2.json").read_text())
+    if release == "0.4.0":  # (0.4.0 computes plugin_data with today's SDK: the same schema)
+        return {"project_name": "demo", "account": "project_465000001", "nodes": 2}, {}
     recorded = yaml.safe_load((FIXTURES / "answers-0.3.0" / "pytorch-legacy-prestage-rocprof.yml").read_text())
     answers = {k: v for k, v in recorded.items() if not k.startswith("_") and k != "plugin_data"}
     return answers, recorded["plugin_data"]
@@ -277,7 +281,8 @@ def test_a_project_made_by_an_older_release_updates_and_keeps_its_edits(tmp_path
 
     assert yaml.safe_load((project / ANSWERS_FILE).read_text())["plugin_data"] == recorded
     train = project / "jobs" / "train.sbatch"
-    train.write_text(train.read_text().replace("set -euo pipefail\n", "set -euo pipefail\n# our own line\n", 1))
+    # (a line of the user's own among the #SBATCH lines, which every release writes alike)
+    train.write_text(train.read_text().replace("#SBATCH --output=logs/%x-%j.out\n", "#SBATCH --output=logs/%x-%j.out\n# our own line\n", 1))
     _git(project, "init", "-q")
     _git(project, "add", "-A")
     _git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", f"made by {release}, edited")
@@ -298,30 +303,41 @@ def test_a_project_made_by_an_older_release_updates_and_keeps_its_edits(tmp_path
 
 
 @pytest.mark.slow
-def test_an_edit_to_what_moved_into_the_library_conflicts_and_says_where_it_went(tmp_path, capsys):
-    """A 0.3.0 project whose group edited the binds in job-env.sh: 0.4 keeps them in
-    scripts/values.sh, so the edit conflicts, and the update names where the part went."""
-    template = _release_and_now(tmp_path, "0.3.0", V030_COMMIT)
-    answers, recorded = _recorded("0.3.0")
+@pytest.mark.parametrize(("release", "commit"), [("0.3.0", V030_COMMIT), ("0.4.0", V040_COMMIT)])
+def test_an_edit_to_the_old_library_or_job_file_is_named_with_what_to_do(tmp_path, capsys, release, commit):
+    """A project whose group edited the binds in scripts/job-env.sh and the last lines of
+    jobs/train.sbatch (a shorter PROGRESS_TIMEOUT, an argument after train_job, as 0.4
+    allowed), and added an #SBATCH line: 0.5 keeps the library in scripts/lib/ and the
+    command in COMMAND=(...). The #SBATCH line stays; the job file conflicts and the update
+    says what to keep and where the argument goes; the removed job-env.sh is named, with
+    the git command that shows the change."""
+    template = _release_and_now(tmp_path, release, commit)
+    answers, recorded = _recorded(release)
     project = tmp_path / "project"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        copier.run_copy(str(template), str(project), data={**answers, "plugin_data": recorded}, defaults=True,
-                        unsafe=True, quiet=True, vcs_ref="v0.3.0")
+        copier.run_copy(str(template), str(project), data={**answers, **({"plugin_data": recorded} if recorded else {})},
+                        defaults=True, unsafe=True, quiet=True, vcs_ref=f"v{release}")
     env = project / "scripts" / "job-env.sh"
     text = env.read_text()
     assert 'BINDS="${BINDS:-' in text
     env.write_text(text.replace('BINDS="${BINDS:-', 'BINDS="${BINDS:-/our/lab,', 1))
+    train = project / "jobs" / "train.sbatch"
+    job = train.read_text().replace("#SBATCH --output=logs/%x-%j.out\n", "#SBATCH --output=logs/%x-%j.out\n#SBATCH --mail-type=END\n")
+    job = re.sub(r'^(\s*)train_job "\$@"$', r'\1train_job "$@" --epochs 3', job, count=1, flags=re.M)
+    train.write_text(job.replace('PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-1200}"', 'PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-600}"'))
     _git(project, "init", "-q")
     _git(project, "add", "-A")
-    _git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "made by 0.3.0, binds edited")
+    _git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", f"made by {release}, edited")
 
     assert cli.main(["update", str(project), "-q"]) == 1
     err = capsys.readouterr().err
-    assert ("scripts/lib/job.sh: your edit conflicts with 0.4's layout: it is the same in every project now; its values "
-            "(image, binds, modules, paths, billing) moved to scripts/values.sh") in err, err
-    assert "/our/lab" in env.read_text() and "<<<<<<<" in env.read_text()
-    assert (project / "scripts" / "values.sh").is_file()
+    assert "jobs/train.sbatch: your edit conflicts with 0.5's layout. Fix: keep the new lines; the lines from its `source` on" in err, err
+    assert "with the arguments you added after train_job" in err and "CHAIN=N sbatch jobs/train.sbatch, not --chain N" in err
+    assert "#SBATCH --mail-type=END\n" in train.read_text() and "<<<<<<<" in train.read_text()
+    assert "\nCOMMAND=(python -u src/demo/train.py)\n" in train.read_text()
+    assert not env.exists() and "removed scripts/job-env.sh" in err and "git diff HEAD -- scripts/ src/" in err, err
+    assert (project / "scripts" / "lib" / "job.sh").is_file() and not (project / "src/demo/runlog.py").exists()
 
 
 def test_a_value_that_does_not_fit_is_reported_by_field_not_as_a_traceback():

@@ -34,7 +34,7 @@ def expected_files(a: dict) -> set[str]:
     files = {
         ".copier-answers.yml", ".gitignore", ".shellcheckrc", "README.md", "constraints.txt", "requirements.txt",
         "logs/.gitkeep",
-        "scripts/lib/job.sh", "scripts/lib/job.sh", "scripts/lib/run.sh", "scripts/setup-venv.sh", "scripts/lib/image_packages.py",
+        "scripts/lib/job.sh", "scripts/lib/sweep.sh", "scripts/lib/SHA256SUMS", "scripts/lib/run.sh", "scripts/setup-venv.sh", "scripts/lib/image_packages.py",
         "scripts/attach.sh", "scripts/lib/watchdog.py", "scripts/lib/rccl_net.py", "scripts/values.sh", "scripts/lib/project_values.py",
         "scripts/lib/reports.py", "scripts/lib/values-lib.sh",
         f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"scripts/lib/python/heartbeat.py",
@@ -57,7 +57,7 @@ def expected_files(a: dict) -> set[str]:
     if int(a.get("nodes", 1)) > 1:  # the network preflight, and its benchmark where the framework has one
         files |= {"jobs/preflight.sbatch", "scripts/lib/preflight.sh"}
         if framework.name == "jax" or framework.needs_master_addr:
-            files.add(f"src/{pkg}/allreduce_bench.py")
+            files.add("scripts/lib/allreduce_bench.py")
     return files
 
 
@@ -220,7 +220,8 @@ def test_two_node_pytorch_project_has_everything(template, tmp_path):
     # Each rank bound to its GPU's cores with the site's masks, through srun's --cpu-bind.
     assert v["launcher"] == "srun" and v["cpu_bind"].startswith("verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000,")
     assert '${cpu_bind:+"--cpu-bind=${cpu_bind}"}' in env
-    assert "srun --kill-on-bad-exit=1" in env and "run_step launch run.sh" in env and "train_job \"$@\"" in train
+    assert "srun --kill-on-bad-exit=1" in env and "make_step run.sh" in env and "train_job \"$@\"" in train
+    assert "\nCOMMAND=(python -u src/demo/train.py)\n" in train and '\nWORKDIR="${PROJECT_DIR}"\n' in train
     assert v["rendezvous"] == "1" and 'MASTER_ADDR="$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)"' in env
     assert "load lumi-aif-singularity-bindings" in v["modules"] and v["container_command"] == ["singularity", "run"]
     run = (p / "scripts/lib/run.sh").read_text()

@@ -18,7 +18,7 @@ import pytest
 
 from .helpers import PROJECT, load_module
 
-RUNLOG_DIR = PROJECT / "src/{{ plugin_data.package }}"
+RUNLOG_DIR = PROJECT / "scripts/lib/python"
 project_tests = load_module("project_tests_runlog", PROJECT / "tests/test_runlog.py")
 # The trackers write under the run; W&B offline and quiet, MLflow into a file store.
 TRACKERS_ENV = {"WANDB_SILENT": "true", "MLFLOW_ALLOW_FILE_STORE": "true", "WANDB_MODE": "offline",
@@ -236,7 +236,7 @@ def test_the_sweep_script_is_python_3_6(template, tmp_path):
     from .helpers import render
 
     scripts = render(template, tmp_path / "p") / "scripts"
-    for name in ("sweep.py", "reports.py", "project_values.py"):
+    for name in ("sweep.py", "lib/reports.py", "lib/project_values.py"):
         tree = ast.parse((scripts / name).read_text(), feature_version=(3, 6))
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}

@@ -30,23 +30,24 @@ KEEPS = textwrap.dedent('''\
     import runlog
     from heartbeat import Heartbeat
 
+    checkpoints = os.environ["CHECKPOINT_DIR"]
+    os.makedirs(checkpoints, exist_ok=True)
     parser = argparse.ArgumentParser()
-    parser.add_argument("--output", default="outputs")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--lr", type=float, default=0.1)
     args = parser.parse_args()
     lr = args.lr
-    saved = sorted(glob.glob(os.path.join(args.output, "step-*.json")))
+    saved = sorted(glob.glob(os.path.join(checkpoints, "step-*.json")))
     step = json.load(open(saved[-1]))["step"] if saved else 0
     last = args.steps
     heartbeat = Heartbeat()
-    log = runlog.RunLog(rank=0, world=1, output=args.output, start_step=step, last_step=last,
+    log = runlog.RunLog(rank=0, world=1, output=os.environ["RUN_DIR"], start_step=step, last_step=last,
                         samples_per_step=1, config=vars(args))
     while step < last:
         step += 1
         heartbeat.beat(step)
         log.step(step, data_wait=0.0, metrics=lambda: {"loss": 1.0 / step, "lr": lr})
-    json.dump({"step": step}, open(os.path.join(args.output, f"step-{step:08d}.json"), "w"))
+    json.dump({"step": step}, open(os.path.join(checkpoints, f"step-{step:08d}.json"), "w"))
     log.finish(finished=True)
 ''')
 

@@ -73,8 +73,8 @@ def chained_run(tmp_path_factory, template, site_root, dataset):
     env = job_env(cluster, work, site_root)
     # 120 s of training: more than a 1-minute job gets (Slurm ends it 60-95 s in), less than
     # the first job's share plus a 5-minute one.
-    job_id = cluster.sbatch(["--time=00:01:00", "jobs/train.sbatch", "--chain", "3", "--steps", "240",
-                             "--seconds-per-step", "0.5", "--checkpoint-every", "5"], cwd=project, env=env)
+    job_id = cluster.sbatch(["--time=00:01:00", "jobs/train.sbatch", "--steps", "240",
+                             "--seconds-per-step", "0.5", "--checkpoint-every", "5"], cwd=project, env={**env, "CHAIN": "3"})
     yield cluster, job_id, project, env
     cluster.stop()
 
@@ -185,7 +185,7 @@ def test_lumi_project_trains_on_eight_ranks(slurm_cluster, template, tmp_path, s
     assert 0 < report["seconds"]["training"] < report["seconds"]["job"] < waited + 1, (report, waited)
     assert report["billing"]["billed"] == pytest.approx(rate * report["seconds"]["job"] / 3600, abs=1e-4)
     assert re.search(rf"^report: job {job_id} finished · steps 1-20 \(20\) · .* GPU-hours billed", log, re.M), log
-    assert (tmp_path / "outputs" / "demo" / "checkpoint-00000020.pt").exists()
+    assert (tmp_path / "outputs" / "demo" / "checkpoints" / "checkpoint-00000020.pt").exists()
     calls = [json.loads(line) for line in (tmp_path / "singularity.jsonl").read_text().splitlines()]
     assert {c["verb"] for c in calls} == {"run"} and all(c["error"] is None for c in calls)
     # one per rank, one for the progress watchdog beside them, and one that reads the image's
@@ -217,7 +217,7 @@ def test_failing_rank_fails_the_job_and_ends_the_chain(slurm_cluster, template, 
         "            step += 1\n",
         "            step += 1\n            if rank == 1 and step == 12:\n                raise RuntimeError('injected failure')\n", 1))
     env = job_env(slurm_cluster, tmp_path, site_root, **image_env(tmp_path, WITH_CONDA="echo conda env activated"))
-    job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--chain", "2", "--steps", "200",
+    job_id, result = run_job(slurm_cluster, project, {**env, "CHAIN": "2"}, "jobs/train.sbatch", "--steps", "200",
                              "--checkpoint-every", "5", "--num-workers", "0")
     log = log_of(project, job_id)
     assert result.state == "FAILED" and result.exit_code != 0, log
@@ -225,7 +225,8 @@ def test_failing_rank_fails_the_job_and_ends_the_chain(slurm_cluster, template, 
     # $WITH_CONDA ran inside the container on each rank, and for the progress watchdog
     assert log.count("conda env activated") == 3
     assert "prestage: node 0: extracted" in log and "data: 512 samples from" in log and "/node-tmp/" in log
-    assert (tmp_path / "outputs" / "demo" / "checkpoint-00000010.pt").exists(), log
+    assert (tmp_path / "outputs" / "demo" / "checkpoints" / "checkpoint-00000010.pt").exists(), log
+    assert re.search(r"^chain: job (\d+) continues run demo", log, re.M), log
     next_job = int(re.search(r"^chain: job (\d+) continues run demo", log, re.M).group(1))
     assert re.search(rf"training failed \(status \d+\) before Slurm's time-limit warning.*cancelling job {next_job}", log), log
     assert slurm_cluster.wait(next_job, timeout=30).state == "CANCELLED"
@@ -276,7 +277,7 @@ def test_helper_steps_hold_none_of_the_resources_the_training_step_asks_for(slur
                      dataset_archive="/scratch/project_465000000/train.tar")
     assert (project / "scripts/lib/caches.sh").is_file()  # restore_caches starts its step
     for helper in ("prestage.sh", "caches.sh"):
-        (project / "scripts" / helper).write_text(_HELD)
+        (project / "scripts" / "lib" / helper).write_text(_HELD)
     header = [line for line in (project / "jobs/train.sbatch").read_text().splitlines() if line.startswith("#SBATCH")]
     assert "#SBATCH --mem=480G" in header or any(line.startswith("#SBATCH --mem-per-gpu=") for line in header), header
     (project / "jobs/beside-helpers.sbatch").write_text("\n".join(["#!/bin/bash", *header]) + _BESIDE_HELPERS)
@@ -299,7 +300,7 @@ def test_a_job_that_cannot_stage_its_data_queues_no_next_job(slurm_cluster, temp
     project = render(template, tmp_path / "p", gpus_per_node=1, prestage=True,
                      dataset_archive="/scratch/project_465000000/missing.tar")
     env = job_env(slurm_cluster, tmp_path, site_root)
-    job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--chain", "3")
+    job_id, result = run_job(slurm_cluster, project, {**env, "CHAIN": "3"}, "jobs/train.sbatch")
     log = log_of(project, job_id)
     assert result.state == "FAILED", log
     assert "missing.tar does not exist. Fix:" in log and "chain: job" not in log
@@ -312,11 +313,11 @@ def test_a_dev_g_job_refuses_a_chain(slurm_cluster, template, tmp_path, site_roo
     naming the partition and its purpose (the site's data), before it stages data, trains or queues anything."""
     project = render(template, tmp_path / "p", partition="dev-g", gpus_per_node=1, walltime="00:10:00")
     env = job_env(slurm_cluster, tmp_path, site_root)
-    job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--chain", "2", "--steps", "20")
+    job_id, result = run_job(slurm_cluster, project, {**env, "CHAIN": "2"}, "jobs/train.sbatch", "--steps", "20")
     log = log_of(project, job_id)
     assert (result.state, result.exit_code) == ("FAILED", 2), log
     assert log.strip().splitlines() == [
-        "--chain: dev-g takes no chains of jobs; dev-g: Debugging and quick tests only (2 jobs, 1 running); "
+        "CHAIN=2: dev-g takes no chains of jobs; dev-g: Debugging and quick tests only (2 jobs, 1 running); "
         "abuse can suspend the account. "
         "Fix: train long runs on another partition (lumi-scaffold update -d partition=<name>)"], log
     assert not (tmp_path / "outputs").exists()
@@ -380,7 +381,7 @@ def test_jax_project_trains_on_two_processes(slurm_cluster, template, tmp_path, 
     assert result.state == "COMPLETED", log
     assert re.search(r"^rank 0/2 devices", log, re.M) and re.search(r"^rank 1/2 devices", log, re.M), log
     assert "done: 20 steps on 2 process(es)" in log
-    assert (tmp_path / "outputs" / "demo" / "params-00000020.npz").exists()
+    assert (tmp_path / "outputs" / "demo" / "checkpoints" / "params-00000020.npz").exists()
     report = json.loads((tmp_path / "outputs/demo/reports" / f"{job_id}.json").read_text())
     assert report["steps"]["done"] == 20 and report["world"] == 2 and report["ended"] == "finished", report
     # A second job resumes the run and its W&B run (offline, by process 0): one run id, each step once.
@@ -419,7 +420,7 @@ def test_pytorch_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_pa
     log = log_of(project, job_id)
     assert result.state == "COMPLETED", log
     assert "resumed from" in log and "at step 20" in log and "done: 30 steps on 4 process(es)" in log
-    assert sorted(p.name for p in (tmp_path / "outputs" / "demo").glob("checkpoint-*.pt")) == [
+    assert sorted(p.name for p in (tmp_path / "outputs" / "demo" / "checkpoints").glob("checkpoint-*.pt")) == [
         "checkpoint-00000020.pt", "checkpoint-00000030.pt"]
     if tracking == "mlflow":  # one run in the project's file store, steps 10-30 once each
         assert mlflow_steps(tmp_path / "outputs" / "mlruns") == [10, 20, 30]
@@ -469,10 +470,11 @@ def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained
     info = cluster.wait(third, timeout=30)
     assert info.state == "CANCELLED" and not log_of(project, third), "the third job must not run"
     run_dir = Path(env["OUTPUT_ROOT"]) / "demo"
-    assert sorted(p.name for p in run_dir.glob("checkpoint-*.pt"))[-1] == "checkpoint-00000240.pt"
-    assert len(list(run_dir.glob("checkpoint-*.pt"))) == 3  # --keep-checkpoints 3 (the default)
+    saved = run_dir / "checkpoints"  # (CHECKPOINT_DIR)
+    assert sorted(p.name for p in saved.glob("checkpoint-*.pt"))[-1] == "checkpoint-00000240.pt"
+    assert len(list(saved.glob("checkpoint-*.pt"))) == 3  # --keep-checkpoints 3 (the default)
     assert len((run_dir / "jobs.txt").read_text().splitlines()) == 2
-    assert torch.load(run_dir / "checkpoint-00000240.pt")["step"] == 240
+    assert torch.load(saved / "checkpoint-00000240.pt")["step"] == 240
     # One tracked run across the chain: every 10th step once (job 2 resumed from an older
     # checkpoint than job 1's last logged step, and did not log those steps again).
     assert tensorboard_steps(run_dir) == list(range(10, 241, 10))

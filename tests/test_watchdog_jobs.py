@@ -40,10 +40,9 @@ def test_a_hung_rank_stops_the_job_and_a_dying_rank_still_fails_it(slurm_cluster
     elapsed = time.monotonic() - started
     log = log_of(project, job_id)
     assert result.state == "FAILED", log
-    assert ("watchdog: on; until the training script imports heartbeat.py it is judged by its output alone: stopped "
-            "when the job's output does not grow for OUTPUT_TIMEOUT=21600 s. A script that imports it gets "
-            "STARTUP_TIMEOUT=60 s before its first heartbeat, PROGRESS_TIMEOUT=5 s after, PHASE_TIMEOUT=3600 s in a "
-            "phase.") in log
+    assert ("watchdog: until the command imports heartbeat.py it is judged by its output alone: stopped "
+            "when the job's output does not grow for OUTPUT_TIMEOUT=21600 s; with heartbeats: STARTUP_TIMEOUT=60 s "
+            "to the first, PROGRESS_TIMEOUT=5 s between them, PHASE_TIMEOUT=3600 s in a phase") in log
     if fault == "die":
         assert "rank 15: dying at step 5" in log and "watchdog: no progress" not in log, log
         assert elapsed < 60, log
@@ -73,8 +72,8 @@ def test_a_chain_goes_on_without_the_node_that_stalled_once(slurm_cluster_2nodes
     finishes; the chain's next job is cancelled."""
     project = project_with_stand_in(template, tmp_path, walltime="01:00:00")
     env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_FAULT="hang", FAKE_BAD_NODE="nid005000", **LIMITS)
-    first = slurm_cluster_2nodes.sbatch(["--nodelist=nid005000", "jobs/train.sbatch", "--chain", "2", "--steps", "12"],
-                                        cwd=project, env=env)
+    first = slurm_cluster_2nodes.sbatch(["--nodelist=nid005000", "jobs/train.sbatch", "--steps", "12"],
+                                        cwd=project, env={**env, "CHAIN": "2"})
     result = slurm_cluster_2nodes.wait(first, timeout=180)
     log = log_of(project, first)
     assert result.state == "FAILED", log
@@ -160,9 +159,9 @@ def test_a_script_that_never_beats_is_judged_by_its_output(slurm_cluster, templa
     assert result.state == "COMPLETED", log
     assert "epoch 1 done" in log and "done: all epochs" in log and "watchdog: no" not in log, log
     first = next(line for line in log.splitlines() if line.startswith("watchdog:"))
-    assert first.startswith("watchdog: on; until the training script imports heartbeat.py it is judged by its output "
-                            "alone: stopped when the job's output does not grow for OUTPUT_TIMEOUT=21600 s."), log
-    assert "For a tighter guard, add to train.py: from heartbeat import Heartbeat" in first
+    assert first.startswith("watchdog: until the command imports heartbeat.py it is judged by its output "
+                            "alone: stopped when the job's output does not grow for OUTPUT_TIMEOUT=21600 s;"), log
+    assert "a tighter guard: from heartbeat import Heartbeat" in first
     assert not (project / "logs" / f"heartbeat-{job_id}").exists()
     # the job's own report (scripts/lib/fault.py), although the script never imported runlog.py
     report = json.loads((Path(env["OUTPUT_ROOT"]) / "demo" / "reports" / f"{job_id}.json").read_text())
@@ -201,10 +200,10 @@ def test_rank_0_in_a_long_checkpoint_does_not_time_the_others_out(slurm_cluster,
     project = render(template, tmp_path / "p", partition="small-g", gpus_per_node=2, walltime="01:00:00")
     train = project / "src/demo/train.py"
     text = train.read_text()
-    assert "    path = os.path.join(output, f\"checkpoint-{step:08d}.pt\")\n" in text
+    assert "    path = os.path.join(CHECKPOINT_DIR, f\"checkpoint-{step:08d}.pt\")\n" in text
     train.write_text(text.replace(
-        "    path = os.path.join(output, f\"checkpoint-{step:08d}.pt\")\n",
-        "    path = os.path.join(output, f\"checkpoint-{step:08d}.pt\")\n    if step == 10:\n        time.sleep(14)\n", 1))
+        "    path = os.path.join(CHECKPOINT_DIR, f\"checkpoint-{step:08d}.pt\")\n",
+        "    path = os.path.join(CHECKPOINT_DIR, f\"checkpoint-{step:08d}.pt\")\n    if step == 10:\n        time.sleep(14)\n", 1))
     env = job_env(slurm_cluster, tmp_path, site_root, PROGRESS_TIMEOUT="9", STARTUP_TIMEOUT="120", PHASE_TIMEOUT="60")
     job_id, result = run_job(slurm_cluster, project, env, "jobs/train.sbatch", "--steps", "14", "--checkpoint-every",
                              "10", "--num-workers", "0", timeout=180)

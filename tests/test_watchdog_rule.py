@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-JOB_ENV = Path(__file__).resolve().parent.parent / "project-templates" / "project" / "scripts" / "job-env.sh"
+JOB_SH = Path(__file__).resolve().parent.parent / "project-templates" / "project" / "scripts" / "lib" / "job.sh"
 
 
 def watch_progress(tmp_path: Path, **limits: str) -> subprocess.CompletedProcess:
-    """Runs watch_progress alone (taken out of job-env.sh) with a stand-in container command
-    (`true`: no watchdog process) and prints what it exports."""
+    """Runs watch_progress alone (taken out of job.sh) with a stand-in container command
+    (`true`: no watchdog process), values.sh's defaults, and prints what it exports."""
     script = f"""set -u
-source <(sed -n '/^watch_progress() {{/,/^}}/p' '{JOB_ENV}')
-PROJECT_DIR='{tmp_path}' SLURM_JOB_ID=7 CONTAINER=(true)
+source <(sed -n '/^watch_progress() {{/,/^}}/p' '{JOB_SH}')
+PROJECT_DIR='{tmp_path}' LIB='{tmp_path}' SLURM_JOB_ID=7 CONTAINER=(true) DRY_RUN=0
+progress_timeout=1200 startup_timeout=1800 phase_timeout=3600 output_timeout=21600
 watch_progress || exit $?
 echo "collective=$LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT interval=$LUMI_SCAFFOLD_HEARTBEAT_INTERVAL"
 """
@@ -55,13 +56,13 @@ def test_the_collective_timeout_is_above_every_allowance_of_the_watchdog(tmp_pat
 
 
 def test_the_limits_default_and_are_checked(tmp_path):
-    result = watch_progress(tmp_path, PROGRESS_TIMEOUT="1200", STARTUP_TIMEOUT="1800")
+    result = watch_progress(tmp_path)  # (scripts/values.sh's defaults)
     assert exported(result) == (3722, 60)
-    assert result.stdout.startswith("watchdog: on; until the training script imports heartbeat.py it is judged by its "
+    assert result.stdout.startswith("watchdog: until the command imports heartbeat.py it is judged by its "
                                     "output alone: stopped when the job's output does not grow for "
-                                    "OUTPUT_TIMEOUT=21600 s.")
+                                    "OUTPUT_TIMEOUT=21600 s;")
     off = watch_progress(tmp_path, PROGRESS_TIMEOUT="600", STARTUP_TIMEOUT="60", OUTPUT_TIMEOUT="0")
-    assert "judged by its output alone: no limit (OUTPUT_TIMEOUT=0)." in off.stdout
+    assert "judged by its output alone: no limit (OUTPUT_TIMEOUT=0);" in off.stdout
     for name in ("OUTPUT_TIMEOUT", "PHASE_TIMEOUT"):
         bad = watch_progress(tmp_path, PROGRESS_TIMEOUT="600", STARTUP_TIMEOUT="60", **{name: "6h"})
         assert bad.returncode == 2
@@ -74,7 +75,7 @@ def test_the_pytorch_examples_timeout_reaches_process_groups_made_later(tmp_path
     pytest.importorskip("torch")
     example = Path(__file__).resolve().parent / "golden" / "pytorch-2node" / "src" / "demo"
     code = f"""import sys, os, torch
-sys.path.insert(0, {str(example)!r})
+sys.path[:0] = [{str(example)!r}, {str(example.parents[1] / "scripts/lib/python")!r}]
 import train
 import torch.distributed as dist
 dist.init_process_group("gloo", rank=0, world_size=1, timeout=train.collective_timeout())

@@ -22,7 +22,6 @@ project from an older template is judged by what its own example would do.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -55,10 +54,6 @@ def listing(directory: str | None) -> dict[str, int] | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--output")
-    parser.add_argument("--data")
-    args, rest = parser.parse_known_args()
     env = os.environ
     affinity = sorted(os.sched_getaffinity(0))
     per_rank = as_int(env.get("LUMI_SCAFFOLD_CPUS_PER_RANK"))
@@ -69,10 +64,9 @@ def main() -> None:
     slurm_local = as_int(env.get("SLURM_LOCALID"), 0)
     record = {
         "argv": sys.argv[1:],
-        "output": args.output,
-        "data": args.data,
-        "data_files": listing(args.data),
-        "rest": rest,
+        "output": env.get("RUN_DIR"),  # (the job gives its world in the environment, never as arguments)
+        "data": env.get("DATA_DIR"),
+        "data_files": listing(env.get("DATA_DIR")),
         "node": env.get("SLURMD_NODENAME") or socket.gethostname(),
         "pid": os.getpid(),
         "affinity": affinity,

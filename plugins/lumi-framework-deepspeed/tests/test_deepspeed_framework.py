@@ -68,12 +68,11 @@ def test_project_has_config_launch_and_pins(project):
     assert "it ships: torch 2.10.* (exact version UNCONFIRMED)" in (project / "constraints.txt").read_text()
     values = project_values(project)
     assert values["launcher"] == "srun" and values["cpu_bind"].startswith("verbose,mask_cpu:")
-    # The AI guide's arguments [AIG-05], from the framework's train_args, which the jobs' launch
-    # puts before the user's own (the jobs' --output and data, then what was given to sbatch);
-    # the jobs pass --output and --data to a script that defines them, as this example does.
-    assert values["train_args"] == ["--deepspeed", "--deepspeed_config", "${PROJECT_DIR}/config/ds_config.json"]
-    assert '"${step[@]}" python -u "${PROJECT_DIR}/${train_script}" "${args[@]}"' in (
-        project / "scripts" / "job-env.sh").read_text()
+    # The AI guide's arguments [AIG-05], from the framework's train_args, written into the
+    # job file's command where the user sees them (lumi-scaffold 0.5), with the run directory
+    # as --output, which this example takes (it reads DATA_DIR where --data is not given).
+    assert ('COMMAND=(python -u src/demo/train.py --deepspeed --deepspeed_config config/ds_config.json '
+            '--output "${RUN_DIR}")\n') in (project / "jobs" / "train.sbatch").read_text()
     assert 'add_argument("--output"' in train and 'add_argument("--data"' in train
     assert values["rendezvous"] == "1"  # MASTER_ADDR and MASTER_PORT for deepspeed.init_distributed
 
@@ -101,11 +100,9 @@ def test_profile_job_passes_the_same_arguments(catalogue, tmp_path_factory):
     answers = {"site": "lumi", "framework": "deepspeed", "account": "project_465000000", "profiler": "rocprofv3"}
     project = render_project(template, tmp_path_factory.mktemp("projects") / "demo", answers)
     assert "profile_job" in (project / "jobs" / "profile.sbatch").read_text()
-    # profile_job (the static library) starts the ranks with the training's launch, so the
-    # framework's arguments (train_args in values.sh) reach the profiled run too.
-    kinds = (project / "scripts" / "job-kinds.sh").read_text()
-    assert 'launch run-profile.sh "${output}" "${DATA_ARGS[@]}" "$@"' in kinds
-    assert project_values(project)["train_args"][0] == "--deepspeed"
+    # The profile job's command has the framework's arguments too, in its own job file.
+    assert ('COMMAND=(python -u src/demo/train.py --deepspeed --deepspeed_config config/ds_config.json '
+            '--output "${RUN_DIR}" --steps 40)\n') in (project / "jobs" / "profile.sbatch").read_text()
 
 
 def test_example_without_deepspeed_stops_with_a_message(project, tmp_path):
@@ -133,6 +130,8 @@ def _example(project: Path, out: Path, *args: str, **env: str) -> subprocess.Com
     """The example as one rank of a job on the CPU, writing to ``out``."""
     base = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR")}
     base["MASTER_PORT"] = str(20000 + os.getpid() % 10000)
+    # runlog and heartbeat: on the ranks' PYTHONPATH, as scripts/lib/run.sh puts them (lumi-scaffold 0.5)
+    base["PYTHONPATH"] = os.pathsep.join(filter(None, [base.get("PYTHONPATH"), str(project / "scripts/lib/python")]))
     cmd = [DEEPSPEED_PYTHON, str(project / "src/demo/train.py"), "--output", str(out), "--num-workers", "0", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env={**base, **env}, timeout=600)
 

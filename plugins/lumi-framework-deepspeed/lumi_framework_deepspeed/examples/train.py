@@ -40,12 +40,12 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-try:  # src/<package>/heartbeat.py, beside this script: projects with the job's progress watchdog
+try:  # heartbeat.py: on the jobs' PYTHONPATH (lumi-scaffold 0.5; beside this script before): the job's watchdog
     from heartbeat import Heartbeat
 except ImportError:  # a project from lumi-scaffold before 0.3: no watchdog to tell
     Heartbeat = None
 
-try:  # src/<package>/runlog.py, beside this script: the job report and tracking (lumi-scaffold 0.4)
+try:  # runlog.py, likewise: the job report and tracking (lumi-scaffold 0.4 and later)
     import runlog
 except ImportError:  # a project from an older lumi-scaffold: no report, no tracking
     runlog = None

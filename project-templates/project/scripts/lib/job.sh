@@ -15,6 +15,7 @@ export USER="${USER:-$(id -un)}"
 PROJECT_DIR="${SLURM_SUBMIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 LIB="${PROJECT_DIR}/scripts/lib"
 DRY_RUN="${LUMI_SCAFFOLD_DRY_RUN:-0}"
+JOB_ARGS=("$@")   # the job's own arguments (sbatch FILE ARGS...): a chain's next job gets them again
 export PROJECT_DIR
 # shellcheck source=values-lib.sh
 source "${LIB}/values-lib.sh"
@@ -66,6 +67,7 @@ if [ -n "${VENV_PACK}" ] && [ -d "${VENV_PACK}" ]; then
     CONTAINER+=(--bind "${VENV_PACK}:/user-software")
 elif [ -n "${VENV_PACK}" ] && [ -f "${VENV_PACK}" ]; then
     CONTAINER+=(--bind "${VENV_PACK}:/user-software:image-src=/")
+    echo "venv: ${VENV_PACK} bound at /user-software (used instead of venv/)"
 fi
 CONTAINER+=("${SIF}")
 
@@ -176,15 +178,7 @@ shell_line() {
 make_step() {
     local wrapper="${LIB}/$1"
     shift
-    if [ "${#COMMAND[@]}" = 0 ]; then
-        echo "COMMAND is empty: name what every rank runs in the job file, e.g. COMMAND=(python -u src/${package}/train.py)" >&2
-        exit 2
-    fi
-    WORKDIR="${WORKDIR:-${PROJECT_DIR}}"
-    if [ ! -d "${WORKDIR}" ]; then
-        echo "WORKDIR='${WORKDIR:-}' is not a directory: the job file names where COMMAND starts" >&2
-        exit 2
-    fi
+    check_command
     STEP=(srun --kill-on-bad-exit=1 --chdir="${WORKDIR}")
     if [ "${launcher}" = torchrun ]; then
         STEP+=("${srun_options[@]}" "${CONTAINER[@]}" "${LIB}/run.sh"
@@ -195,6 +189,22 @@ make_step() {
     else
         STEP+=(${cpu_bind:+"--cpu-bind=${cpu_bind}"} "${srun_options[@]}" "${CONTAINER[@]}" "${wrapper}" "${COMMAND[@]}" "$@")
     fi
+    print_step
+}
+# The job file's COMMAND and WORKDIR (the project directory where it names none), checked.
+check_command() {
+    if [ "${#COMMAND[@]}" = 0 ]; then
+        echo "COMMAND is empty: name what every rank runs in the job file, e.g. COMMAND=(python -u src/${package}/train.py)" >&2
+        exit 2
+    fi
+    WORKDIR="${WORKDIR:-${PROJECT_DIR}}"
+    if [ ! -d "${WORKDIR}" ]; then
+        echo "WORKDIR='${WORKDIR}' is not a directory: the job file names where COMMAND starts" >&2
+        exit 2
+    fi
+}
+# Prints STEP as a line to copy into a shell in an allocation, after the variables it needs.
+print_step() {
     local name env=()
     for name in RUN_NAME RUN_DIR CHECKPOINT_DIR DATA_DIR MASTER_ADDR MASTER_PORT SRUN_CPUS_PER_TASK SINGULARITY_BIND APPTAINER_BIND; do
         if [ -n "${!name:-}" ]; then
@@ -298,7 +308,7 @@ watch_progress() {
     fi
     echo "watchdog: until the command imports heartbeat.py it is judged by its output alone: ${by_output};" \
         "with heartbeats: STARTUP_TIMEOUT=${STARTUP_TIMEOUT} s to the first, PROGRESS_TIMEOUT=${PROGRESS_TIMEOUT} s" \
-        "between them, PHASE_TIMEOUT=${PHASE_TIMEOUT} s in a phase"
+        "between them, PHASE_TIMEOUT=${PHASE_TIMEOUT} s in a phase (a tighter guard: from heartbeat import Heartbeat, README.md)"
     if [ "${DRY_RUN}" = 1 ]; then
         return 0
     fi
@@ -365,13 +375,20 @@ drop_heartbeats() {
     fi
 }
 
-# The job file that runs (a batch job runs Slurm's copy of it: its name is the job's Command).
+# The job file that runs: a batch job runs Slurm's copy of it, whose name is the job's
+# Command (with the job's arguments after it); jobs/train.sbatch where that is not a file.
 job_file() {
     local file="${BASH_SOURCE[-1]}"
     if [[ "${file}" == */slurm_script ]]; then
         file="$(scontrol show job "${SLURM_JOB_ID}" 2>/dev/null | sed -n 's/^ *Command=//p' | head -n 1)"
+        if [ "${#JOB_ARGS[@]}" -gt 0 ]; then
+            file="${file% "${JOB_ARGS[*]}"}"
+        fi
     fi
-    echo "${file:-${PROJECT_DIR}/jobs/train.sbatch}"
+    if [ ! -f "${file}" ]; then
+        file="${PROJECT_DIR}/jobs/train.sbatch"
+    fi
+    echo "${file}"
 }
 
 # The training job (jobs/train.sbatch): COMMAND [the job's arguments] on every rank.
@@ -411,7 +428,7 @@ train_job() {
     elif [ "${chain}" -gt 1 ] && [ "${DRY_RUN}" != 1 ]; then
         # Queued before training, so that it runs even when this job meets its time limit.
         if next_job="$(cd "${PROJECT_DIR}" && CHAIN="$((chain - 1))" sbatch --parsable \
-            --dependency="afterany:${SLURM_JOB_ID}" "$(job_file)" "$@")"; then
+            --dependency="afterany:${SLURM_JOB_ID}" "$(job_file)" "${JOB_ARGS[@]}")"; then
             echo "chain: job ${next_job} continues run ${RUN_NAME} after this one ($((chain - 1)) more job(s) at most)"
         else
             next_job=""
@@ -448,7 +465,7 @@ train_job() {
             stop_chain "${what}; a job on any nodes replaces it (software hang suspected)"
         fi
         if retry="$(cd "${PROJECT_DIR}" && CHAIN="${chain}" LUMI_SCAFFOLD_STALLED_BEFORE="${FAULT_EXCLUDE:-a software hang in job ${SLURM_JOB_ID}}" \
-            sbatch --parsable "${exclude[@]}" --dependency="afterany:${SLURM_JOB_ID}" "$(job_file)" "$@")"; then
+            sbatch --parsable "${exclude[@]}" --dependency="afterany:${SLURM_JOB_ID}" "$(job_file)" "${JOB_ARGS[@]}")"; then
             echo "chain: job ${retry} resumes run ${RUN_NAME} from its newest checkpoint${FAULT_EXCLUDE:+, without node ${FAULT_EXCLUDE}}" >&2
         else
             echo "chain: could not queue a job to resume (above); the chain ends here" >&2
@@ -567,21 +584,18 @@ stop_train() {
 
 # The profiling job (jobs/profile.sbatch, where the project has a profiler): the training
 # job's shape and launch, scripts/lib/run-profile.sh wrapping rank PROFILE_RANK
-# (profile_rank in values.sh) in the profiler. It runs in a run directory of its own
-# (RUN_NAME=profile-<job id>: a finished run would profile nothing) and writes the profile
-# into profiles/<job id>.
+# (profile_rank in values.sh) in the profiler, in the run directory the job file names; the
+# profile goes into profiles/<job id> (.2, .3 ... for more runs in one allocation).
 profile_job() {
     report_job profile
     trap 'echo "time limit in ${profile_signal_lead} s: the profile will end unfinished" >&2; time_is_up' USR1
-    local name="${SLURM_JOB_ID:-0}" n=1 status=0   # <job id>.2, .3 ... for more runs in one allocation
+    local name="${SLURM_JOB_ID:-0}" n=1 status=0
     while [ -e "${PROJECT_DIR}/profiles/${name}" ]; do
         n=$((n + 1))
         name="${SLURM_JOB_ID:-0}.${n}"
     done
     PROFILE_DIR="${PROJECT_DIR}/profiles/${name}"
-    RUN_NAME="profile-${name}" RUN_DIR="${OUTPUT_ROOT}/profile-${name}"
-    CHECKPOINT_DIR="${RUN_DIR}/checkpoints"
-    export PROFILE_DIR RUN_NAME RUN_DIR CHECKPOINT_DIR
+    export PROFILE_DIR
     stage_data
     restore_caches   # (compiling kernels would show in the profile)
     if [ "${DRY_RUN}" != 1 ]; then
@@ -600,53 +614,11 @@ profile_job() {
     echo "Profile written to ${PROFILE_DIR}"
 }
 
-# The smoke test (jobs/smoke-test.sbatch): COMMAND once, in the container, through run.sh.
+# The smoke test (jobs/smoke-test.sbatch): COMMAND as one task, in the container, through run.sh.
 smoke_job() {
-    make_step run.sh "$@"
+    check_command
+    STEP=(srun --kill-on-bad-exit=1 --chdir="${WORKDIR}" "${CONTAINER[@]}" "${LIB}/run.sh" "${COMMAND[@]}" "$@")
+    print_step
     dry_run_ends
     run_step
-}
-
-# A sweep (jobs/sweep.sbatch, a Slurm job array that scripts/sweep.py submits): the sweep
-# file is SWEEP (SWEEP=sweeps/example.txt); task i runs the i-th trial (a line that is not
-# empty or a comment, split at spaces, no shell) through the training job file, in its own
-# run directory, RUN_NAME=<sweep file's name>-<i>: the trial's words go after COMMAND and
-# the arguments every trial gets. A partition without job arrays refuses it.
-sweep_job() {
-    if [ -n "${sweep_refused}" ]; then
-        echo "sweep: ${sweep_refused}. Fix: sweep on another partition (lumi-scaffold update -d partition=<name>)" >&2
-        exit 2
-    fi
-    local sweep_file="${SWEEP:-}" sweep_path sweep trial trial_args
-    case "${sweep_file}" in
-        /*) sweep_path="${sweep_file}" ;;
-        *) sweep_path="${PROJECT_DIR}/${sweep_file}" ;;
-    esac
-    if [ -z "${sweep_file}" ] || [ ! -f "${sweep_path}" ]; then
-        echo "sweep: no sweep file SWEEP='${sweep_file}' in ${PROJECT_DIR}: python3 scripts/sweep.py submit sweeps/example.txt" >&2
-        exit 2
-    fi
-    if ! [[ "${SLURM_ARRAY_TASK_ID:-}" =~ ^[1-9][0-9]*$ ]]; then
-        echo "sweep: not an array job (tasks 1-N): python3 scripts/sweep.py submit ${sweep_file} submits it" >&2
-        exit 2
-    fi
-    sweep="$(basename "${sweep_file}" .txt)"
-    if ! [[ "${sweep}" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
-        echo "sweep: '${sweep}' is not a plain name (it names the trials' run directories): rename the file to letters, digits, . _ -" >&2
-        exit 2
-    fi
-    trial="$(grep -v -E '^[[:space:]]*(#|$)' "${sweep_path}" | sed -n "${SLURM_ARRAY_TASK_ID}p")"
-    if [ -z "${trial}" ]; then
-        echo "sweep: ${sweep_file} has no trial ${SLURM_ARRAY_TASK_ID} (the array is larger than the file)" >&2
-        exit 2
-    fi
-    read -r -a trial_args <<<"${trial}"
-    RUN_NAME="${sweep}-$(printf '%03d' "${SLURM_ARRAY_TASK_ID}")"
-    LUMI_SCAFFOLD_SWEEP="${sweep}"
-    export RUN_NAME LUMI_SCAFFOLD_SWEEP
-    unset SWEEP
-    echo "sweep ${sweep}: trial ${SLURM_ARRAY_TASK_ID} (${RUN_NAME}): ${trial}"
-    # This shell becomes the training job's (its #SBATCH lines are comments here; Slurm's
-    # time-limit warning reaches it).
-    exec bash "${PROJECT_DIR}/jobs/train.sbatch" "$@" "${trial_args[@]}"
 }

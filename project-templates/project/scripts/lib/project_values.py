@@ -40,7 +40,7 @@ def read(path: Union[Path, str, None] = None, env: Optional[Mapping[str, str]] =
         return word if raw else expand(word, env)
 
     values = {}  # type: Dict[str, Union[str, List[str]]]
-    for line in Path(path or HERE / "values.sh").read_text().splitlines():
+    for line in Path(path or HERE.parent / "values.sh").read_text().splitlines():
         m = _LINE.match(line)
         if not m:
             continue

@@ -2,8 +2,8 @@
 # Open a shell (or run a command) inside one of your running jobs, or watch its GPUs.
 set -euo pipefail
 
-# This file is the same in every project made by lumi-scaffold; what this site's GPUs show
-# and whether an attached step sees them are in scripts/values.sh.
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it; what this site's GPUs show and
+# whether an attached step sees them are in scripts/values.sh.
 # shellcheck source=values.sh
 source "$(dirname "${BASH_SOURCE[0]}")/values.sh"
 

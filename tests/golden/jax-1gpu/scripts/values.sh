@@ -1,6 +1,6 @@
 #!/bin/bash
-# This project's values, read by scripts/job-env.sh and scripts/run.sh (the jobs' library,
-# the same in every project) and by the Python helpers in scripts/. lumi-scaffold writes
+# This project's values, read by scripts/lib/job.sh and scripts/lib/run.sh (the jobs' library,
+# the same in every project) and by the Python helpers in scripts/lib/. lumi-scaffold writes
 # this file from .copier-answers.yml: `lumi-scaffold update -d NAME=VALUE` changes an
 # answer and this file with it. Variables named as ${NAME} in a value are expanded where
 # the value is used, in the job. Override a value for one job from the environment
@@ -20,7 +20,7 @@ node_tmp='/tmp'
 # The container image (SIF=/path/to/image.sif sbatch ... uses another).
 # Former LUST image, ROCm 6.2.0, Python 3.12, JAX 0.4.28 [EBC, PYPI]
 image='/appl/local/containers/easybuild-sif-images/lumi-jax-rocm-6.2.0-python-3.12-jax-0.4.28-dockerhash-1441a4bce06f.sif'
-# The image's known issues, named by scripts/fault.py when a job hangs with no rank to blame ('': none).
+# The image's known issues, named by scripts/lib/fault.py when a job hangs with no rank to blame ('': none).
 image_known_issues=''
 # (The image's path names no environment variable to check.)
 image_variable=''
@@ -44,14 +44,14 @@ dataset_dir='/scratch/project_465000000/datasets/demo'
 output_root='/scratch/project_465000000/${USER}/demo/outputs'
 # Every job of one run writes into OUTPUT_ROOT/RUN_NAME and resumes from there.
 run_name='demo'
-# 1: scripts/prestage.sh extracts dataset_archive into node_tmp on every node.
+# 1: scripts/lib/prestage.sh extracts dataset_archive into node_tmp on every node.
 prestage='0'
 dataset_archive=''
 # 1: the jobs restore the kernel caches from the project's cache area when they start
-# and save them when training ends (scripts/caches.sh; KEEP_KERNEL_CACHES=0: off).
+# and save them when training ends (scripts/lib/caches.sh; KEEP_KERNEL_CACHES=0: off).
 kernel_caches='1'
 
-# Experiment tracking with Weights & Biases (src/demo/runlog.py, rank 0): every job of a run
+# Experiment tracking with Weights & Biases (scripts/lib/python/runlog.py, rank 0): every job of a run
 # logs into one tracked run, its id kept in RUN_DIR/tracking.json. TRACKING=none sbatch ...
 # leaves a job out of it.
 tracking='wandb'
@@ -71,7 +71,7 @@ billing_sweep='0.5 GPU-hours'
 # train: max(ceil(cores/8), ceil(mem/64GB), GPUs) x 0.5 GPU-hours per hour on each node [UG-bill, TM-Slurm]
 billing_train='0.5 GPU-hours'
 
-# How the training and profiling ranks start (launch in scripts/job-env.sh):
+# How the training and profiling ranks start (make_step in scripts/lib/job.sh):
 # One task per GPU with 7 cores each, placed by Slurm: CPU masks only make sense
 # on whole nodes. [TM-Bind]
 launcher='srun'
@@ -83,21 +83,23 @@ cpu_bind=''
 numa_binding=''
 # Ranks each task starts.
 ranks_per_task='1'
-# The training script, from the project directory.
-train_script='src/demo/train.py'
-# The framework's arguments, first; then --output and --data where train.py defines
-# them, then yours (launch in scripts/job-env.sh).
-train_args=()
 # 0: JAX (jax.distributed) finds its peers itself (jax.distributed.initialize() auto-detects Slurm (SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID)).
 rendezvous='0'
-# 1: jobs/train.sbatch --chain N queues the run's next jobs.
+# 1: CHAIN=N sbatch jobs/train.sbatch queues the run's next jobs.
 chains='1'
 chains_refused=''
 # Seconds before the time limit at which Slurm warns the training job.
 signal_lead='300'
 profile_signal_lead='300'
 
-# Inside the container (scripts/run.sh, every rank).
+# The progress watchdog's limits, in seconds (watch_progress in scripts/lib/job.sh; 0: off). A job
+# file or the environment may set others: PROGRESS_TIMEOUT=600 sbatch jobs/train.sbatch.
+progress_timeout='1200'
+startup_timeout='1800'
+phase_timeout='3600'
+output_timeout='21600'
+
+# Inside the container (scripts/lib/run.sh, every rank).
 # NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3: RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
 # NCCL_NET_GDR_LEVEL=PHB: let RCCL use GPU-direct RDMA between GCD and NIC [WS-09, WS-2026]
 # HSA_FORCE_FINE_GRAIN_PCIE=1: fine-grained PCIe memory, recommended with the RCCL OFI plugin [WS-2026]
@@ -147,7 +149,7 @@ profile_rank=''
 profiler_command=()
 profiler_env=()
 
-# Sweeps (scripts/sweep.py submits jobs/sweep.sbatch, sweep_job in scripts/job-kinds.sh): one trial
+# Sweeps (scripts/sweep.py submits jobs/sweep.sbatch, sweep_job in scripts/lib/job.sh): one trial
 # of the training per line of a sweep file, each a task of a Slurm job array on the sweep's shape.
 # What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).
 sweep_at_limit='0.5'
@@ -158,14 +160,14 @@ sweep_refused=''
 
 # Compiler caches that survive jobs: MIOpen's kernel cache.
 # During a job it lives in node-local /tmp (RAM, counted in the job's memory),
-# where scripts/run.sh points the framework; scripts/caches.sh carries each from job to job.
+# where scripts/lib/run.sh points the framework; scripts/lib/caches.sh carries each from job to job.
 # The archives, one directory per image: KERNEL_CACHE_STORE/<image file name without .sif>/<name>.tar
 # (KERNEL_CACHE_STORE=... sbatch ... keeps them elsewhere).
 kernel_cache_store='/scratch/project_465000000/${USER}/cache/kernels/demo'
-# Each cache's name and its node-local directory (the same directories as scripts/run.sh's).
+# Each cache's name and its node-local directory (the same directories as scripts/lib/run.sh's).
 kernel_cache_dirs=('miopen=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')
 
-# Pre-staging (scripts/prestage.sh): off.
+# Pre-staging (scripts/lib/prestage.sh): off.
 prestage_shared_tmp_kb=''
 prestage_shared_tmp=''
 prestage_fix=''

@@ -1,17 +1,17 @@
 """Sweeps of this project: submit one as a Slurm job array, and summarise its trials.
 
-    python3 scripts/sweep.py submit sweeps/example.txt [--throttle N] [train.py arguments]
+    python3 scripts/sweep.py submit sweeps/example.txt [--throttle N] [arguments for every trial]
     python3 scripts/sweep.py summary sweeps/example.txt
 
-A sweep file has one trial per line: train.py's arguments, separated by spaces (no quotes;
-lines that are empty or start with # are skipped). `submit` checks the file, says what the
-sweep costs at the time limit, and runs sbatch --array=1-<trials>%<throttle>
-jobs/sweep.sbatch; each trial trains in its own run directory, <file name>-<trial>
-(example-001, ...). `summary` reads the job reports the trials wrote there
-(reports/<job id>.json, with scripts/reports.py) and prints one row per trial; it needs no
+A sweep file has one trial per line: words added to the COMMAND of jobs/train.sbatch,
+separated by spaces (no quotes; lines that are empty or start with # are skipped). `submit`
+checks the file, says what the sweep costs at the time limit, and runs SWEEP=<file> sbatch
+--array=1-<trials>%<throttle> jobs/sweep.sbatch; each trial trains in its own run directory,
+<file name>-<trial> (example-001, ...). `summary` reads the job reports the trials wrote
+there (reports/<job id>.json, with scripts/lib/reports.py) and prints one row per trial; it needs no
 tracker and no Slurm. The project's name, the sweep's time limit and cost and whether its
 partition takes job arrays come from scripts/values.sh. Runs with the login node's own
-python3 (standard library only).
+python3 (standard library only). OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it.
 """
 
 import argparse
@@ -21,10 +21,10 @@ import re
 import subprocess
 import sys
 
-import project_values
-import reports
-
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(PROJECT_DIR, "scripts", "lib"))
+import project_values  # noqa: E402  (scripts/lib/, the library)
+import reports  # noqa: E402
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -33,7 +33,7 @@ def fail(message):
 
 
 def trials(path):
-    """The trials of a sweep file: each a list of train.py arguments."""
+    """The trials of a sweep file: each a list of words added to the command."""
     try:
         with open(path) as handle:
             text = handle.read()
@@ -41,7 +41,7 @@ def trials(path):
         fail("cannot read the sweep file {} ({}): give one like sweeps/example.txt".format(path, exc.strerror))
     found = reports.sweep_trials(text)
     if not found:
-        fail("{} has no trials: one line of train.py arguments per trial".format(path))
+        fail("{} has no trials: one line of arguments per trial".format(path))
     return found
 
 
@@ -72,8 +72,10 @@ def submit(args, extra, values):
     print(line)
     project = values["project_name"]
     command = ["sbatch", "--parsable", "--array=1-{}%{}".format(len(found), args.throttle),
-               "--job-name={}-sweep-{}".format(project, name), "jobs/sweep.sbatch", path] + extra
-    result = subprocess.run(command, cwd=PROJECT_DIR, stdout=subprocess.PIPE, universal_newlines=True)
+               "--job-name={}-sweep-{}".format(project, name), "jobs/sweep.sbatch"] + extra
+    print("SWEEP={} {}".format(path, " ".join(command)))
+    result = subprocess.run(command, cwd=PROJECT_DIR, stdout=subprocess.PIPE, universal_newlines=True,
+                            env=dict(os.environ, SWEEP=path))
     if result.returncode:
         sys.exit(result.returncode)
     print("job array {}: logs/{}-sweep-{}-<job id>.out; python3 scripts/sweep.py summary {}".format(
@@ -82,11 +84,11 @@ def submit(args, extra, values):
 
 def output_root(values, file):
     """Where the trials' run directories are: $OUTPUT_ROOT, else the project's, as the jobs
-    expand it (scripts/job-env.sh)."""
+    expand it (scripts/lib/job.sh)."""
     if os.environ.get("OUTPUT_ROOT"):
         return os.environ["OUTPUT_ROOT"]
     env = dict(os.environ)
-    env.setdefault("USER", getpass.getuser())  # (as scripts/job-env.sh sets it)
+    env.setdefault("USER", getpass.getuser())  # (as scripts/lib/job.sh sets it)
     missing = project_values.unset(values["output_root"], env)
     if missing:
         fail("the output root {} needs ${{{}}}, which is not set here. Fix: set it, or OUTPUT_ROOT=DIR python3 "

@@ -1,4 +1,4 @@
-"""scripts/image_packages.py, which scripts/setup-venv.sh runs inside the container: the
+"""scripts/lib/image_packages.py, which scripts/setup-venv.sh runs inside the container: the
 record of what the image ships, the venv that sees it, the constraints that keep pip off
 it, and the check that names a package the venv changed. Here the "image" is this Python
 with a directory of made-up distributions (top needs mid, mid needs leaf) on its path."""

@@ -1,10 +1,11 @@
 #!/bin/bash
 # An interactive allocation in the training shape (2 node(s) x 8 GPU(s) on standard-g).
 # Usage: bash jobs/interactive.sh [salloc options] [COMMAND...]   (billed while it is held; exit to release)
-# Inside, run the jobs' own scripts: they start their steps in this allocation, exactly as
-# in a batch job. A run name of its own keeps the batch run's checkpoints out of it:
-#   RUN_NAME=try bash jobs/train.sbatch --steps 20
-#   bash jobs/profile.sbatch --steps 20
+# Inside, run the job files: they start their steps in this allocation, as in a batch job,
+# and print each step line ("step: srun ..."), which you may copy and change. A run name of
+# its own keeps the batch run's checkpoints out of it:
+#   RUN_NAME=try bash jobs/train.sbatch
+#   bash jobs/profile.sbatch
 # scripts/attach.sh opens more shells in it from another terminal.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -7,7 +7,7 @@
 # version (local and dev suffixes included), in venv/image-packages.json; pip installs
 # requirements.txt constrained by all of them (venv/image-constraints.txt) and by your own
 # pins (constraints.txt); afterwards it checks that every one is still there, unchanged.
-# The venv sees the image's packages through a .pth file (scripts/image_packages.py link),
+# The venv sees the image's packages through a .pth file (scripts/lib/image_packages.py link),
 # not --system-site-packages, which from a venv's Python (an image's own Python may be
 # one) reaches the base interpreter's packages instead of the image's.
 # Rerun it after changing requirements.txt; after a change of image, rm -rf venv first.
@@ -18,17 +18,17 @@
 # the parallel file system instead of thousands.
 # The pack is read-only: after changing requirements.txt, rerun --pack (it builds afresh).
 # It needs mksquashfs on this node.
-# This file is the same in every project made by lumi-scaffold.
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it.
 set -euo pipefail
 
 if [ "${1:-}" != "--inside" ]; then
-    # shellcheck source=job-env.sh
-    source "$(dirname "${BASH_SOURCE[0]}")/job-env.sh"
+    # shellcheck source=lib/job.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/lib/job.sh"
     # Keep pip's cache off $HOME (pip_cache in values.sh).
     PIP_CACHE_DIR="${PIP_CACHE_DIR:-$(expand "${pip_cache}")}"
     export PIP_CACHE_DIR
     if [ "${1:-}" != "--pack" ]; then
-        exec "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" bash "${PROJECT_DIR}/scripts/setup-venv.sh" --inside
+        exec "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/lib/run.sh" bash "${PROJECT_DIR}/scripts/setup-venv.sh" --inside
     fi
     mksquashfs="${MKSQUASHFS:-mksquashfs}"
     if ! command -v "${mksquashfs}" >/dev/null; then
@@ -38,11 +38,11 @@ if [ "${1:-}" != "--inside" ]; then
     build="${PROJECT_DIR}/.venv-pack"
     rm -rf "${build}"
     mkdir "${build}"
-    # Bind the build directory at /user-software instead of an existing pack (job-env.sh).
+    # Bind the build directory at /user-software instead of an existing pack (scripts/lib/job.sh).
     VENV_PACK="${build}"
-    # shellcheck source=job-env.sh
-    source "${PROJECT_DIR}/scripts/job-env.sh"
-    SETUP_VENV_BUILDING=1 "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/run.sh" bash "${PROJECT_DIR}/scripts/setup-venv.sh" --inside
+    # shellcheck source=lib/job.sh
+    source "${PROJECT_DIR}/scripts/lib/job.sh"
+    SETUP_VENV_BUILDING=1 "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/lib/run.sh" bash "${PROJECT_DIR}/scripts/setup-venv.sh" --inside
     "${mksquashfs}" "${build}" "${PROJECT_DIR}/venv.sqsh.new" -processors 1 -no-xattrs -noappend -quiet
     mv "${PROJECT_DIR}/venv.sqsh.new" "${PROJECT_DIR}/venv.sqsh"
     rm -rf "${build}"
@@ -63,10 +63,10 @@ if [ ! -x "${venv}/bin/python" ]; then
         echo "ERROR: the image's Python ($(command -v python)) has no pip; the venv installs with it." >&2
         exit 1
     fi
-    python scripts/image_packages.py freeze .image-packages.json
+    python scripts/lib/image_packages.py freeze .image-packages.json
     python -m venv --without-pip "${venv}"
     mv .image-packages.json "${record}"
-    "${venv}/bin/python" scripts/image_packages.py link "${record}"
+    "${venv}/bin/python" scripts/lib/image_packages.py link "${record}"
 elif [ ! -f "${record}" ]; then
     echo "ERROR: ${venv}/ was not made by this script (no ${record}): rm -rf ${venv} and rerun." >&2
     exit 1
@@ -78,8 +78,8 @@ if [ -n "${image}" ] && [ -n "${made_for}" ] && [ "${image}" != "${made_for}" ];
     exit 1
 fi
 # Already changed (a pip install by hand)? Say so before pip tries to undo it.
-"${venv}/bin/python" scripts/image_packages.py check "${record}" requirements.txt >/dev/null
-"${venv}/bin/python" scripts/image_packages.py constraints "${record}" >"${venv}/image-constraints.txt"
+"${venv}/bin/python" scripts/lib/image_packages.py check "${record}" requirements.txt >/dev/null
+"${venv}/bin/python" scripts/lib/image_packages.py constraints "${record}" >"${venv}/image-constraints.txt"
 # The image's pip, run by the venv's Python, installs into the venv (--without-pip above).
 if ! "${venv}/bin/python" -m pip install --constraint "${venv}/image-constraints.txt" --constraint constraints.txt \
     --requirement requirements.txt; then
@@ -88,4 +88,4 @@ if ! "${venv}/bin/python" -m pip install --constraint "${venv}/image-constraints
     echo "Fix: loosen or remove that requirement (or pick a version that accepts the image's), then rerun." >&2
     exit 1
 fi
-"${venv}/bin/python" scripts/image_packages.py check "${record}" requirements.txt
+"${venv}/bin/python" scripts/lib/image_packages.py check "${record}" requirements.txt

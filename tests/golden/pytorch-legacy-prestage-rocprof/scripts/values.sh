@@ -1,6 +1,6 @@
 #!/bin/bash
-# This project's values, read by scripts/job-env.sh and scripts/run.sh (the jobs' library,
-# the same in every project) and by the Python helpers in scripts/. lumi-scaffold writes
+# This project's values, read by scripts/lib/job.sh and scripts/lib/run.sh (the jobs' library,
+# the same in every project) and by the Python helpers in scripts/lib/. lumi-scaffold writes
 # this file from .copier-answers.yml: `lumi-scaffold update -d NAME=VALUE` changes an
 # answer and this file with it. Variables named as ${NAME} in a value are expanded where
 # the value is used, in the job. Override a value for one job from the environment
@@ -20,7 +20,7 @@ node_tmp='/tmp'
 # The container image (SIF=/path/to/image.sif sbatch ... uses another).
 # Former LUST image, ROCm 6.2.4, Python 3.12, PyTorch 2.7.1 [WS, TM-Cont, EBC]
 image='/appl/local/containers/easybuild-sif-images/lumi-pytorch-rocm-6.2.4-python-3.12-pytorch-v2.7.1-dockerhash-0d479e852886.sif'
-# The image's known issues, named by scripts/fault.py when a job hangs with no rank to blame ('': none).
+# The image's known issues, named by scripts/lib/fault.py when a job hangs with no rank to blame ('': none).
 image_known_issues=''
 # (The image's path names no environment variable to check.)
 image_variable=''
@@ -44,11 +44,11 @@ dataset_dir='/flash/project_465000000/datasets/demo'
 output_root='/scratch/project_465000000/${USER}/demo/outputs'
 # Every job of one run writes into OUTPUT_ROOT/RUN_NAME and resumes from there.
 run_name='demo'
-# 1: scripts/prestage.sh extracts dataset_archive into node_tmp on every node.
+# 1: scripts/lib/prestage.sh extracts dataset_archive into node_tmp on every node.
 prestage='1'
 dataset_archive='/flash/project_465000000/data/imagenet.tar'
 # 1: the jobs restore the kernel caches from the project's cache area when they start
-# and save them when training ends (scripts/caches.sh; KEEP_KERNEL_CACHES=0: off).
+# and save them when training ends (scripts/lib/caches.sh; KEEP_KERNEL_CACHES=0: off).
 kernel_caches='1'
 
 # Experiment tracking: none.
@@ -69,7 +69,7 @@ billing_sweep='4 GPU-hours'
 # train: 4 GPU-hours per node-hour, whole nodes [UG-bill]
 billing_train='4 GPU-hours'
 
-# How the training and profiling ranks start (launch in scripts/job-env.sh):
+# How the training and profiling ranks start (make_step in scripts/lib/job.sh):
 # One task per GPU, each bound with --cpu-bind=mask_cpu to its GPU's 7 cores
 # (the site's masks, local rank i -> GPU i). [AIG-05], [TM-Bind]
 launcher='srun'
@@ -81,21 +81,23 @@ cpu_bind='verbose,mask_cpu:0x00fe000000000000,0xfe00000000000000,0x0000000000fe0
 numa_binding=''
 # Ranks each task starts.
 ranks_per_task='1'
-# The training script, from the project directory.
-train_script='src/demo/train.py'
-# The framework's arguments, first; then --output and --data where train.py defines
-# them, then yours (launch in scripts/job-env.sh).
-train_args=()
 # 1: the jobs set MASTER_ADDR and MASTER_PORT for torch.distributed's rendezvous. [WS-09], [AIG-05]
 rendezvous='1'
-# 1: jobs/train.sbatch --chain N queues the run's next jobs.
+# 1: CHAIN=N sbatch jobs/train.sbatch queues the run's next jobs.
 chains='1'
 chains_refused=''
 # Seconds before the time limit at which Slurm warns the training job.
 signal_lead='300'
 profile_signal_lead='300'
 
-# Inside the container (scripts/run.sh, every rank).
+# The progress watchdog's limits, in seconds (watch_progress in scripts/lib/job.sh; 0: off). A job
+# file or the environment may set others: PROGRESS_TIMEOUT=600 sbatch jobs/train.sbatch.
+progress_timeout='1200'
+startup_timeout='1800'
+phase_timeout='3600'
+output_timeout='21600'
+
+# Inside the container (scripts/lib/run.sh, every rank).
 # NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3: RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]
 # NCCL_NET_GDR_LEVEL=PHB: let RCCL use GPU-direct RDMA between GCD and NIC [WS-09, WS-2026]
 # HSA_FORCE_FINE_GRAIN_PCIE=1: fine-grained PCIe memory, recommended with the RCCL OFI plugin [WS-2026]
@@ -119,7 +121,7 @@ cache_env=('TORCH_HOME=/scratch/project_465000000/${USER}/cache/torch_home' 'HF_
 # Another name RCCL_DEBUG_FILES=1 answers to (its name before lumi-scaffold 0.3).
 rccl_debug_alias='LUMI_RCCL_DEBUG'
 
-# The network check (scripts/rccl_net.py): between nodes RCCL must use Slingshot (aws-ofi-rccl plugin, cxi provider); when it
+# The network check (scripts/lib/rccl_net.py): between nodes RCCL must use Slingshot (aws-ofi-rccl plugin, cxi provider); when it
 # cannot, it falls back to TCP sockets, several times slower, with no error. [WS-09, LAIF-I28, RCCL-net]
 # RCCL_NET_CHECK=0 sbatch ... skips it.
 net_check='Slingshot (aws-ofi-rccl plugin, cxi provider)'
@@ -129,7 +131,7 @@ net_check_tcp='NET/Socket|Using network Socket|NET/OFI Selected (P|p)rovider is 
 net_check_final='Using network'
 net_check_fix='the image must ship aws-ofi-rccl and see the CXI libraries (binds and modules in scripts/values.sh)'
 
-# The network preflight (jobs/preflight.sbatch, preflight_job in scripts/preflight.sh): one task
+# The network preflight (jobs/preflight.sbatch, preflight_job in scripts/lib/preflight.sh): one task
 # per GPU, each bound to its GPU's cores as the training ranks are (--cpu-bind masks).
 # rccl-tests' all_reduce_perf, looked up in the image in this order when the job starts (where LAIF images install it, not on PATH [LAIF-R]);
 # ALL_REDUCE_PERF=/path sbatch ... names another, ALL_REDUCE_PERF=none skips it.
@@ -139,7 +141,7 @@ preflight_all_reduce_perf=('/usr/libexec/rccl-tests/all_reduce_perf' 'all_reduce
 # all_reduce_perf does not know (an older rccl-tests) is left out, and there is no verdict then.
 preflight_options=('-b 2M' '-e 2048M' '-f 2' '-g 1' '-z 1' '-t 1' '-R 1' '-n 80' '-w 5' '-d half')
 # Without all_reduce_perf: the project's benchmark (torch.distributed.all_reduce), which prints the same table.
-preflight_benchmark='src/demo/allreduce_bench.py'
+preflight_benchmark='scripts/lib/allreduce_bench.py'
 # Its options: the framework, then all_reduce_perf's -b -e -f -n -w -d of the ones above.
 preflight_benchmark_args=('--framework' 'torch' '-b' '2M' '-e' '2048M' '-f' '2' '-n' '80' '-w' '5' '-d' 'half')
 # The framework, for the job's messages.
@@ -168,7 +170,7 @@ preflight_reference_shape='2 nodes x 8 GCDs, half, measured with the system ROCm
 preflight_reference_source='RF-RCCL'
 
 # Profiling with rocprof (v1) HIP trace and kernel statistics (jobs/profile.sbatch, profile_job in
-# scripts/job-kinds.sh): scripts/run-profile.sh runs one rank under it, every other rank as in
+# scripts/lib/job.sh): scripts/lib/run-profile.sh runs one rank under it, every other rank as in
 # training. Profiling one rank keeps the overhead and the output small, and balanced training makes one rank representative. [WS-09]
 # View: results.stats.csv for kernel times; the trace JSON opens in ui.perfetto.dev
 profiler='rocprof'
@@ -178,7 +180,7 @@ profile_rank='14'
 profiler_command=('rocprof' '--hip-trace' '--stats' '-d' '{output}' '-o' '{output}/results.csv')
 profiler_env=()
 
-# Sweeps (scripts/sweep.py submits jobs/sweep.sbatch, sweep_job in scripts/job-kinds.sh): one trial
+# Sweeps (scripts/sweep.py submits jobs/sweep.sbatch, sweep_job in scripts/lib/job.sh): one trial
 # of the training per line of a sweep file, each a task of a Slurm job array on the sweep's shape.
 # What one trial is billed when it runs to its time limit, by billing_sweep's rule ('': no rule).
 sweep_at_limit='8.0'
@@ -189,14 +191,14 @@ sweep_refused=''
 
 # Compiler caches that survive jobs: MIOpen's kernel cache, Triton's kernel cache and TorchInductor's cache.
 # During a job they live in node-local /tmp (RAM, counted in the job's memory),
-# where scripts/run.sh points the framework; scripts/caches.sh carries each from job to job.
+# where scripts/lib/run.sh points the framework; scripts/lib/caches.sh carries each from job to job.
 # The archives, one directory per image: KERNEL_CACHE_STORE/<image file name without .sif>/<name>.tar
 # (KERNEL_CACHE_STORE=... sbatch ... keeps them elsewhere).
 kernel_cache_store='/scratch/project_465000000/${USER}/cache/kernels/demo'
-# Each cache's name and its node-local directory (the same directories as scripts/run.sh's).
+# Each cache's name and its node-local directory (the same directories as scripts/lib/run.sh's).
 kernel_cache_dirs=('miopen=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'triton=/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'inductor=/tmp/${USER}-inductor-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')
 
-# Pre-staging (scripts/prestage.sh): the dataset archive, extracted into node-local /tmp (RAM, counted in the job's memory)
+# Pre-staging (scripts/lib/prestage.sh): the dataset archive, extracted into node-local /tmp (RAM, counted in the job's memory)
 # on every node, so that training reads it from there, not from the parallel file system. [UG-stor], [WS-09]
 # (No limit of its own for jobs on a shared node.)
 prestage_shared_tmp_kb=''

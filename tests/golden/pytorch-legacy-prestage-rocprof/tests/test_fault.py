@@ -1,4 +1,4 @@
-"""scripts/fault.py, the one fault model of the training job: each way a job stops ends in
+"""scripts/lib/fault.py, the one fault model of the training job: each way a job stops ends in
 one `fault:` line, one stopped_by in the job report and one chain decision. Read against
 real log lines from public issues (each cited where it is used) and against Flight Recorder
 dumps made here in the format PyTorch writes (a pickled dict with "version", "pg_config"
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-FAULT_PY = Path(__file__).resolve().parents[1] / "scripts" / "fault.py"
+FAULT_PY = Path(__file__).resolve().parents[1] / "scripts" / "lib" / "fault.py"
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ NCCL_TIMEOUT = [
 NCCL_TIMEOUT_OLD = ("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: "
                     "WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds "
                     "before timing out.")
-# scripts/run.sh's line per rank, and srun's when a task ends first (Slurm's own wording).
+# scripts/lib/run.sh's line per rank, and srun's when a task ends first (Slurm's own wording).
 RANKS = ["rank 0/4 node nid005000 local_rank 0 gpu 0 cpus 1-7", "rank 1/4 node nid005000 local_rank 1 gpu 1 cpus 9-15",
          "rank 2/4 node nid005001 local_rank 0 gpu 0 cpus 1-7", "rank 3/4 node nid005001 local_rank 1 gpu 1 cpus 9-15"]
 SRUN_DIED = ["srun: error: nid005001: task 3: Exited with exit code 7",
@@ -58,7 +58,7 @@ SRUN_DIED = ["srun: error: nid005001: task 3: Exited with exit code 7",
 
 
 def beats(tmp_path, steps):
-    """A heartbeat directory as scripts/run.sh names its files: rank<R>@<node>, the step in each."""
+    """A heartbeat directory as scripts/lib/run.sh names its files: rank<R>@<node>, the step in each."""
     directory = tmp_path / "heartbeat"
     directory.mkdir()
     for rank, (node, step) in steps.items():
@@ -208,7 +208,7 @@ def test_it_runs_as_a_script(tmp_path):
 
 
 def test_the_runs_reader_reads_a_report_only_the_job_wrote(fault, tmp_path):
-    """A script without runlog: scripts/reports.py (sweep.py, explain --runs) reads the job's
+    """A script without runlog: scripts/lib/reports.py (sweep.py, explain --runs) reads the job's
     own report, and the run says why its newest job stopped."""
     spec = importlib.util.spec_from_file_location("project_reports", FAULT_PY.parent / "reports.py")
     assert spec and spec.loader
@@ -229,7 +229,7 @@ def test_it_is_python_3_6(tmp_path):
 
 
 def test_it_reads_the_heartbeat_files_and_the_lines_of_this_projects_watchdog(fault, watchdog, tmp_path):
-    """fault.py reads what scripts/watchdog.py reads and prints (it cannot import it: it runs
+    """fault.py reads what scripts/lib/watchdog.py reads and prints (it cannot import it: it runs
     with the node's python3): the per-node files heartbeat.py writes, each stop line."""
     hb = tmp_path / "heartbeat"
     hb.mkdir()
@@ -263,7 +263,7 @@ def test_a_silent_script_that_never_beats_is_a_hang_with_no_rank_to_blame(fault,
 
 
 def test_a_cancelled_job_says_so_and_its_report_records_it(fault, tmp_path, capsys):
-    """The batch script's trap (scripts/job-env.sh, stop_train) passes the signal: SIGTERM
+    """The batch script's trap (scripts/lib/job.sh, stop_train) passes the signal: SIGTERM
     before Slurm's time-limit warning is a cancel (scancel), which stops the chain; after the
     warning it is the time limit itself. The report runlog wrote on SIGTERM keeps its steps."""
     (tmp_path / "run" / "reports").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""scripts/watchdog.py, the progress watchdog of the training and profiling jobs: when it
+"""scripts/lib/watchdog.py, the progress watchdog of the training and profiling jobs: when it
 fires, what it names, and how it finds and dumps the ranks of a node."""
 
 from __future__ import annotations
@@ -90,13 +90,13 @@ def batch_shell():
 
 
 def watch(watchdog, directory, *options):
-    """scripts/watchdog.py watch on ``directory``, as the job starts it."""
+    """scripts/lib/watchdog.py watch on ``directory``, as the job starts it."""
     return subprocess.run([sys.executable, watchdog.__file__, "watch", "--dir", str(directory), *map(str, options)],
                           capture_output=True, text=True, timeout=30)
 
 
 def dump(watchdog, directory):
-    """scripts/watchdog.py dump on node nid1, with no py-spy on PATH (faulthandler's way)."""
+    """scripts/lib/watchdog.py dump on node nid1, with no py-spy on PATH (faulthandler's way)."""
     path = os.environ.get("PATH", "")
     without_pyspy = os.pathsep.join(p for p in path.split(os.pathsep) if not (Path(p) / "py-spy").exists())
     return subprocess.run([sys.executable, watchdog.__file__, "dump", "--dir", str(directory), "--settle", "1"],

@@ -1,6 +1,6 @@
-"""Tests of the project's runtime helpers: scripts/watchdog.py, scripts/rccl_net.py,
-scripts/image_packages.py and src/<package>/heartbeat.py and runlog.py, read as the files
-they are. Standard library and pytest only (no framework, no GPU, no Slurm):
+"""Tests of the project's runtime library (scripts/lib/, owned by `lumi-scaffold update`):
+watchdog.py, rccl_net.py, image_packages.py, fault.py and python/heartbeat.py and runlog.py,
+read as the files they are. Standard library and pytest only (no framework, no GPU, no Slurm):
 
   python -m pytest            # from the project root, with the image's Python
 """
@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ROOT / "scripts"
+SCRIPTS = ROOT / "scripts" / "lib"
 
 
 def load(name: str, path: Path) -> ModuleType:
@@ -28,10 +28,8 @@ def load(name: str, path: Path) -> ModuleType:
 
 @pytest.fixture(scope="session")
 def package_dir() -> Path:
-    """src/<package>/, the one package under src/ with heartbeat.py."""
-    found = sorted(path.parent for path in (ROOT / "src").glob("*/heartbeat.py"))
-    assert len(found) == 1, f"one package with heartbeat.py under {ROOT / 'src'}, not {found}"
-    return found[0]
+    """scripts/lib/python/: heartbeat.py and runlog.py, which the jobs put on every rank's PYTHONPATH."""
+    return SCRIPTS / "python"
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +40,7 @@ def rccl_net() -> ModuleType:
 @pytest.fixture(scope="session")
 def watchdog(rccl_net) -> ModuleType:
     # watchdog.py imports rccl_net (beside it when it runs as a script). No sys.path
-    # change here: scripts/watchdog.py would shadow the PyPI package of that name.
+    # change here: scripts/lib/watchdog.py would shadow the PyPI package of that name.
     sys.modules.setdefault("rccl_net", rccl_net)
     return load("project_watchdog", SCRIPTS / "watchdog.py")
 

@@ -1,4 +1,4 @@
-"""scripts/rccl_net.py, the RCCL network check that the preflight and training share, read
+"""scripts/lib/rccl_net.py, the RCCL network check that the preflight and training share, read
 against real RCCL/NCCL init logs (NCCL_DEBUG=INFO) from public issues: the fast network
 here is the OFI plugin on libfabric's cxi provider, RCCL's final `Using network` line
 decides, nothing before it stops a job, and the preflight gives a bandwidth verdict only
@@ -56,7 +56,7 @@ RCCL_163_SOCKET = [
 RCCL_163_BOOTSTRAP = ["z292:58192:58192 [0] NCCL INFO Bootstrap : Using eno2np1:192.168.2.194<0>"]
 
 # The check as a site with the cxi network sets it (its site data; the job files pass it on:
-# scripts/run.sh, jobs/preflight.sbatch). lumi-scaffold's own tests keep it equal to its
+# scripts/lib/run.sh, jobs/preflight.sbatch). lumi-scaffold's own tests keep it equal to its
 # built-in site's.
 FAST = "NET/OFI Selected (P|p)rovider is cxi"
 TCP = "NET/Socket|Using network Socket|NET/OFI Selected (P|p)rovider is (tcp|sockets)"

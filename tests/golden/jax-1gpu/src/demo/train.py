@@ -7,16 +7,15 @@ batch is split across it and the parameters are replicated, so the gradient of t
 loss is reduced on the devices (an all-reduce through RCCL on GPUs), never copied through
 host memory. Without GPUs it runs on the CPU, so it can be tested anywhere.
 
-Data: --data DIR reads *.npz shards with arrays ``x`` (float32) and ``y`` (int64);
-without it the script trains on synthetic data. Parameters and the step are saved to
---output (the run directory, the same for every job of a run) every --checkpoint-every
-steps; training resumes from the newest save, and only the newest --keep-checkpoints are
+Data: the *.npz shards in DATA_DIR, with arrays ``x`` (float32) and ``y`` (int64); where
+DATA_DIR has none, synthetic data. Parameters and the step are saved to CHECKPOINT_DIR (in
+the run directory, the same for every job of a run) every --checkpoint-every steps; training resumes from the newest save, and only the newest --keep-checkpoints are
 kept. The script exits 0 once it has trained --steps steps. At Slurm's time-limit warning
 every process stops at the same step, process 0 saves it, and the script exits with
 runlog.TIME_LIMIT_EXIT: the next job of the run resumes from that step.
 
 Process 0 reports each job's steps, throughput, step times, data wait and GPU-hours, and
-logs the metrics to the project's tracker (src/<package>/runlog.py).
+logs the metrics to the project's tracker (scripts/lib/python/runlog.py).
 """
 
 from __future__ import annotations
@@ -33,14 +32,24 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-import runlog  # src/<package>/runlog.py, beside this script: the job report and tracking
-from heartbeat import Heartbeat  # src/<package>/heartbeat.py, beside this script: for the job's watchdog
+import runlog  # scripts/lib/python/runlog.py (on the jobs' PYTHONPATH): the job report and tracking
+from heartbeat import Heartbeat  # scripts/lib/python/heartbeat.py: progress for the job's watchdog
+
+# The job gives the script its world in the environment (scripts/lib/job.sh), never in its
+# arguments: the run directory every job of the run shares (the job report goes there),
+# its checkpoints, and the data. Outside a job: ./outputs, and synthetic data.
+RUN_DIR = os.environ.get("RUN_DIR", "outputs")
+CHECKPOINT_DIR = os.environ.get("CHECKPOINT_DIR", os.path.join(RUN_DIR, "checkpoints"))
+DATA_DIR = os.environ.get("DATA_DIR", "")
+
+
+def shards(data_dir: str) -> list[str]:
+    """The *.npz shards (arrays x: float32, N x features; y: int64, N) in DATA_DIR, if any."""
+    return sorted(glob.glob(os.path.join(data_dir, "*.npz"))) if data_dir else []
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", help="directory of *.npz shards (x, y); synthetic data if omitted")
-    parser.add_argument("--output", default="outputs", help="where parameters are saved")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--batch-size", type=int, default=64, help="per-process batch size")
     parser.add_argument("--lr", type=float, default=0.1, help="learning rate (SGD)")
@@ -59,7 +68,7 @@ def initialize() -> None:
     except (AttributeError, ValueError, KeyError):
         pass
     # The job's timeout for this (all processes must join within it), above every allowance
-    # of its progress watchdog (scripts/job-env.sh); JAX's default is 300 s (JAX
+    # of its progress watchdog (scripts/lib/job.sh); JAX's default is 300 s (JAX
     # documentation of jax.distributed.initialize, initialization_timeout). It covers
     # joining only: a collective in a step has no timeout, the watchdog ends a hang there.
     timeout = int(os.environ.get("LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT", "300"))
@@ -69,12 +78,9 @@ def initialize() -> None:
         jax.distributed.initialize()
 
 
-def load_dataset(data_dir: str | None, rank: int, world: int) -> tuple[np.ndarray, np.ndarray]:
-    if data_dir:
-        shards = sorted(glob.glob(os.path.join(data_dir, "*.npz")))
-        if not shards:
-            raise SystemExit(f"--data {data_dir}: no *.npz shards found")
-        arrays = [np.load(path) for path in shards]
+def load_dataset(found: list[str], rank: int, world: int) -> tuple[np.ndarray, np.ndarray]:
+    if found:
+        arrays = [np.load(path) for path in found]
         x = np.concatenate([a["x"] for a in arrays]).astype(np.float32)
         y = np.concatenate([a["y"] for a in arrays]).astype(np.int64)
     else:
@@ -134,24 +140,26 @@ def main() -> None:
     initialize()
     rank, world = jax.process_index(), jax.process_count()
     print(f"rank {rank}/{world} devices {jax.local_devices()} cpus {sorted(os.sched_getaffinity(0))}", flush=True)
-    x, y = load_dataset(args.data, rank, world)
+    found = shards(DATA_DIR)
+    x, y = load_dataset(found, rank, world)
     if rank == 0:
-        print(f"data: {len(x)} samples per process from {args.data or 'synthetic data'}", flush=True)
+        where = f"{len(found)} shard(s) in {DATA_DIR}" if found else f"synthetic data (no *.npz in DATA_DIR={DATA_DIR or '<unset>'})"
+        print(f"data: {len(x)} samples per process from {where}", flush=True)
     mesh = Mesh(np.array(jax.devices()), ("data",))
     rows, same = NamedSharding(mesh, PartitionSpec("data")), NamedSharding(mesh, PartitionSpec())
     step_fn = jax.jit(functools.partial(train_step, lr=args.lr), in_shardings=(same, rows, rows), out_shardings=(same, same))
-    start, saved = resume(args.output)
+    start, saved = resume()
     if saved is None:  # the same key on every process: the same start
         saved = jax.tree_util.tree_map(np.asarray, init_params(jax.random.PRNGKey(0), x.shape[1], int(y.max()) + 1))
     elif rank == 0:
-        print(f"resumed from {args.output} at step {start}", flush=True)
+        print(f"resumed from {CHECKPOINT_DIR} at step {start}", flush=True)
     params = replicated(same, saved)
     profile_dir = os.environ.get("LUMI_SCAFFOLD_PROFILE_DIR")
     rng = np.random.default_rng([rank, start])  # a resumed run draws new batches
     batch = args.batch_size - args.batch_size % len(jax.local_devices()) or len(jax.local_devices())
     heartbeat = Heartbeat()
     heartbeat.phase("first step")  # until its heartbeat: the first step compiles (PHASE_TIMEOUT)
-    log = runlog.RunLog(rank=rank, world=world, output=args.output, start_step=start, last_step=args.steps,
+    log = runlog.RunLog(rank=rank, world=world, output=RUN_DIR, start_step=start, last_step=args.steps,
                         samples_per_step=batch * world, config=vars(args), peak_memory=peak_memory)
     step, stop = start, False
     for step in range(start + 1, args.steps + 1):
@@ -175,7 +183,7 @@ def main() -> None:
             print(f"step {step} loss {float(host(loss)):.4f}", flush=True)
         if rank == 0 and (step % args.checkpoint_every == 0 or step == args.steps):
             with heartbeat.phase("checkpoint"):  # the other processes wait in their next step meanwhile
-                save(args.output, step, host(params), args.keep_checkpoints)
+                save(step, host(params), args.keep_checkpoints)
         if step < args.steps and log.time_to_stop(step, agree):  # Slurm's time-limit warning
             stop = True
             break
@@ -184,7 +192,7 @@ def main() -> None:
     if rank == 0 and stop:
         if step % args.checkpoint_every:  # (a multiple was saved in the loop)
             with heartbeat.phase("checkpoint"):
-                save(args.output, step, host(params), args.keep_checkpoints)
+                save(step, host(params), args.keep_checkpoints)
         print(f"time limit: stopped at step {step} on every process, saved it; the next job resumes from it", flush=True)
     elif rank == 0:
         print(f"done: {args.steps} steps on {world} process(es)", flush=True)
@@ -213,9 +221,11 @@ def peak_memory() -> int | None:
     return stats.get("peak_bytes_in_use")
 
 
-def resume(output: str):
-    """(step, parameters) of the newest save in ``output``, or (0, None)."""
-    found = sorted(glob.glob(os.path.join(output, "params-*.npz")))
+def resume():
+    """(step, parameters) of the newest save in CHECKPOINT_DIR (or, for a run begun before
+    lumi-scaffold 0.5, in RUN_DIR), or (0, None)."""
+    found = sorted(glob.glob(os.path.join(CHECKPOINT_DIR, "params-*.npz"))) or sorted(
+        glob.glob(os.path.join(RUN_DIR, "params-*.npz")))
     if not found:
         return 0, None
     with np.load(found[-1]) as saved:
@@ -223,13 +233,13 @@ def resume(output: str):
         return int(saved["step"]), params
 
 
-def save(output: str, step: int, params, keep: int) -> None:
-    os.makedirs(output, exist_ok=True)
-    path = os.path.join(output, f"params-{step:08d}.npz")
+def save(step: int, params, keep: int) -> None:
+    os.makedirs(CHECKPOINT_DIR, exist_ok=True)
+    path = os.path.join(CHECKPOINT_DIR, f"params-{step:08d}.npz")
     with open(path + ".tmp", "wb") as handle:
         np.savez(handle, step=step, **params)
     os.replace(path + ".tmp", path)  # never leave a half-written save behind
-    for old in sorted(glob.glob(os.path.join(output, "params-*.npz")))[:-max(keep, 1)]:
+    for old in sorted(glob.glob(os.path.join(CHECKPOINT_DIR, "params-*.npz")))[:-max(keep, 1)]:
         os.remove(old)
 
 

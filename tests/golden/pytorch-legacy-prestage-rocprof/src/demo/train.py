@@ -1,20 +1,19 @@
 """Distributed training example for demo (PyTorch DDP).
 
 Runs one process per GPU under srun (RANK, LOCAL_RANK and WORLD_SIZE come from
-scripts/run.sh, MASTER_ADDR and MASTER_PORT from scripts/job-env.sh) or under torchrun
+scripts/lib/run.sh, MASTER_ADDR and MASTER_PORT from scripts/lib/job.sh) or under torchrun
 (which sets all of them). On a machine without GPUs it trains on the CPU with
 the gloo backend, so the same script can be tested anywhere.
 
-Data: --data DIR reads *.npz shards with arrays ``x`` (float32, N x features) and ``y``
-(int64, N); without it the script trains on synthetic data. Checkpoints go to
---output DIR (the run directory, the same for every job of a run) every
---checkpoint-every steps; training resumes from the newest one, and only the newest
---keep-checkpoints are kept. The script exits 0 once it has trained --steps steps. At
+Data: the *.npz shards in DATA_DIR, with arrays ``x`` (float32, N x features) and ``y``
+(int64, N); where DATA_DIR has none, synthetic data. Checkpoints go to CHECKPOINT_DIR
+(in the run directory, the same for every job of a run) every --checkpoint-every steps;
+training resumes from the newest one, and only the newest --keep-checkpoints are kept. The script exits 0 once it has trained --steps steps. At
 Slurm's time-limit warning every rank stops at the same step, rank 0 saves it, and the
 script exits with runlog.TIME_LIMIT_EXIT: the next job of the run resumes from that step.
 
 Rank 0 reports each job's steps, throughput, step times, data wait and GPU-hours, and logs
-the metrics to the project's tracker (src/<package>/runlog.py).
+the metrics to the project's tracker (scripts/lib/python/runlog.py).
 """
 
 from __future__ import annotations
@@ -33,14 +32,24 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-import runlog  # src/<package>/runlog.py, beside this script: the job report and tracking
-from heartbeat import Heartbeat  # src/<package>/heartbeat.py, beside this script: for the job's watchdog
+import runlog  # scripts/lib/python/runlog.py (on the jobs' PYTHONPATH): the job report and tracking
+from heartbeat import Heartbeat  # scripts/lib/python/heartbeat.py: progress for the job's watchdog
+
+# The job gives the script its world in the environment (scripts/lib/job.sh), never in its
+# arguments: the run directory every job of the run shares (the job report goes there),
+# its checkpoints, and the data. Outside a job: ./outputs, and synthetic data.
+RUN_DIR = os.environ.get("RUN_DIR", "outputs")
+CHECKPOINT_DIR = os.environ.get("CHECKPOINT_DIR", os.path.join(RUN_DIR, "checkpoints"))
+DATA_DIR = os.environ.get("DATA_DIR", "")
+
+
+def shards(data_dir: str) -> list[str]:
+    """The *.npz shards (arrays x: float32, N x features; y: int64, N) in DATA_DIR, if any."""
+    return sorted(glob.glob(os.path.join(data_dir, "*.npz"))) if data_dir else []
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", help="directory of *.npz shards (x, y); synthetic data if omitted")
-    parser.add_argument("--output", default="outputs", help="checkpoint directory")
     parser.add_argument("--steps", type=int, default=200, help="optimizer steps in total")
     parser.add_argument("--batch-size", type=int, default=64, help="per-process batch size")
     parser.add_argument("--lr", type=float, default=0.1, help="learning rate (SGD)")
@@ -54,18 +63,15 @@ def parse_args() -> argparse.Namespace:
 
 
 def default_workers() -> int:
-    """The CPUs the job gives this rank (scripts/run.sh exports them; under torchrun, the
+    """The CPUs the job gives this rank (scripts/lib/run.sh exports them; under torchrun, the
     rank's share of its task's), minus one for the rank itself."""
     cpus = os.environ.get("LUMI_SCAFFOLD_CPUS_PER_RANK")
     return max((int(cpus) if cpus else len(os.sched_getaffinity(0))) - 1, 0)
 
 
-def load_dataset(data_dir: str | None, features: int = 32, classes: int = 4) -> TensorDataset:
-    if data_dir:
-        shards = sorted(glob.glob(os.path.join(data_dir, "*.npz")))
-        if not shards:
-            raise SystemExit(f"--data {data_dir}: no *.npz shards found")
-        arrays = [np.load(path) for path in shards]
+def load_dataset(found: list[str], features: int = 32, classes: int = 4) -> TensorDataset:
+    if found:
+        arrays = [np.load(path) for path in found]
         x = torch.from_numpy(np.concatenate([a["x"] for a in arrays]).astype(np.float32))
         y = torch.from_numpy(np.concatenate([a["y"] for a in arrays]).astype(np.int64))
         return TensorDataset(x, y)
@@ -88,7 +94,7 @@ def setup() -> tuple[int, int, int, torch.device]:
         backend = "gloo"
     if world > 1:
         # The job's collective timeout, above every allowance of its progress watchdog
-        # (scripts/job-env.sh says why): a collective that does not return within it ends the
+        # (scripts/lib/job.sh says why): a collective that does not return within it ends the
         # rank with an error; PyTorch's default is 10 minutes for NCCL and 30 for other
         # backends (PyTorch documentation of init_process_group, timeout). With
         # TORCH_NCCL_ASYNC_ERROR_HANDLING=1 the rank aborts its communicator and ends on such
@@ -103,7 +109,7 @@ def setup() -> tuple[int, int, int, torch.device]:
 
 
 def collective_timeout() -> timedelta:
-    """The job's collective timeout (scripts/job-env.sh), made the default of the process
+    """The job's collective timeout (scripts/lib/job.sh), made the default of the process
     groups created later too: dist.new_group() without timeout= takes the backend's default
     (distributed_c10d.default_pg_timeout, or default_pg_nccl_timeout for NCCL), not the
     timeout given to init_process_group (PyTorch's distributed_c10d._new_group_with_tag)."""
@@ -114,8 +120,10 @@ def collective_timeout() -> timedelta:
     return timeout
 
 
-def newest_checkpoint(output: str) -> str | None:
-    found = sorted(glob.glob(os.path.join(output, "checkpoint-*.pt")))
+def newest_checkpoint() -> str | None:
+    """The newest checkpoint in CHECKPOINT_DIR (or, for a run begun before lumi-scaffold 0.5, in RUN_DIR)."""
+    found = sorted(glob.glob(os.path.join(CHECKPOINT_DIR, "checkpoint-*.pt"))) or sorted(
+        glob.glob(os.path.join(RUN_DIR, "checkpoint-*.pt")))
     return found[-1] if found else None
 
 
@@ -137,9 +145,11 @@ def main() -> None:
 
 def train(args: argparse.Namespace, rank: int, world: int, device: torch.device) -> bool:
     """Trains up to --steps; False when it stopped early, at the time-limit warning."""
-    dataset = load_dataset(args.data)
+    found = shards(DATA_DIR)
+    dataset = load_dataset(found)
     if rank == 0:
-        print(f"data: {len(dataset)} samples from {args.data or 'synthetic data'}", flush=True)
+        where = f"{len(found)} shard(s) in {DATA_DIR}" if found else f"synthetic data (no *.npz in DATA_DIR={DATA_DIR or '<unset>'})"
+        print(f"data: {len(dataset)} samples from {where}", flush=True)
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True)
     loader = DataLoader(
         dataset,
@@ -154,8 +164,8 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
     model = nn.Sequential(nn.Linear(features, 64), nn.ReLU(), nn.Linear(64, classes)).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     step = 0
-    os.makedirs(args.output, exist_ok=True)
-    checkpoint = newest_checkpoint(args.output)
+    os.makedirs(CHECKPOINT_DIR, exist_ok=True)
+    checkpoint = newest_checkpoint()
     if checkpoint:
         state = torch.load(checkpoint, map_location=device)
         model.load_state_dict(state["model"])
@@ -172,7 +182,7 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
     start = step
     heartbeat = Heartbeat()
     heartbeat.phase("first step")  # until its heartbeat: the first step may take long (PHASE_TIMEOUT)
-    log = runlog.RunLog(rank=rank, world=world, output=args.output, start_step=step, last_step=args.steps,
+    log = runlog.RunLog(rank=rank, world=world, output=RUN_DIR, start_step=step, last_step=args.steps,
                         samples_per_step=args.batch_size * world, config=vars(args),
                         peak_memory=torch.cuda.max_memory_allocated if torch.cuda.is_available() else None)
     stop = False
@@ -205,7 +215,7 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
                 print(f"step {step} loss {loss.item():.4f}", flush=True)
             if rank == 0 and step % args.checkpoint_every == 0:
                 with heartbeat.phase("checkpoint"):  # the other ranks wait in their next step meanwhile
-                    save(args.output, step, model, optimizer, args.keep_checkpoints)
+                    save(step, model, optimizer, args.keep_checkpoints)
             if step >= args.steps:
                 break
             if log.time_to_stop(step, agree):  # Slurm's time-limit warning: every rank stops here
@@ -216,7 +226,7 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
     if rank == 0:
         if step > start and step % args.checkpoint_every:  # (a multiple was saved in the loop)
             with heartbeat.phase("checkpoint"):
-                save(args.output, step, model, optimizer, args.keep_checkpoints)
+                save(step, model, optimizer, args.keep_checkpoints)
         if stop:
             print(f"time limit: stopped at step {step} on every rank, saved it; the next job resumes from it", flush=True)
         else:
@@ -227,16 +237,16 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
     return step >= args.steps
 
 
-def save(output: str, step: int, model: nn.Module, optimizer: torch.optim.Optimizer, keep: int) -> None:
-    path = os.path.join(output, f"checkpoint-{step:08d}.pt")
+def save(step: int, model: nn.Module, optimizer: torch.optim.Optimizer, keep: int) -> None:
+    path = os.path.join(CHECKPOINT_DIR, f"checkpoint-{step:08d}.pt")
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, path + ".tmp")
     os.replace(path + ".tmp", path)  # never leave a half-written checkpoint behind
-    for old in sorted(glob.glob(os.path.join(output, "checkpoint-*.pt")))[:-max(keep, 1)]:
+    for old in sorted(glob.glob(os.path.join(CHECKPOINT_DIR, "checkpoint-*.pt")))[:-max(keep, 1)]:
         os.remove(old)
 
 
 def start_profiler():
-    """torch.profiler on the rank scripts/run-profile.sh selected (LUMI_SCAFFOLD_PROFILE_DIR set)."""
+    """torch.profiler on the rank scripts/lib/run-profile.sh selected (LUMI_SCAFFOLD_PROFILE_DIR set)."""
     out = os.environ.get("LUMI_SCAFFOLD_PROFILE_DIR")
     if not out:
         return None

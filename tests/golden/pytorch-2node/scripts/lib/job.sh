@@ -1,0 +1,619 @@
+#!/bin/bash
+# The jobs' library, sourced at the top of every file in jobs/. OWNED BY THE TEMPLATE:
+# `lumi-scaffold update` rewrites it (and `lumi-scaffold doctor` names it if it was changed);
+# change your job in jobs/, and this project's values in scripts/values.sh.
+#
+# It runs OUTSIDE the container, where Slurm and the modules are. Sourcing it sets up the
+# container (CONTAINER), the run directory and the environment the command gets; the job
+# file then names its command (COMMAND, WORKDIR) and calls one function: train_job,
+# profile_job, sweep_job or smoke_job. Nothing is added to COMMAND but the arguments given
+# to sbatch after the job file; the step line is printed before it starts.
+# LUMI_SCAFFOLD_DRY_RUN=1 bash jobs/train.sbatch prints it and runs nothing
+# (`lumi-scaffold explain` does that).
+
+export USER="${USER:-$(id -un)}"
+PROJECT_DIR="${SLURM_SUBMIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+LIB="${PROJECT_DIR}/scripts/lib"
+DRY_RUN="${LUMI_SCAFFOLD_DRY_RUN:-0}"
+export PROJECT_DIR
+# shellcheck source=values-lib.sh
+source "${LIB}/values-lib.sh"
+
+# The container sees only the binds and variables set here (sbatch passes on the submitting
+# shell's environment, modules loaded by hand included).
+unset SINGULARITY_BIND SINGULARITY_BINDPATH APPTAINER_BIND APPTAINER_BINDPATH
+while read -r name; do
+    unset "${name}"
+done < <(compgen -e | grep -E '^(SINGULARITY|APPTAINER)ENV_' || true)
+if [ "${DRY_RUN}" != 1 ]; then
+    if [ -n "${module_reset}" ]; then
+        module "${module_reset}"
+    fi
+    for step in "${modules[@]}"; do
+        read -r verb module directory <<<"${step}"
+        case "${verb}" in
+            load) module load "${module}" ;;
+            use) module use "${module}" ;;
+            load-or-use)
+                if module is-avail "${module}" 2>/dev/null; then module load "${module}"; else module use "${directory}"; fi ;;
+            *) echo "scripts/values.sh: modules: '${step}' is not 'load NAME', 'use DIRECTORY' or 'load-or-use NAME DIRECTORY'" >&2; return 2 ;;
+        esac
+    done
+    if [ -z "${SIF:-}" ] && [ -n "${image_variable}" ] && [ ! -f "$(expand "${image}")" ]; then
+        echo "No image at ${image} (${image_variable}=${!image_variable:-<unset>}): set ${image_variable}, or give the image with SIF=/path/to/image.sif" >&2
+        return 2
+    fi
+    for var in "${storage_variables[@]}"; do
+        if [ -z "${!var:-}" ]; then
+            echo "${var} is not set: the project's data, outputs and caches are under \${${var}} (scripts/values.sh). Fix: set ${var} in the shell that submits the job" >&2
+            return 2
+        fi
+    done
+fi
+
+# The image (SIF=/path/to/image.sif sbatch ... runs another) and its binds (BINDS=...).
+SIF="${SIF:-$(expand "${image}")}"
+BINDS="${BINDS:-$(expand "${binds}")}"
+export SIF BINDS
+CONTAINER=("${container_command[@]}")
+if [ -n "${BINDS}" ]; then
+    CONTAINER+=(--bind "${BINDS}")
+fi
+# The venv packed into one SquashFS file (bash scripts/setup-venv.sh --pack), bound at
+# /user-software, where run.sh activates it instead of venv/. VENV_PACK= leaves it out.
+VENV_PACK="${VENV_PACK-${PROJECT_DIR}/venv.sqsh}"
+if [ -n "${VENV_PACK}" ] && [ -d "${VENV_PACK}" ]; then
+    CONTAINER+=(--bind "${VENV_PACK}:/user-software")
+elif [ -n "${VENV_PACK}" ] && [ -f "${VENV_PACK}" ]; then
+    CONTAINER+=(--bind "${VENV_PACK}:/user-software:image-src=/")
+    echo "venv: ${VENV_PACK} bound at /user-software (used instead of venv/)"
+fi
+CONTAINER+=("${SIF}")
+
+# torch.distributed's rendezvous (rendezvous=1), computed out here: the container has no
+# Slurm tools. The port: 10000 + the job id's last four digits, so two jobs sharing a node differ.
+if [ "${rendezvous}" = 1 ] && [ -n "${SLURM_JOB_NODELIST:-}" ]; then
+    MASTER_ADDR="$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)"
+    MASTER_PORT="$((10000 + SLURM_JOB_ID % 10000))"
+    export MASTER_ADDR MASTER_PORT
+elif [ "${rendezvous}" = 1 ] && [ "${DRY_RUN}" = 1 ]; then
+    export MASTER_ADDR="<first node>" MASTER_PORT="<10000 + job id % 10000>"
+fi
+# srun no longer takes --cpus-per-task from the job (recent Slurm reads SRUN_CPUS_PER_TASK).
+if [ -n "${SLURM_CPUS_PER_TASK:-}" ]; then
+    export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK}"
+fi
+
+# What the command finds in its environment (never among its arguments): the data, and the
+# run directory that every job of a run shares (checkpoints in CHECKPOINT_DIR), so that a
+# chained or resubmitted job goes on where the last one stopped. Each may be set before
+# sbatch: RUN_NAME=lr-0.1 sbatch jobs/train.sbatch starts another run.
+DATA_DIR="${DATA_DIR:-$(expand "${dataset_dir}")}"
+OUTPUT_ROOT="${OUTPUT_ROOT:-$(expand "${output_root}")}"
+RUN_NAME="${RUN_NAME:-${run_name}}"
+if ! [[ "${RUN_NAME}" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
+    echo "RUN_NAME='${RUN_NAME}' is not a plain name: use letters, digits, . _ - (it names a directory)." >&2
+    return 2
+fi
+RUN_DIR="${OUTPUT_ROOT}/${RUN_NAME}"
+CHECKPOINT_DIR="${RUN_DIR}/checkpoints"
+export DATA_DIR OUTPUT_ROOT RUN_NAME RUN_DIR CHECKPOINT_DIR
+
+# Experiment tracking (tracking in values.sh): TRACKING=none sbatch ... leaves a job out.
+if [ -n "${tracking}" ]; then
+    TRACKING="${TRACKING:-${tracking}}"
+    if [ "${TRACKING}" != "${tracking}" ] && [ "${TRACKING}" != none ]; then
+        echo "TRACKING='${TRACKING}': this project tracks with ${tracking} (or none). Fix: lumi-scaffold update -d tracking=<tracker> adds another's package" >&2
+        return 2
+    fi
+    export LUMI_SCAFFOLD_TRACKING="${TRACKING}" LUMI_SCAFFOLD_PROJECT="${project_name}"
+    for setting in "${tracking_defaults[@]}"; do   # each only where you have not set it
+        name="${setting%%=*}"
+        if [ -z "${!name:-}" ]; then
+            export "${name}=$(expand "${setting#*=}")"
+        fi
+    done
+fi
+
+# Pre-staging (prestage=1): scripts/lib/prestage.sh extracts the archive into node-local
+# storage on every node, and DATA_DIR names the copy. DATASET_ARCHIVE=... sbatch ... overrides.
+if [ "${prestage}" = 1 ]; then
+    DATASET_ARCHIVE="${DATASET_ARCHIVE:-$(expand "${dataset_archive}")}"
+    NODE_TMP="${NODE_TMP:-${node_tmp}}"
+    STAGE_DIR="${NODE_TMP}/${USER}-${project_name}-${SLURM_JOB_ID:-0}"
+    export DATASET_ARCHIVE NODE_TMP STAGE_DIR
+fi
+
+# A helper step: one task per node. --overlap: it holds none of the job's CPUs, memory and
+# GPUs, which Slurm frees node by node after a step; a training step asking for all of them
+# on a node not yet freed could be refused ("Memory required by task is not available").
+per_node() {
+    srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 "$@"
+}
+
+stage_data() {
+    if [ "${prestage}" = 1 ] && [ "${DRY_RUN}" != 1 ]; then
+        per_node --kill-on-bad-exit=1 bash "${LIB}/prestage.sh"
+    fi
+    if [ "${prestage}" = 1 ]; then
+        DATA_DIR="${STAGE_DIR}/data"
+    fi
+}
+
+# Kernel caches (kernel_caches=1; scripts/lib/caches.sh), one set per image: restored into
+# node-local storage on every node when a job starts, saved from the first node after its
+# training step has ended (not while MIOpen may be writing). KEEP_KERNEL_CACHES=0: off.
+restore_caches() {
+    if [ "${kernel_caches}" = 1 ] && [ "${KEEP_KERNEL_CACHES:-1}" = 1 ] && [ "${DRY_RUN}" != 1 ]; then
+        per_node bash "${LIB}/caches.sh" restore || echo "caches: not restored (above); this job compiles its kernels anew" >&2
+    fi
+}
+save_caches() {
+    if [ "${kernel_caches}" = 1 ] && [ "${KEEP_KERNEL_CACHES:-1}" = 1 ]; then
+        srun --overlap --nodes=1 --ntasks=1 --nodelist="$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)" \
+            bash "${LIB}/caches.sh" save || echo "caches: not saved (above)" >&2
+    fi
+}
+
+# A word as the shell reads it back: as it is when it is plain, else in single quotes.
+shell_word() {
+    if [[ "$1" =~ ^[A-Za-z0-9_@%+=:,./-]+$ ]]; then
+        printf '%s' "$1"
+    else
+        printf "'%s'" "${1//\'/\'\\\'\'}"
+    fi
+}
+shell_line() {
+    local out=() word
+    for word; do
+        out+=("$(shell_word "${word}")")
+    done
+    echo "${out[*]}"
+}
+
+# The step that runs COMMAND (with the job's arguments after it) on every rank, through
+# scripts/lib/WRAPPER (run.sh; run-profile.sh to profile one rank), in STEP; printed whole.
+#   make_step WRAPPER [arguments...]
+make_step() {
+    local wrapper="${LIB}/$1"
+    shift
+    check_command
+    STEP=(srun --kill-on-bad-exit=1 --chdir="${WORKDIR}")
+    if [ "${launcher}" = torchrun ]; then
+        STEP+=("${srun_options[@]}" "${CONTAINER[@]}" "${LIB}/run.sh"
+            python -m torch.distributed.run ${numa_binding:+"--numa-binding=${numa_binding}"}
+            --nnodes="${SLURM_JOB_NUM_NODES:-<nodes>}" --nproc_per_node="${ranks_per_task}"
+            --rdzv_id="${SLURM_JOB_ID:-<job id>}" --rdzv_backend=c10d --rdzv_endpoint="${MASTER_ADDR}:${MASTER_PORT}"
+            --no-python "${wrapper}" "${COMMAND[@]}" "$@")
+    else
+        STEP+=(${cpu_bind:+"--cpu-bind=${cpu_bind}"} "${srun_options[@]}" "${CONTAINER[@]}" "${wrapper}" "${COMMAND[@]}" "$@")
+    fi
+    print_step
+}
+# The job file's COMMAND and WORKDIR (the project directory where it names none), checked.
+check_command() {
+    if [ "${#COMMAND[@]}" = 0 ]; then
+        echo "COMMAND is empty: name what every rank runs in the job file, e.g. COMMAND=(python -u src/${package}/train.py)" >&2
+        exit 2
+    fi
+    WORKDIR="${WORKDIR:-${PROJECT_DIR}}"
+    if [ ! -d "${WORKDIR}" ]; then
+        echo "WORKDIR='${WORKDIR}' is not a directory: the job file names where COMMAND starts" >&2
+        exit 2
+    fi
+}
+# Prints STEP as a line to copy into a shell in an allocation, after the variables it needs.
+print_step() {
+    local name env=()
+    for name in RUN_NAME RUN_DIR CHECKPOINT_DIR DATA_DIR MASTER_ADDR MASTER_PORT SRUN_CPUS_PER_TASK SINGULARITY_BIND APPTAINER_BIND; do
+        if [ -n "${!name:-}" ]; then
+            env+=("${name}=${!name}")
+        fi
+    done
+    if [ ! -d "${DATA_DIR}" ]; then
+        echo "data: no directory DATA_DIR=${DATA_DIR} (yet)"
+    fi
+    echo "step: export $(shell_line "${env[@]}")"
+    echo "step: $(shell_line "${STEP[@]}")"
+}
+# Where a dry run ends: after the step line and the watchdog's limits are printed.
+dry_run_ends() {
+    if [ "${DRY_RUN}" = 1 ]; then
+        exit 0
+    fi
+}
+
+# Runs the step in the background (STEP_PID) and waits for it, so that a signal trap (the
+# time-limit warning) runs at once, not after the step. Returns the step's status.
+run_step() {
+    "${STEP[@]}" &
+    STEP_PID=$!
+    local status=0 again
+    while kill -0 "${STEP_PID}" 2>/dev/null; do
+        wait "${STEP_PID}" && status=0 || status=$?   # >128 too when a trapped signal woke us
+    done
+    wait "${STEP_PID}" 2>/dev/null && again=0 || again=$?   # the step's own status, had a trap run as it ended
+    if [ "${again}" != 127 ]; then
+        status="${again}"
+    fi
+    return "${status}"
+}
+
+# The job report (scripts/lib/python/runlog.py, and scripts/lib/fault.py when the step
+# ends): RUN_DIR/reports/<job id>.json, with the GPU-hours billed by the site's rule for
+# the job kind (billing_KIND in values.sh) times the job's nodes.
+#   report_job KIND
+report_job() {
+    LUMI_SCAFFOLD_JOB_KIND="$1"
+    LUMI_SCAFFOLD_JOB_START="$(date +%s)"
+    LUMI_SCAFFOLD_TIME_UP="${PROJECT_DIR}/logs/time-up-${SLURM_JOB_ID:-0}"
+    rm -f "${LUMI_SCAFFOLD_TIME_UP}"
+    unset LUMI_SCAFFOLD_BILLING_PER_NODE LUMI_SCAFFOLD_BILLING_UNIT
+    local billing="billing_$1"
+    if [ -n "${!billing:-}" ]; then
+        read -r LUMI_SCAFFOLD_BILLING_PER_NODE LUMI_SCAFFOLD_BILLING_UNIT <<<"${!billing}"
+    fi
+    export LUMI_SCAFFOLD_JOB_KIND LUMI_SCAFFOLD_JOB_START LUMI_SCAFFOLD_TIME_UP
+    export LUMI_SCAFFOLD_BILLING_PER_NODE LUMI_SCAFFOLD_BILLING_UNIT
+}
+# Tells the job's rank 0 (runlog.py) that Slurm's time-limit warning came.
+time_is_up() {
+    touch "${LUMI_SCAFFOLD_TIME_UP}" 2>/dev/null || true
+}
+
+# The progress watchdog (scripts/lib/watchdog.py) beside a training or profiling step. A
+# command that imports heartbeat.py (the examples do) is stopped when no rank made progress
+# for PROGRESS_TIMEOUT seconds: STARTUP_TIMEOUT before the first heartbeat, PHASE_TIMEOUT
+# in a phase it declared (a checkpoint, the first step). Any other command is judged by the
+# job's output: stopped when it did not grow for OUTPUT_TIMEOUT seconds. Before the stop:
+# which limit, the last rank and node that made progress, and every rank's stacks.
+# Each limit: seconds, from the environment or the job file, else scripts/values.sh; 0: off.
+watch_progress() {
+    STALLED=0 WATCHDOG_PID=""
+    PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-${progress_timeout}}"
+    STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-${startup_timeout}}"
+    PHASE_TIMEOUT="${PHASE_TIMEOUT:-${phase_timeout}}"
+    OUTPUT_TIMEOUT="${OUTPUT_TIMEOUT:-${output_timeout}}"
+    local limit largest
+    for limit in PROGRESS_TIMEOUT STARTUP_TIMEOUT PHASE_TIMEOUT OUTPUT_TIMEOUT; do
+        if ! [[ "${!limit}" =~ ^[0-9]{1,7}$ ]]; then
+            echo "${limit}='${!limit}' is not a number of seconds: e.g. ${limit}=1800 sbatch ... (0: no limit)" >&2
+            exit 2
+        fi
+    done
+    # How often a node's heartbeat file on the shared file system may be rewritten: every
+    # PROGRESS_TIMEOUT/20 s, at most every 10 s (one file per node); a third of a limit under 30 s.
+    LUMI_SCAFFOLD_HEARTBEAT_INTERVAL="$(( PROGRESS_TIMEOUT / 20 > 10 ? PROGRESS_TIMEOUT / 20 : 10 ))"
+    if [ "${PROGRESS_TIMEOUT}" -lt 30 ]; then
+        LUMI_SCAFFOLD_HEARTBEAT_INTERVAL="$(( PROGRESS_TIMEOUT / 3 > 1 ? PROGRESS_TIMEOUT / 3 : 1 ))"
+    fi
+    local slack=$(( LUMI_SCAFFOLD_HEARTBEAT_INTERVAL + 2 ))   # a node's file is up to an interval (and 1 s) old
+    # The frameworks' collective timeout (the examples read it) sits above every allowance:
+    # a rank waiting in a collective while another checkpoints is waiting for a phase, and
+    # the watchdog, which knows the phases, judges a hang.
+    largest="${PROGRESS_TIMEOUT}"
+    for limit in STARTUP_TIMEOUT PHASE_TIMEOUT; do
+        largest=$(( ${!limit} > largest ? ${!limit} : largest ))
+    done
+    LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT=$(( largest + slack + 60 ))
+    export LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT LUMI_SCAFFOLD_HEARTBEAT_INTERVAL
+    if [ "${PROGRESS_TIMEOUT}" = 0 ]; then
+        echo "watchdog: off (PROGRESS_TIMEOUT=0)"
+        return 0
+    fi
+    local by_output="no limit (OUTPUT_TIMEOUT=0)"
+    if [ "${OUTPUT_TIMEOUT}" != 0 ]; then
+        by_output="stopped when the job's output does not grow for OUTPUT_TIMEOUT=${OUTPUT_TIMEOUT} s"
+    fi
+    echo "watchdog: until the command imports heartbeat.py it is judged by its output alone: ${by_output};" \
+        "with heartbeats: STARTUP_TIMEOUT=${STARTUP_TIMEOUT} s to the first, PROGRESS_TIMEOUT=${PROGRESS_TIMEOUT} s" \
+        "between them, PHASE_TIMEOUT=${PHASE_TIMEOUT} s in a phase"
+    if [ "${DRY_RUN}" = 1 ]; then
+        return 0
+    fi
+    # run.sh names every rank in here; heartbeat.py writes one file per node. STARTED names
+    # the ranks' node-local records, so a step never reads an earlier step's.
+    LUMI_SCAFFOLD_HEARTBEAT_DIR="${PROJECT_DIR}/logs/heartbeat-${SLURM_JOB_ID}"
+    rm -rf "${LUMI_SCAFFOLD_HEARTBEAT_DIR}"
+    mkdir -p "${LUMI_SCAFFOLD_HEARTBEAT_DIR}"
+    LUMI_SCAFFOLD_HEARTBEAT_STARTED="$(date +%s%N)"
+    export LUMI_SCAFFOLD_HEARTBEAT_DIR LUMI_SCAFFOLD_HEARTBEAT_STARTED
+    local output
+    output="$(scontrol show job "${SLURM_JOB_ID}" 2>/dev/null | sed -n 's/^ *StdOut=//p' | head -n 1)"
+    trap on_stall USR2
+    LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${LIB}/run.sh" python "${LIB}/watchdog.py" \
+        watch --dir "${LUMI_SCAFFOLD_HEARTBEAT_DIR}" --timeout "${PROGRESS_TIMEOUT}" --startup "${STARTUP_TIMEOUT}" \
+        --phase-timeout "${PHASE_TIMEOUT}" --output-timeout "${OUTPUT_TIMEOUT}" --slack "${slack}" \
+        --notify "$$" --interval "$(( PROGRESS_TIMEOUT < 10 ? 1 : 5 ))" --output ${output:+"${output}"} &
+    WATCHDOG_PID=$!
+}
+
+# On the watchdog's signal: every rank's stacks (one helper task per node), then scancel
+# of the training step (Slurm ends it on every node, a rank blocked in C code included);
+# where no step id is found, SIGTERM to srun, SIGKILL 60 s later.
+# shellcheck disable=SC2329  # invoked by the trap in watch_progress
+on_stall() {
+    STALLED=1
+    local steps=() step
+    mapfile -t steps < <(squeue --noheader --steps --jobs="${SLURM_JOB_ID}" --format=%i 2>/dev/null \
+        | grep -E "^${SLURM_JOB_ID}\.[0-9]+$" || true)
+    echo "watchdog: the stacks of every rank follow; the collective library's logs stay in logs/" >&2
+    LUMI_SCAFFOLD_HELPER=1 timeout 120 srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" \
+        --ntasks-per-node=1 "${CONTAINER[@]}" "${LIB}/run.sh" python "${LIB}/watchdog.py" dump --dir "${LUMI_SCAFFOLD_HEARTBEAT_DIR}" \
+        || echo "watchdog: could not collect the stacks (above)" >&2
+    for step in "${steps[@]}"; do
+        if scancel "${step}"; then
+            echo "watchdog: cancelled step ${step} (scancel)" >&2
+        else
+            echo "watchdog: scancel ${step} failed (above); stopping srun instead" >&2
+            steps=()
+        fi
+    done
+    if [ -n "${STEP_PID:-}" ]; then
+        if [ "${#steps[@]}" = 0 ]; then
+            kill -TERM "${STEP_PID}" 2>/dev/null || true
+        fi
+        ( sleep 60; kill -KILL "${STEP_PID}" 2>/dev/null ) &   # an srun that does not return
+    fi
+}
+
+# Ends the watchdog after the step.
+stop_watching() {
+    trap - USR2
+    if [ -n "${WATCHDOG_PID}" ]; then
+        kill -TERM "${WATCHDOG_PID}" 2>/dev/null || true
+        wait "${WATCHDOG_PID}" 2>/dev/null || true
+    fi
+}
+
+# Removes the heartbeat directory after a step the watchdog did not stop, once job_outcome
+# has read it; a stall's files stay.
+drop_heartbeats() {
+    if [ -n "${WATCHDOG_PID}" ] && [ "${STALLED}" = 0 ] && [ ! -e "${LUMI_SCAFFOLD_HEARTBEAT_DIR}/stalled" ]; then
+        rm -rf "${LUMI_SCAFFOLD_HEARTBEAT_DIR}"
+    fi
+}
+
+# The job file that runs (a batch job runs Slurm's copy of it: its name is the job's Command).
+job_file() {
+    local file="${BASH_SOURCE[-1]}"
+    if [[ "${file}" == */slurm_script ]]; then
+        file="$(scontrol show job "${SLURM_JOB_ID}" 2>/dev/null | sed -n 's/^ *Command=//p' | head -n 1)"
+    fi
+    echo "${file:-${PROJECT_DIR}/jobs/train.sbatch}"
+}
+
+# The training job (jobs/train.sbatch): COMMAND [the job's arguments] on every rank.
+# CHAIN=N sbatch jobs/train.sbatch makes it the first of up to N jobs (chains=1 in
+# values.sh): each queues the next, which starts when this one ends and resumes the run; a
+# job whose training finishes (or that fails or is cancelled before Slurm's time-limit
+# warning) cancels the rest; a job the watchdog stopped is replaced, once per chain, by one
+# without the node that stalled (on evidence against it).
+train_job() {
+    report_job train
+    chain="${CHAIN:-1}"
+    if ! [[ "${chain}" =~ ^[1-9][0-9]{0,2}$ ]]; then
+        echo "CHAIN='${chain}' is not a number of jobs (1-999), e.g. CHAIN=4 sbatch jobs/train.sbatch" >&2
+        exit 2
+    fi
+    if [ "${chain}" -gt 1 ] && [ "${chains}" != 1 ]; then
+        echo "CHAIN=${chain}: ${chains_refused}. Fix: train long runs on another partition (lumi-scaffold update -d partition=<name>)" >&2
+        exit 2
+    fi
+    # From Slurm's warning, signal_lead seconds before the time limit (--signal in the job
+    # file), a job that ends unfinished ran out of time, and the chain's next job continues.
+    time_up=0
+    next_job=""
+    trap 'time_up=1; echo "time limit in ${signal_lead} s${next_job:+: job ${next_job} continues the run}" >&2; time_is_up' USR1
+    trap 'stop_train TERM' TERM
+    trap 'stop_train INT' INT
+    trap 'stop_train HUP' HUP
+
+    stage_data
+    restore_caches
+    if [ "${DRY_RUN}" != 1 ]; then
+        mkdir -p "${RUN_DIR}" "${CHECKPOINT_DIR}"
+        echo "$(date -Iseconds) job ${SLURM_JOB_ID:-} (${SLURM_JOB_NAME:-}) on ${SLURM_JOB_NODELIST:-}" >>"${RUN_DIR}/jobs.txt"
+    fi
+    if [ "${chain}" -gt 1 ] && [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then
+        echo "chain: this job was requeued; its first start queued the next one" >&2
+    elif [ "${chain}" -gt 1 ] && [ "${DRY_RUN}" != 1 ]; then
+        # Queued before training, so that it runs even when this job meets its time limit.
+        if next_job="$(cd "${PROJECT_DIR}" && CHAIN="$((chain - 1))" sbatch --parsable \
+            --dependency="afterany:${SLURM_JOB_ID}" "$(job_file)" "$@")"; then
+            echo "chain: job ${next_job} continues run ${RUN_NAME} after this one ($((chain - 1)) more job(s) at most)"
+        else
+            next_job=""
+            echo "chain: could not queue the next job (above); this one trains, and the chain ends with it" >&2
+        fi
+    fi
+    local status=0 retry what exclude=()
+    make_step run.sh "$@"
+    flight_recorder
+    watch_progress
+    dry_run_ends
+    run_step || status=$?
+    stop_watching
+    save_caches
+    if [ "${STALLED}" = 1 ]; then
+        status=$(( status == 0 ? 1 : status ))
+    fi
+    job_outcome "${status}"
+    drop_heartbeats
+    rm -f "${LUMI_SCAFFOLD_TIME_UP}"
+    if [ "${FAULT_DECISION}" = finished ]; then
+        stop_chain "training finished"
+    elif [ "${FAULT_HANG}" = 1 ] && [ "${FAULT_DECISION}" != stop ] && [ "${chain}" -gt 1 ]; then
+        # A hang in a chain: once per chain the run goes on in a job that replaces this one,
+        # without a node only on evidence against it; a second hang ends the chain.
+        what="a collective timed out in this job (a hang)"
+        if [ "${FAULT_CAUSE}" != "collective timeout" ]; then
+            what="the watchdog stopped this job"
+        fi
+        if [ -n "${FAULT_EXCLUDE}" ]; then
+            exclude=(--exclude="${FAULT_EXCLUDE}")
+            stop_chain "${what}; a job without ${FAULT_EXCLUDE} replaces it"
+        else
+            stop_chain "${what}; a job on any nodes replaces it (software hang suspected)"
+        fi
+        if retry="$(cd "${PROJECT_DIR}" && CHAIN="${chain}" LUMI_SCAFFOLD_STALLED_BEFORE="${FAULT_EXCLUDE:-a software hang in job ${SLURM_JOB_ID}}" \
+            sbatch --parsable "${exclude[@]}" --dependency="afterany:${SLURM_JOB_ID}" "$(job_file)" "$@")"; then
+            echo "chain: job ${retry} resumes run ${RUN_NAME} from its newest checkpoint${FAULT_EXCLUDE:+, without node ${FAULT_EXCLUDE}}" >&2
+        else
+            echo "chain: could not queue a job to resume (above); the chain ends here" >&2
+        fi
+    elif [ "${FAULT_DECISION}" = stop ]; then
+        stop_chain "${FAULT_REASON}"
+    fi
+    exit "${status}"
+}
+
+# PyTorch's Flight Recorder for the training step: every rank keeps its last collectives and,
+# when a NCCL/RCCL collective times out, writes them to RUN_DIR/flight-recorder/<job id>/rank-<R>,
+# from which scripts/lib/fault.py names the rank that never entered the collective the others
+# wait in (gloo writes none). The names follow the image's torch: from 2.10 on the TORCH_FR_
+# names alone (pytorch/pytorch PR #167395; 2.11 and later warn on every rank where the older
+# ones are set), before it the TORCH_NCCL_ names; both where the version is unknown. Yours win.
+flight_recorder() {
+    FLIGHT_DIR="${RUN_DIR}/flight-recorder/${SLURM_JOB_ID:-0}"
+    local version minor=-1 size="${TORCH_FR_BUFFER_SIZE:-${TORCH_NCCL_TRACE_BUFFER_SIZE:-2000}}"
+    local file="${TORCH_FR_DUMP_TEMP_FILE:-${TORCH_NCCL_DEBUG_INFO_TEMP_FILE:-${FLIGHT_DIR}/rank-}}"
+    if [ "${DRY_RUN}" = 1 ]; then
+        return 0
+    fi
+    mkdir -p "${FLIGHT_DIR}"
+    # (from the package's metadata with the image's Python: importing torch takes seconds)
+    version="$(LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${LIB}/run.sh" python -c \
+        'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null | tail -n 1 || true)"
+    if [[ "${version}" =~ ^2\.([0-9]+)\. ]]; then
+        minor="${BASH_REMATCH[1]}"
+    elif [[ "${version}" =~ ^[1-9][0-9]*\. ]]; then
+        minor=$(( ${version%%.*} > 2 ? 99 : 0 ))
+    fi
+    export TORCH_NCCL_DUMP_ON_TIMEOUT="${TORCH_NCCL_DUMP_ON_TIMEOUT:-1}"
+    if [ "${minor}" -ge 10 ] || [ "${minor}" = -1 ]; then
+        export TORCH_FR_BUFFER_SIZE="${size}" TORCH_FR_DUMP_TEMP_FILE="${file}"
+    fi
+    if [ "${minor}" -lt 10 ]; then
+        export TORCH_NCCL_TRACE_BUFFER_SIZE="${size}" TORCH_NCCL_DEBUG_INFO_TEMP_FILE="${file}"
+    fi
+}
+
+# Why the training step ended (scripts/lib/fault.py, with the node's python3, else the
+# image's): one `fault:` line naming the cause, rank, node and step (none when the training
+# finished), the job report completed, and the chain's decision in FAULT_CAUSE, FAULT_HANG
+# (1: a collective timeout or a stall), FAULT_DECISION (finished, resume, resume-elsewhere,
+# stop), FAULT_EXCLUDE (a node, only on evidence) and FAULT_REASON.
+#   job_outcome STATUS [SIGNAL that ended the job: TERM, INT, HUP]
+job_outcome() {
+    local decision="${PROJECT_DIR}/logs/fault-${SLURM_JOB_ID:-0}" python=(python3) logs=() up=0
+    if [ -f "${LUMI_SCAFFOLD_TIME_UP}" ] || [ "${time_up:-0}" = 1 ]; then
+        up=1
+    fi
+    if ! command -v python3 >/dev/null 2>&1; then
+        python=(env LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${LIB}/run.sh" python)
+    fi
+    mapfile -t logs < <(scontrol show job "${SLURM_JOB_ID:-0}" 2>/dev/null | sed -n 's/^ *Std\(Out\|Err\)=//p' | sort -u)
+    rm -f "${decision}"
+    "${python[@]}" "${LIB}/fault.py" end --status "$1" --log "${logs[@]}" \
+        --heartbeats "${LUMI_SCAFFOLD_HEARTBEAT_DIR:-}" --flight "${FLIGHT_DIR:-}" \
+        --time-up "${up}" --signal "${2:-}" --chain "${chain:-1}" --next "${next_job:-}" \
+        --hung-before "${LUMI_SCAFFOLD_STALLED_BEFORE:-}" --known-issues "${image_known_issues}" \
+        --run-dir "${RUN_DIR}" --job "${SLURM_JOB_ID:-0}" --out "${decision}" \
+        || echo "fault: scripts/lib/fault.py failed (above): no report from the job" >&2
+    FAULT_CAUSE="$(sed -n 's/^cause=//p' "${decision}" 2>/dev/null || true)"
+    FAULT_DECISION="$(sed -n 's/^decision=//p' "${decision}" 2>/dev/null || true)"
+    FAULT_EXCLUDE="$(sed -n 's/^exclude=//p' "${decision}" 2>/dev/null || true)"
+    FAULT_REASON="$(sed -n 's/^reason=//p' "${decision}" 2>/dev/null || true)"
+    if [ -z "${FAULT_DECISION}" ]; then   # no decision read: stop, unless finished or out of time
+        FAULT_DECISION=stop
+        FAULT_REASON="training failed (status $1) before Slurm's time-limit warning, and the next job would fail the same way"
+        if [ "$1" = 0 ]; then
+            FAULT_DECISION=finished
+        elif [ "${up}" = 1 ]; then
+            FAULT_DECISION=resume
+        fi
+    fi
+    FAULT_HANG=0
+    if [[ "${FAULT_CAUSE}" =~ ^(collective timeout|heartbeat stall|output stall)$ ]]; then
+        FAULT_HANG=1
+    fi
+    rm -f "${decision}"
+    rmdir "${FLIGHT_DIR:-}" "$(dirname "${FLIGHT_DIR:-/}")" 2>/dev/null || true   # (no dump: nothing to keep)
+}
+
+# Cancels the next job of the chain, saying why.
+stop_chain() {
+    if [ -n "${next_job}" ]; then
+        echo "chain: $1; cancelling job ${next_job}" >&2
+        scancel "${next_job}" || true
+    fi
+}
+
+# On TERM, INT or HUP ($1): a cancelled job ends its chain and its step, and says so
+# (`fault: cancelled`; after the time-limit warning, `fault: time limit`). Slurm sends
+# SIGKILL KillWait seconds after its SIGTERM: the step gets up to 5 s to end (rank 0's
+# runlog writes its report on SIGTERM) before the report is completed.
+# shellcheck disable=SC2329  # invoked by the traps in train_job
+stop_train() {
+    trap '' TERM INT HUP
+    local status=$(( 128 + $(kill -l "$1") )) waited=0
+    if [ "${time_up}" = 0 ]; then
+        stop_chain "this job was cancelled"
+    fi
+    if [ -n "${STEP_PID:-}" ]; then
+        kill -TERM "${STEP_PID}" 2>/dev/null || true   # (run by hand, Ctrl-C alone would not reach it)
+        while kill -0 "${STEP_PID}" 2>/dev/null && [ "${waited}" -lt 10 ]; do
+            sleep 0.5
+            waited=$(( waited + 1 ))
+        done
+    fi
+    if [ -z "${FAULT_DECISION:-}" ]; then   # (not when the step had ended and the job had said why)
+        job_outcome "${status}" "$1"
+    fi
+    exit "${status}"
+}
+
+# The profiling job (jobs/profile.sbatch, where the project has a profiler): the training
+# job's shape and launch, scripts/lib/run-profile.sh wrapping rank PROFILE_RANK
+# (profile_rank in values.sh) in the profiler. It runs in a run directory of its own
+# (RUN_NAME=profile-<job id>: a finished run would profile nothing) and writes the profile
+# into profiles/<job id>.
+profile_job() {
+    report_job profile
+    trap 'echo "time limit in ${profile_signal_lead} s: the profile will end unfinished" >&2; time_is_up' USR1
+    local name="${SLURM_JOB_ID:-0}" n=1 status=0   # <job id>.2, .3 ... for more runs in one allocation
+    while [ -e "${PROJECT_DIR}/profiles/${name}" ]; do
+        n=$((n + 1))
+        name="${SLURM_JOB_ID:-0}.${n}"
+    done
+    PROFILE_DIR="${PROJECT_DIR}/profiles/${name}"
+    RUN_NAME="profile-${name}" RUN_DIR="${OUTPUT_ROOT}/profile-${name}"
+    CHECKPOINT_DIR="${RUN_DIR}/checkpoints"
+    export PROFILE_DIR RUN_NAME RUN_DIR CHECKPOINT_DIR
+    stage_data
+    restore_caches   # (compiling kernels would show in the profile)
+    if [ "${DRY_RUN}" != 1 ]; then
+        mkdir -p "${PROFILE_DIR}" "${RUN_DIR}" "${CHECKPOINT_DIR}"
+    fi
+    make_step run-profile.sh "$@"
+    watch_progress
+    dry_run_ends
+    run_step || status=$?
+    stop_watching
+    drop_heartbeats
+    save_caches
+    if [ "${STALLED}" = 1 ] || [ "${status}" != 0 ]; then
+        exit "$(( status == 0 ? 1 : status ))"
+    fi
+    echo "Profile written to ${PROFILE_DIR}"
+}
+
+# The smoke test (jobs/smoke-test.sbatch): COMMAND as one task, in the container, through run.sh.
+smoke_job() {
+    check_command
+    STEP=(srun --kill-on-bad-exit=1 --chdir="${WORKDIR}" "${CONTAINER[@]}" "${LIB}/run.sh" "${COMMAND[@]}" "$@")
+    print_step
+    dry_run_ends
+    run_step
+}

@@ -1,0 +1,18 @@
+#!/bin/bash
+# This project's values (scripts/values.sh) and the one function that reads them. Sourced by
+# the library (job.sh, run.sh, caches.sh ...), never run by itself. OWNED BY THE TEMPLATE:
+# `lumi-scaffold update` rewrites it.
+# shellcheck source=../values.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../values.sh"
+
+# The value $1 with every ${NAME} in it replaced by that variable's value (empty when
+# unset): values.sh keeps such references as they are, to expand where they are used.
+expand() {
+    local rest="$1" out="" name
+    while [[ "${rest}" =~ ^([^$]*)\$\{([A-Za-z_][A-Za-z0-9_]*)\}(.*)$ ]]; do
+        name="${BASH_REMATCH[2]}"
+        out+="${BASH_REMATCH[1]}${!name:-}"
+        rest="${BASH_REMATCH[3]}"
+    done
+    printf '%s' "${out}${rest}"
+}

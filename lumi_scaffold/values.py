@@ -572,7 +572,26 @@ def _venv(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]
                     "through a .pth file.") if cite("[AIG-02]") else ()),
                  cite("--pack: one SquashFS file on the parallel file system instead of thousands. [AIG-02], [UG-stor]"))),
         Value("pip_cache", "/tmp/${USER}-pip-cache", (cite("pip's cache while it installs, off $HOME. [WS-05]"),)),
+        Value("venv_framework", venv_framework(pd), (
+            "The framework's packages: pinned in the venv at the image's versions, whatever constraints.txt says",
+            "(the venv pins every binary package of the image too, and constraints.txt may take one of those over;",
+            "pure-Python ones may be upgraded). A name the image does not ship changes nothing.")),
     ]
+
+
+# Always the framework's, where an image ships them: the frameworks' cores and their compilers.
+FRAMEWORK_PACKAGES = ("jax", "jaxlib", "torch", "triton", "pytorch-triton", "pytorch-triton-rocm", "triton-rocm")
+
+
+def venv_framework(pd: PluginData) -> tuple[str, ...]:
+    """The packages the venv never lets change, whatever constraints.txt says: the framework's
+    pinned packages, every package whose version the catalogue gives for the image (its pins),
+    those a cotainr build installs for the framework, and FRAMEWORK_PACKAGES."""
+    cotainr = pd.container.cotainr
+    built = cotainr.framework_packages.get(pd.framework.name, []) if cotainr else []
+    names = {*pd.framework.pinned_packages, *pd.pins, *FRAMEWORK_PACKAGES,
+             *(re.split(r"[^A-Za-z0-9._-]", p, maxsplit=1)[0] for p in built)}
+    return tuple(sorted(names, key=str.lower))
 
 
 def _attach(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:

@@ -3,7 +3,7 @@ record of what the image ships and in which tier, the venv that sees it, the con
 that keep pip off its pinned packages, and the check that names a package the venv changed.
 Here the "image" is this Python with a directory of made-up distributions on its path:
 top needs mid, mid needs leaf; top and mid are pure Python, leaf is binary, and the
-framework is `frame` (pure Python, pinned by name, as jax is)."""
+framework is `frame` (pure Python, pinned by name, as jax is); capper needs mid<1.4."""
 
 from __future__ import annotations
 
@@ -95,6 +95,7 @@ def image(image_packages, tmp_path):
     dist(site, "mid", "1.0", "leaf>=1")
     dist(site, "leaf", "1.0", binary=True)
     dist(site, "frame", "1.0")
+    dist(site, "capper", "1.0", "mid<1.4")
     record = tmp_path / "image-packages.json"
     frozen = run(sys.executable, image_packages.__file__, "freeze", str(record), "Frame", PYTHONPATH=str(site),
                  SINGULARITY_CONTAINER="/images/test.sif")
@@ -180,13 +181,19 @@ def test_an_intact_venv_passes_the_check(venv):
 
 def test_an_upgraded_pure_python_package_is_one_line_and_a_downgrade_is_refused(venv):
     own, requirements, constraints, check = venv
-    dist(own, "mid", "1.5", "leaf>=1")  # as pip would install it into the venv
+    dist(own, "mid", "1.3", "leaf>=1")  # as pip would install it into the venv
     upgraded = check()
     assert upgraded.returncode == 0, upgraded.stderr
-    assert upgraded.stdout.splitlines()[0] == "venv: mid 1.0 of the image is shadowed by 1.5 (pulled in by top in requirements.txt)"
+    assert upgraded.stdout.splitlines()[0] == "venv: mid 1.0 of the image is shadowed by 1.3 (pulled in by top in requirements.txt)"
+    (own / "mid-1.3.dist-info").rename(own / "older")
+    dist(own, "mid", "1.5", "leaf>=1")  # newer than an image package allows: said on the same line
+    upgraded = check()
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert upgraded.stdout.splitlines()[0] == ("venv: mid 1.0 of the image is shadowed by 1.5 (pulled in by top in "
+                                               "requirements.txt); capper 1.0 of the image requires mid<1.4")
     assert " intact, 1 of its " in upgraded.stdout.splitlines()[1]
     requirements.write_text("mid>=1.5\n")
-    assert check().stdout.splitlines()[0] == "venv: mid 1.0 of the image is shadowed by 1.5 (requirements.txt)"
+    assert check().stdout.splitlines()[0].startswith("venv: mid 1.0 of the image is shadowed by 1.5 (requirements.txt);")
     (own / "mid-1.5.dist-info").rename(own / "old")
     dist(own, "mid", "0.9")
     down = check()

@@ -19,8 +19,9 @@ Run by scripts/setup-venv.sh inside the container (standard library, plus the
       names is left to that line, unless it is the framework's.
   venv/bin/python scripts/lib/image_packages.py check FILE.json requirements.txt [constraints.txt]
       prints one line for each distribution of the image that the venv shadows with another
-      version; exit 1, one line each, when a PINNED one changed, an UPGRADABLE one went
-      down, or one is missing, naming the requirement that pulls it in.
+      version (and which of the image's packages do not allow that version); exit 1, one
+      line each, when a PINNED one changed, an UPGRADABLE one went down, or one is missing,
+      naming the requirement that pulls it in.
   venv/bin/python scripts/lib/image_packages.py explain FILE.json PIP_OUTPUT [constraints.txt]
       after pip failed: one line for each distribution of the image that pip's clash names
       as a constraint, with its tier and the fix; exit 1 when it names none.
@@ -46,7 +47,8 @@ FRAMEWORK = "framework"
 # Compiled code, in a distribution's list of installed files: extension modules and shared
 # libraries (.so, also versioned as libfoo.so.1; .pyd, .dylib and .dll elsewhere).
 COMPILED = re.compile(r"\.(so(\.\d+)*|pyd|dylib|dll)$", re.IGNORECASE)
-# Sources of compiled code, for an .egg-info whose file list is its SOURCES.txt.
+# Sources of compiled code, in the file list of a distribution without a WHEEL (an .egg-info's
+# SOURCES.txt).
 COMPILED_SOURCES = re.compile(r"\.(c|cc|cpp|cxx|cu|hip|pyx|f|f90)$", re.IGNORECASE)
 
 
@@ -73,8 +75,8 @@ def tier(dist: metadata.Distribution, framework: set[str]) -> tuple[str, str]:
       2. its list of installed files (RECORD; installed-files.txt of an .egg-info) holds
          compiled code: .so (or .so.N), .pyd, .dylib, .dll (a pure-tagged wheel may still
          bundle a library);
-      3. an .egg-info without a WHEEL whose file list is its SOURCES.txt: C, C++, CUDA,
-         HIP, Cython or Fortran sources in it (it was compiled at install).
+      3. it has no WHEEL (an .egg-info, whose file list may be its SOURCES.txt) and its
+         file list names C, C++, CUDA, HIP, Cython or Fortran sources (compiled at install).
     A distribution with neither a WHEEL file nor a list of its files cannot be judged:
     pinned, to be safe. Everything else is pure Python: UPGRADABLE."""
     if canonical(dist.metadata["Name"] or "") in framework:
@@ -117,7 +119,7 @@ def visible() -> dict[str, tuple[str, str, str, metadata.Distribution]]:
     return found
 
 
-def freeze(out: Path, framework: list[str] = ()) -> None:
+def freeze(out: Path, framework: list[str] | tuple[str, ...] = ()) -> None:
     dists = visible()
     homes = {where for _, _, where, _ in dists.values()}
     sites = [os.path.realpath(entry) for entry in sys.path if entry and os.path.realpath(entry) in homes]
@@ -279,6 +281,28 @@ def fix(entry: dict, line: str, again: str = "rm -rf venv and rerun scripts/setu
     return f"loosen the requirement that needs it, then {again}; or take it over: add {line} to constraints.txt."
 
 
+def refused_by(key: str, new: str, record: dict, now: dict) -> list[tuple[str, str]]:
+    """(``name version``, requirement) of each of the image's distributions, as the venv sees
+    them, whose requirements do not allow ``key`` at version ``new`` (pip warns about them
+    too, once, among its install's output)."""
+    requirements, version_module = _packaging()
+    out = []
+    for other, entry in record["dists"].items():
+        seen = now.get(other)
+        if other == key or seen is None or seen[1] != entry["version"]:
+            continue  # (shadowed too: its own line)
+        for text in seen[3].requires or []:
+            try:
+                req = requirements.Requirement(text)
+                wrong = (canonical(req.name) == key and (req.marker is None or req.marker.evaluate({"extra": ""}))
+                         and not req.specifier.contains(version_module.Version(new), prereleases=True))
+            except Exception:  # (a requirement this packaging cannot read or evaluate: not ours to judge)
+                continue
+            if wrong:
+                out.append((f"{entry['name']} {entry['version']}", f"{req.name}{req.specifier}"))
+    return out
+
+
 def check(record: dict, requirements_file: Path, constraints_file: Path = Path("constraints.txt")) -> None:
     now = visible()
     mine = yours(constraints_file)
@@ -301,7 +325,9 @@ def check(record: dict, requirements_file: Path, constraints_file: Path = Path("
                             f"packages of the image may be upgraded, not downgraded. Fix: {fix(entry, f'{name}=={new}')}")
         else:
             mine_too = f"; constraints.txt: {mine[key]}" if key in mine else ""
-            shadowed.append(f"venv: {name} {version} of the image is shadowed by {new} ({why}{mine_too})")
+            shadowed.append(f"venv: {name} {version} of the image is shadowed by {new} ({why}{mine_too})"
+                            + "".join(f"; {other} of the image requires {needs}"
+                                      for other, needs in refused_by(key, new, record, now)))
     print("\n".join(shadowed), end="\n" if shadowed else "")
     if problems:
         print("\n".join(problems), file=sys.stderr)

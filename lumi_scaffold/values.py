@@ -531,14 +531,36 @@ def _prestage(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], 
 def _venv(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     interconnect = f" and {pd.site.interconnect}" if pd.site.interconnect else ""
     return [
-        Heading((f"The venv (scripts/setup-venv.sh), on top of the image's Python: nothing the image ships may change",
-                 f"({pd.framework.title}, its ROCm builds of other packages, everything else its Python sees). A generic",
+        Heading((f"The venv (scripts/setup-venv.sh), on top of the image's Python: the framework ({pd.framework.title}) and",
+                 "every binary package the image ships (its ROCm builds of other packages) are pinned; its pure-Python",
+                 "packages may be upgraded; constraints.txt says how to move one package between the two. A generic",
                  cite(f"wheel from PyPI lacks the image's ROCm{interconnect} builds. [AIG-02]"),
                  *(("LAIF images keep their Python in a venv (/opt/venv): the project's venv sees its packages",
                     "through a .pth file.") if cite("[AIG-02]") else ()),
                  cite("--pack: one SquashFS file on the parallel file system instead of thousands. [AIG-02], [UG-stor]"))),
         Value("pip_cache", "/tmp/${USER}-pip-cache", (cite("pip's cache while it installs, off $HOME. [WS-05]"),)),
+        Value("venv_framework", venv_framework(pd), (
+            "The framework's packages: pinned in the venv at the image's versions, whatever constraints.txt says",
+            "(the venv pins every binary package of the image too, and constraints.txt may take one of those over;",
+            "pure-Python ones may be upgraded). A name the image does not ship changes nothing.")),
     ]
+
+
+# What else belongs to a framework package, where an image ships it: jax's jaxlib, and the
+# Triton that torch.compile generates kernels with (named as PyTorch's wheels, the
+# ROCm index and source builds name it).
+FRAMEWORK_COMPANIONS = {"jax": ("jaxlib",), "torch": ("triton", "pytorch-triton", "pytorch-triton-rocm", "triton-rocm")}
+
+
+def venv_framework(pd: PluginData) -> tuple[str, ...]:
+    """The packages the venv never lets change, whatever constraints.txt says: the framework's
+    pinned packages, every package whose version the catalogue gives for the image (its pins),
+    those a cotainr build installs for the framework, and their FRAMEWORK_COMPANIONS."""
+    cotainr = pd.container.cotainr
+    built = cotainr.framework_packages.get(pd.framework.name, []) if cotainr else []
+    names = {*pd.framework.pinned_packages, *pd.pins, *(re.split(r"[^A-Za-z0-9._-]", p, maxsplit=1)[0] for p in built)}
+    names |= {companion for name in names for companion in FRAMEWORK_COMPANIONS.get(name, ())}
+    return tuple(sorted(names, key=str.lower))
 
 
 def _attach(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:

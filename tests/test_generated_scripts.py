@@ -61,11 +61,15 @@ def test_setup_venv_builds_on_the_container_python_and_keeps_the_framework(templ
     env = env_for(tmp_path, **image_env(tmp_path, WITH_CONDA="true"))
     result = setup_venv(project, env)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert re.search(r"venv ready; the image's \d+ distributions are intact\.", result.stdout), result.stdout
+    assert re.search(r"venv ready; the image's \d+ pinned distributions are intact, 0 of its \d+ others shadowed\.",
+                     result.stdout), result.stdout
     frozen = (project / "venv/image-constraints.txt").read_text().splitlines()
-    assert f"torch=={torch.__version__}" in frozen and any(line.startswith("pytest==") for line in frozen)
+    assert f"torch=={torch.__version__}   # pinned: framework" in frozen
+    assert f"pytest>={pytest.__version__}   # upgradable: pure Python" in frozen  # (this machine's pytest: a pure wheel)
     assert venv_version(project, "torch") == torch.__version__  # the image's framework, seen through the venv
-    assert json.loads((project / "venv/image-packages.json").read_text())["image"] == env["SIF"]
+    record = json.loads((project / "venv/image-packages.json").read_text())
+    assert record["image"] == env["SIF"]
+    assert record["dists"]["numpy"]["tier"] == "pinned" and record["dists"]["numpy"]["why"].startswith("binary: ")
     # A second run reuses the record; another image needs a new venv.
     again = setup_venv(project, env)
     assert again.returncode == 0, again.stdout + again.stderr
@@ -76,20 +80,27 @@ def test_setup_venv_builds_on_the_container_python_and_keeps_the_framework(templ
 
 
 LAIF_IMAGE = {"torch": "2.10.0+rocm7.0.0.lw.git1234", "flash_attn": "2.8.3", "xformers": "0.0.32+d9b9c5f.d20260401",
-              "bitsandbytes": "0.48.0.dev0", "vllm": "0.11.1+rocm700", "deepspeed": "0.18.2", "apex": "1.8.0"}
+              "bitsandbytes": "0.48.0.dev0", "vllm": "0.11.1+rocm700", "deepspeed": "0.18.2", "apex": "1.8.0",
+              "transformers": "4.44.0"}
 
 
 @pytest.fixture
 def laif(tmp_path):
     """A LAIF-like image: its Python is a venv (/opt/venv) with ROCm builds of torch,
-    flash-attention, xformers, bitsandbytes, vLLM, DeepSpeed and apex; a local index with
-    generic wheels of some of them and packages that ask for them."""
-    bin_dir = image_venv(tmp_path / "opt-venv", LAIF_IMAGE)
+    flash-attention, xformers, bitsandbytes, vLLM, DeepSpeed and apex (binary) and a pure-Python
+    transformers; a local index with generic wheels of some of them and packages that ask for
+    them."""
+    bin_dir = image_venv(tmp_path / "opt-venv", LAIF_IMAGE, pure=("transformers",))
     wheels = tmp_path / "wheels"
     add_wheel(wheels, "flash_attn", "2.9.0")
     add_wheel(wheels, "needs-new-flash", "1.0", ["flash-attn>=2.9"])
     add_wheel(wheels, "uses-flash", "1.0", ["flash-attn"])
     add_wheel(wheels, "plain", "1.0")
+    add_wheel(wheels, "torch", "2.11.0")
+    add_wheel(wheels, "needs-new-torch", "1.0", ["torch>=2.11"])
+    for version in ("4.39.0", "4.46.1"):
+        add_wheel(wheels, "transformers", version)
+    add_wheel(wheels, "needs-old-transformers", "1.0", ["transformers<4.40"])
     return bin_dir, env_for(tmp_path, bin_dir, PIP_FIND_LINKS=str(wheels)), wheels
 
 
@@ -109,13 +120,75 @@ def test_setup_venv_sees_an_image_whose_python_is_a_venv(template, tmp_path, lai
 
 
 def test_setup_venv_refuses_a_requirement_that_needs_another_flash_attention(template, tmp_path, laif):
+    """A binary package of the image is pinned: pip names the clash, the script names the
+    package, why it is pinned and the fix; a line in constraints.txt takes it over."""
     _, env, _ = laif
     project = render(template, tmp_path / "p", extra_requirements="needs-new-flash")
     result = setup_venv(project, env)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "flash-attn>=2.9" in result.stderr or "flash-attn>=2.9" in result.stdout  # pip names the clash
-    assert "ERROR: pip cannot install requirements.txt without changing a package the image ships" in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "ERROR: pip cannot keep flash_attn at the image's 2.8.3, which is pinned: binary: a platform wheel "
+        "(cp3-cp3-linux_x86_64) (pip's lines above name what asks for another). Fix: remove or loosen the requirement "
+        "that needs it, then rerun scripts/setup-venv.sh; or take it over from the image: add flash-attn>=2.9 to "
+        "constraints.txt (a generic build may lack what the image's was built for).")
     assert venv_version(project, "flash_attn") == "2.8.3"
+    # The fix it names: the project takes flash-attention over from the image.
+    with (project / "constraints.txt").open("a") as constraints:
+        constraints.write("flash-attn>=2.9\n")
+    taken = setup_venv(project, env)
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    assert [line for line in taken.stdout.splitlines() if "shadowed by" in line] == [
+        "venv: flash_attn 2.8.3 of the image is shadowed by 2.9.0 (pulled in by needs-new-flash in requirements.txt; "
+        "constraints.txt: flash-attn>=2.9)"]
+    assert venv_version(project, "flash_attn") == "2.9.0" and venv_version(project, "torch") == LAIF_IMAGE["torch"]
+
+
+def test_setup_venv_lets_requirements_upgrade_a_pure_python_package_of_the_image(template, tmp_path, laif):
+    """transformers is pure Python in the image: a requirement may upgrade it (one line says
+    which version shadows which), never downgrade it (unless constraints.txt says so)."""
+    _, env, _ = laif
+    project = render(template, tmp_path / "p", extra_requirements="transformers==4.46.1")
+    result = setup_venv(project, env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [line for line in result.stdout.splitlines() if "shadowed by" in line] == [
+        "venv: transformers 4.44.0 of the image is shadowed by 4.46.1 (requirements.txt)"]
+    assert venv_version(project, "transformers") == "4.46.1"
+    assert all(venv_version(project, name) == version for name, version in LAIF_IMAGE.items() if name != "transformers")
+    frozen = (project / "venv/image-constraints.txt").read_text().splitlines()
+    assert "transformers>=4.44.0   # upgradable: pure Python" in frozen
+    assert "torch==2.10.0+rocm7.0.0.lw.git1234   # pinned: framework" in frozen
+    assert "flash_attn==2.8.3   # pinned: binary: a platform wheel (cp3-cp3-linux_x86_64)" in frozen
+    tiers = {k: (d["tier"], d["why"]) for k, d in json.loads((project / "venv/image-packages.json").read_text())["dists"].items()}
+    assert tiers["transformers"] == ("upgradable", "pure Python") and tiers["torch"] == ("pinned", "framework")
+    assert tiers["vllm"] == ("pinned", "binary: a platform wheel (cp3-cp3-linux_x86_64)")
+    # Down: refused with the reason, unless constraints.txt takes it over.
+    older = render(template, tmp_path / "q", extra_requirements="needs-old-transformers")
+    refused = setup_venv(older, env)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert refused.stderr.splitlines()[-1].startswith(
+        "ERROR: pip cannot keep transformers at the image's 4.44.0 or newer (pure Python: upgradable, never "
+        "downgraded; pip's lines above name what asks for older). Fix: ")
+    with (older / "constraints.txt").open("a") as constraints:
+        constraints.write("transformers<4.40\n")
+    taken = setup_venv(older, env)
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    assert venv_version(older, "transformers") == "4.39.0"
+
+
+def test_setup_venv_refuses_a_requirement_that_would_replace_torch(template, tmp_path, laif):
+    """The framework is pinned whatever constraints.txt says."""
+    _, env, _ = laif
+    project = render(template, tmp_path / "p", extra_requirements="needs-new-torch")
+    (project / "constraints.txt").write_text("torch>=2.11\n")
+    result = setup_venv(project, env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "ERROR: pip cannot keep torch at the image's 2.10.0+rocm7.0.0.lw.git1234, which is pinned: framework (pip's "
+        "lines above name what asks for another). Fix: remove or loosen the requirement that needs it, then rerun "
+        "scripts/setup-venv.sh; the framework is never replaced in the venv (for another version, move the project "
+        "to another image).")
+    assert venv_version(project, "torch") == LAIF_IMAGE["torch"]
 
 
 def test_setup_venv_guard_names_a_replaced_package_and_what_pulls_it_in(template, tmp_path, laif):
@@ -128,8 +201,8 @@ def test_setup_venv_guard_names_a_replaced_package_and_what_pulls_it_in(template
                     str(wheels / "flash_attn-2.9.0-py3-none-any.whl")], env=env, check=True, capture_output=True)
     result = setup_venv(project, env)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "ERROR: the venv changed packages the container image ships:" in result.stderr
-    assert "flash_attn 2.8.3 -> 2.9.0 (pulled in by uses-flash in requirements.txt)" in result.stderr
+    assert ("ERROR: flash_attn 2.8.3 of the image was replaced by 2.9.0 (pulled in by uses-flash in requirements.txt); "
+            "it is pinned: binary: a platform wheel (cp3-cp3-linux_x86_64). Fix: ") in result.stderr
 
 
 JAX_IMAGE = {"jax": "0.4.35.dev20250321", "jaxlib": "0.4.35.dev20250321", "jax-rocm60-plugin": "0.4.35.dev20250321",
@@ -142,7 +215,7 @@ def test_jax_requirements_set_up_against_dev_versions_of_jax(template, tmp_path)
     plugins, while PyPI (here: a local index with the real packages' requirements) offers
     jax 0.4.35 and newer flax/optax that want a newer jax. A pin jax==0.4.35, as the
     catalogue had, is refused instead of installing PyPI's jax."""
-    bin_dir = image_venv(tmp_path / "image", JAX_IMAGE)
+    bin_dir = image_venv(tmp_path / "image", JAX_IMAGE, pure=("jax",))  # jax is pure Python, jaxlib is not
     wheels = tmp_path / "wheels"
     for version in ("0.4.35", "0.8.0"):
         add_wheel(wheels, "jax", version, [f"jaxlib>={version}"])

@@ -16,6 +16,7 @@ once the variables exist, so sourcing the file never fails for an unset one.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass

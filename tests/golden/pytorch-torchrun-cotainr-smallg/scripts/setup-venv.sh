@@ -1,12 +1,17 @@
 #!/bin/bash
 # Create the project's venv INSIDE the container, on top of the image's Python:
 #   bash scripts/setup-venv.sh        (login node is fine; takes a few minutes)
-# Nothing the image ships may change: the framework, its ROCm builds of other packages, and
-# everything else its Python sees (scripts/values.sh says why, for this site). Before the
-# venv exists, the script records every distribution the image's Python sees, at its exact
-# version (local and dev suffixes included), in venv/image-packages.json; pip installs
-# requirements.txt constrained by all of them (venv/image-constraints.txt) and by your own
-# pins (constraints.txt); afterwards it checks that every one is still there, unchanged.
+# Before the venv exists, the script records every distribution the image's Python sees,
+# at its exact version (local and dev suffixes included), with its tier, in
+# venv/image-packages.json (scripts/lib/image_packages.py says how it decides the tier):
+#   pinned: the framework's packages (venv_framework in scripts/values.sh) and every binary
+#     package (compiled for the image: a generic wheel lacks its GPU and interconnect builds);
+#   upgradable: pure-Python packages, which requirements.txt may upgrade, never downgrade.
+# pip installs requirements.txt with those constraints (venv/image-constraints.txt: == for
+# pinned, >= for upgradable) and your own (constraints.txt, which also says how to move one
+# package between the tiers). Afterwards the script prints one line for each package of the
+# image that the venv shadows with another version, and fails, naming the package and why,
+# when a pinned one changed or an upgradable one went down.
 # The venv sees the image's packages through a .pth file (scripts/lib/image_packages.py link),
 # not --system-site-packages, which from a venv's Python (an image's own Python may be
 # one) reaches the base interpreter's packages instead of the image's.
@@ -53,6 +58,9 @@ fi
 # Inside the container (run.sh has activated the image's Python, or the venv if present;
 # none while packing). The venv: venv/, or /user-software while packing.
 cd "${PROJECT_DIR}"
+# This project's values: venv_framework, the framework's packages.
+# shellcheck source=values.sh
+source scripts/values.sh
 venv=venv
 if [ "${SETUP_VENV_BUILDING:-0}" = 1 ]; then
     venv=/user-software
@@ -63,7 +71,7 @@ if [ ! -x "${venv}/bin/python" ]; then
         echo "ERROR: the image's Python ($(command -v python)) has no pip; the venv installs with it." >&2
         exit 1
     fi
-    python scripts/lib/image_packages.py freeze .image-packages.json
+    python scripts/lib/image_packages.py freeze .image-packages.json "${venv_framework[@]}"
     python -m venv --without-pip "${venv}"
     mv .image-packages.json "${record}"
     "${venv}/bin/python" scripts/lib/image_packages.py link "${record}"
@@ -78,14 +86,18 @@ if [ -n "${image}" ] && [ -n "${made_for}" ] && [ "${image}" != "${made_for}" ];
     exit 1
 fi
 # Already changed (a pip install by hand)? Say so before pip tries to undo it.
-"${venv}/bin/python" scripts/lib/image_packages.py check "${record}" requirements.txt >/dev/null
-"${venv}/bin/python" scripts/lib/image_packages.py constraints "${record}" >"${venv}/image-constraints.txt"
+"${venv}/bin/python" scripts/lib/image_packages.py check "${record}" requirements.txt constraints.txt >/dev/null
+"${venv}/bin/python" scripts/lib/image_packages.py constraints "${record}" constraints.txt >"${venv}/image-constraints.txt"
 # The image's pip, run by the venv's Python, installs into the venv (--without-pip above).
+# Its output is kept in the venv, to name the image's packages in a clash.
+pip_output="${venv}/pip-install.log"
 if ! "${venv}/bin/python" -m pip install --constraint "${venv}/image-constraints.txt" --constraint constraints.txt \
-    --requirement requirements.txt; then
-    echo "ERROR: pip cannot install requirements.txt without changing a package the image ships" >&2
-    echo "(each is pinned in ${venv}/image-constraints.txt) or a pin of constraints.txt; pip names the clash above." >&2
-    echo "Fix: loosen or remove that requirement (or pick a version that accepts the image's), then rerun." >&2
+    --requirement requirements.txt 2>&1 | tee "${pip_output}"; then
+    if ! "${venv}/bin/python" scripts/lib/image_packages.py explain "${record}" "${pip_output}" constraints.txt >&2; then
+        echo "ERROR: pip cannot install requirements.txt with the constraints of ${venv}/image-constraints.txt" >&2
+        echo "(the image's packages, each with its tier) and constraints.txt; pip names the clash above." >&2
+        echo "Fix: loosen or remove that requirement (or pick a version that accepts the image's), then rerun." >&2
+    fi
     exit 1
 fi
-"${venv}/bin/python" scripts/lib/image_packages.py check "${record}" requirements.txt
+"${venv}/bin/python" scripts/lib/image_packages.py check "${record}" requirements.txt constraints.txt

@@ -188,14 +188,19 @@ prestage_shared_tmp_kb=''
 prestage_shared_tmp=''
 prestage_fix=''
 
-# The venv (scripts/setup-venv.sh), on top of the image's Python: nothing the image ships may change
-# (PyTorch (DDP, RCCL), its ROCm builds of other packages, everything else its Python sees). A generic
+# The venv (scripts/setup-venv.sh), on top of the image's Python: the framework (PyTorch (DDP, RCCL)) and
+# every binary package the image ships (its ROCm builds of other packages) are pinned; its pure-Python
+# packages may be upgraded; constraints.txt says how to move one package between the two. A generic
 # wheel from PyPI lacks the image's ROCm and Slingshot builds. [AIG-02]
 # LAIF images keep their Python in a venv (/opt/venv): the project's venv sees its packages
 # through a .pth file.
 # --pack: one SquashFS file on the parallel file system instead of thousands. [AIG-02], [UG-stor]
 # pip's cache while it installs, off $HOME. [WS-05]
 pip_cache='/tmp/${USER}-pip-cache'
+# The framework's packages: pinned in the venv at the image's versions, whatever constraints.txt says
+# (the venv pins every binary package of the image too, and constraints.txt may take one of those over;
+# pure-Python ones may be upgraded). A name the image does not ship changes nothing.
+venv_framework=('pytorch-triton' 'pytorch-triton-rocm' 'torch' 'torchvision' 'triton' 'triton-rocm')
 
 # scripts/attach.sh --help: what this site's GPUs show, and what an attached step sees.
 # rocm-smi's power for busy GPUs ('': no figures).

@@ -15,6 +15,7 @@ export USER="${USER:-$(id -un)}"
 PROJECT_DIR="${SLURM_SUBMIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 LIB="${PROJECT_DIR}/scripts/lib"
 DRY_RUN="${LUMI_SCAFFOLD_DRY_RUN:-0}"
+JOB_ARGS=("$@")   # the job's own arguments (sbatch FILE ARGS...): a chain's next job gets them again
 export PROJECT_DIR
 # shellcheck source=values-lib.sh
 source "${LIB}/values-lib.sh"
@@ -307,7 +308,7 @@ watch_progress() {
     fi
     echo "watchdog: until the command imports heartbeat.py it is judged by its output alone: ${by_output};" \
         "with heartbeats: STARTUP_TIMEOUT=${STARTUP_TIMEOUT} s to the first, PROGRESS_TIMEOUT=${PROGRESS_TIMEOUT} s" \
-        "between them, PHASE_TIMEOUT=${PHASE_TIMEOUT} s in a phase"
+        "between them, PHASE_TIMEOUT=${PHASE_TIMEOUT} s in a phase (a tighter guard: from heartbeat import Heartbeat, README.md)"
     if [ "${DRY_RUN}" = 1 ]; then
         return 0
     fi
@@ -374,13 +375,20 @@ drop_heartbeats() {
     fi
 }
 
-# The job file that runs (a batch job runs Slurm's copy of it: its name is the job's Command).
+# The job file that runs: a batch job runs Slurm's copy of it, whose name is the job's
+# Command (with the job's arguments after it); jobs/train.sbatch where that is not a file.
 job_file() {
     local file="${BASH_SOURCE[-1]}"
     if [[ "${file}" == */slurm_script ]]; then
         file="$(scontrol show job "${SLURM_JOB_ID}" 2>/dev/null | sed -n 's/^ *Command=//p' | head -n 1)"
+        if [ "${#JOB_ARGS[@]}" -gt 0 ]; then
+            file="${file% "${JOB_ARGS[*]}"}"
+        fi
     fi
-    echo "${file:-${PROJECT_DIR}/jobs/train.sbatch}"
+    if [ ! -f "${file}" ]; then
+        file="${PROJECT_DIR}/jobs/train.sbatch"
+    fi
+    echo "${file}"
 }
 
 # The training job (jobs/train.sbatch): COMMAND [the job's arguments] on every rank.
@@ -420,7 +428,7 @@ train_job() {
     elif [ "${chain}" -gt 1 ] && [ "${DRY_RUN}" != 1 ]; then
         # Queued before training, so that it runs even when this job meets its time limit.
         if next_job="$(cd "${PROJECT_DIR}" && CHAIN="$((chain - 1))" sbatch --parsable \
-            --dependency="afterany:${SLURM_JOB_ID}" "$(job_file)" "$@")"; then
+            --dependency="afterany:${SLURM_JOB_ID}" "$(job_file)" "${JOB_ARGS[@]}")"; then
             echo "chain: job ${next_job} continues run ${RUN_NAME} after this one ($((chain - 1)) more job(s) at most)"
         else
             next_job=""
@@ -457,7 +465,7 @@ train_job() {
             stop_chain "${what}; a job on any nodes replaces it (software hang suspected)"
         fi
         if retry="$(cd "${PROJECT_DIR}" && CHAIN="${chain}" LUMI_SCAFFOLD_STALLED_BEFORE="${FAULT_EXCLUDE:-a software hang in job ${SLURM_JOB_ID}}" \
-            sbatch --parsable "${exclude[@]}" --dependency="afterany:${SLURM_JOB_ID}" "$(job_file)" "$@")"; then
+            sbatch --parsable "${exclude[@]}" --dependency="afterany:${SLURM_JOB_ID}" "$(job_file)" "${JOB_ARGS[@]}")"; then
             echo "chain: job ${retry} resumes run ${RUN_NAME} from its newest checkpoint${FAULT_EXCLUDE:+, without node ${FAULT_EXCLUDE}}" >&2
         else
             echo "chain: could not queue a job to resume (above); the chain ends here" >&2
@@ -576,21 +584,18 @@ stop_train() {
 
 # The profiling job (jobs/profile.sbatch, where the project has a profiler): the training
 # job's shape and launch, scripts/lib/run-profile.sh wrapping rank PROFILE_RANK
-# (profile_rank in values.sh) in the profiler. It runs in a run directory of its own
-# (RUN_NAME=profile-<job id>: a finished run would profile nothing) and writes the profile
-# into profiles/<job id>.
+# (profile_rank in values.sh) in the profiler, in the run directory the job file names; the
+# profile goes into profiles/<job id> (.2, .3 ... for more runs in one allocation).
 profile_job() {
     report_job profile
     trap 'echo "time limit in ${profile_signal_lead} s: the profile will end unfinished" >&2; time_is_up' USR1
-    local name="${SLURM_JOB_ID:-0}" n=1 status=0   # <job id>.2, .3 ... for more runs in one allocation
+    local name="${SLURM_JOB_ID:-0}" n=1 status=0
     while [ -e "${PROJECT_DIR}/profiles/${name}" ]; do
         n=$((n + 1))
         name="${SLURM_JOB_ID:-0}.${n}"
     done
     PROFILE_DIR="${PROJECT_DIR}/profiles/${name}"
-    RUN_NAME="profile-${name}" RUN_DIR="${OUTPUT_ROOT}/profile-${name}"
-    CHECKPOINT_DIR="${RUN_DIR}/checkpoints"
-    export PROFILE_DIR RUN_NAME RUN_DIR CHECKPOINT_DIR
+    export PROFILE_DIR
     stage_data
     restore_caches   # (compiling kernels would show in the profile)
     if [ "${DRY_RUN}" != 1 ]; then

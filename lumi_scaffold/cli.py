@@ -306,8 +306,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices, update_available
 
-    from .doctor import (home_notice, image_check, observed_image_check, sbatch_test_only, storage_checks, venv_files,
-                         venv_pack_notes)
+    from .doctor import (home_notice, image_check, library_changes, observed_image_check, sbatch_test_only, storage_checks,
+                         venv_files, venv_pack_notes)
     from .errors import SlurmUnreachable
 
     project = _project(args.project)
@@ -318,7 +318,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         notices = [exc.message]
     data = _doctor_data(project, answers, notices)
     home = home_notice(project, data)
-    notices += [home] if home else []
+    notices += ([home] if home else []) + library_changes(project)
     print("lumi-scaffold: running bash -n, shellcheck and the #SBATCH checks...", file=sys.stderr, flush=True)
     problems = lint_project(project, get_catalogue(), str(answers.get("site") or ""))
     if data and data.site.name in get_catalogue().sites:

@@ -9,10 +9,11 @@ version: the framework's example or smoke test, with the framework's own argumen
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .plugin_data import PluginData
 
-__all__ = ["command", "shell_word"]
+__all__ = ["command", "launch_note", "shell_word"]
 
 _PLAIN_WORD = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 _VARIABLE = re.compile(r"^[^\"\\`$]*(\$\{[A-Z_][A-Z0-9_]*\}[^\"\\`$]*)+$")
@@ -45,3 +46,34 @@ def command(pd: PluginData, kind: str, example: str = "") -> list[str]:
     if kind == "profile":
         words += ["--steps", str(pd.job.profile_steps)]
     return words
+
+
+def launch_note(pd: PluginData, launcher: str, cite: Callable[[str], str]) -> list[str]:
+    """How the training ranks start and how their CPUs are bound: comment lines, true for
+    this combination."""
+    job, cpus = pd.job, pd.site.cpus_per_gpu
+    lines = []
+    if launcher == "torchrun":
+        lines.append(cite("One task per node; torchrun starts a worker per GPU and rendezvouses at MASTER_ADDR. [AIG-05]"))
+    lines += {
+        "torchrun-numa": [
+            "torchrun binds each worker to its own share of the cores of its GPU's NUMA node",
+            cite(f"(--numa-binding={job.torchrun_binding}, PyTorch 2.9 and later; it runs numactl in the image). [AIG-05]")],
+        "torchrun-shared-node": [
+            "Its workers are not bound to cores: on a shared node the job's cores may lie outside",
+            "the NUMA nodes of its GPUs, where --numa-binding would fail."],
+        "torchrun-own-image": [
+            "Its workers are not bound to cores: the catalogue does not know your image's PyTorch.",
+            cite("With PyTorch 2.9 or later, NUMA_BINDING=exclusive (a line above the call, or before sbatch) binds them. [AIG-05]"),
+            "The srun launcher binds each rank to its GPU's cores (lumi-scaffold update -d launcher=srun)."],
+        "torchrun-image": [
+            "Its workers are not bound to cores: the catalogue does not mark this image as having",
+            "torchrun's --numa-binding (PyTorch 2.9 and later). The srun launcher binds each rank",
+            "to its GPU's cores (lumi-scaffold update -d launcher=srun)."],
+        "masks": [
+            f"One task per GPU, each bound with --cpu-bind=mask_cpu to its GPU's {cpus} cores",
+            cite("(the site's masks, local rank i -> GPU i). [AIG-05], [TM-Bind]")],
+    }.get(job.binding, [
+        f"One task per GPU with {cpus} cores each, placed by Slurm: CPU masks only make sense",
+        cite("on whole nodes. [TM-Bind]")])
+    return lines

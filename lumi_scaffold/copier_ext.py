@@ -287,7 +287,7 @@ def lumi_launch_note(ctx: Context) -> list[str]:
     from .plugin_data import validate_plugin_data
 
     site = str(ctx.get("site"))
-    return values.launch_note(validate_plugin_data(ctx.get("plugin_data")), str(ctx.get("launcher") or "srun"),
+    return command.launch_note(validate_plugin_data(ctx.get("plugin_data")), str(ctx.get("launcher") or "srun"),
                               lambda text: sources.cite(text, site))
 
 

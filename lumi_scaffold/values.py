@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .plugin_data import PluginData, storage_variables
+from . import command
 from .jobs import WATCHDOG_LIMITS
 from .tracking import TRACKING_DEFAULTS
 
@@ -235,43 +236,12 @@ def _billing(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], s
     return items
 
 
-def launch_note(pd: PluginData, launcher: str, cite: Callable[[str], str]) -> list[str]:
-    """How the training ranks start and how their CPUs are bound: comment lines, true for
-    this combination."""
-    job, cpus = pd.job, pd.site.cpus_per_gpu
-    lines = []
-    if launcher == "torchrun":
-        lines.append(cite("One task per node; torchrun starts a worker per GPU and rendezvouses at MASTER_ADDR. [AIG-05]"))
-    lines += {
-        "torchrun-numa": [
-            "torchrun binds each worker to its own share of the cores of its GPU's NUMA node",
-            cite(f"(--numa-binding={job.torchrun_binding}, PyTorch 2.9 and later; it runs numactl in the image). [AIG-05]")],
-        "torchrun-shared-node": [
-            "Its workers are not bound to cores: on a shared node the job's cores may lie outside",
-            "the NUMA nodes of its GPUs, where --numa-binding would fail."],
-        "torchrun-own-image": [
-            "Its workers are not bound to cores: the catalogue does not know your image's PyTorch.",
-            cite("With PyTorch 2.9 or later, add --numa-binding=exclusive to the torchrun line. [AIG-05]"),
-            "The srun launcher binds each rank to its GPU's cores (lumi-scaffold update -d launcher=srun)."],
-        "torchrun-image": [
-            "Its workers are not bound to cores: the catalogue does not mark this image as having",
-            "torchrun's --numa-binding (PyTorch 2.9 and later). The srun launcher binds each rank",
-            "to its GPU's cores (lumi-scaffold update -d launcher=srun)."],
-        "masks": [
-            f"One task per GPU, each bound with --cpu-bind=mask_cpu to its GPU's {cpus} cores",
-            cite("(the site's masks, local rank i -> GPU i). [AIG-05], [TM-Bind]")],
-    }.get(job.binding, [
-        f"One task per GPU with {cpus} cores each, placed by Slurm: CPU masks only make sense",
-        cite("on whole nodes. [TM-Bind]")])
-    return lines
-
-
 def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     launcher = str(answers.get("launcher") or "srun")
     job = pd.job
     return [
         Heading(("How the training and profiling ranks start (make_step in scripts/lib/job.sh):",
-                 *launch_note(pd, launcher, cite))),
+                 *command.launch_note(pd, launcher, cite))),
         Value("launcher", launcher),
         Value("srun_options", tuple(job.srun_options), ("srun's options for the training step beyond the job's.",)),
         Value("cpu_bind", job.cpu_bind, ("srun's --cpu-bind for the training step ('' for none).",)),

@@ -263,3 +263,25 @@ def test_recorded_data_that_does_not_validate_is_one_line_in_doctor(template, tm
     assert cli.main(["explain", str(project)]) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "plugin_data.job.tasks=0" in err and "Traceback" not in err
+
+
+def test_doctor_names_a_library_file_the_user_changed(template, tmp_path, monkeypatch, capsys):
+    """scripts/lib/ (and the commands in scripts/) are the template's: SHA256SUMS holds what
+    it wrote, for the files this project got; doctor names a changed or removed one with the
+    fix, and says nothing of an untouched project, nor of the user's own files."""
+    project = render(template, tmp_path / "p", nodes=2)
+    sums = (project / "scripts/lib/SHA256SUMS").read_text().splitlines()
+    listed = {line.split("  ", 1)[1] for line in sums}
+    assert {"scripts/lib/job.sh", "scripts/lib/run.sh", "scripts/lib/python/runlog.py", "scripts/setup-venv.sh",
+            "scripts/sweep.py", "scripts/lib/preflight.sh"} <= listed, listed
+    assert not {"scripts/values.sh", "jobs/train.sbatch", "scripts/lib/prestage.sh"} & listed  # generated, the user's, not this project's
+    assert doctor.library_changes(project) == []
+    (project / "jobs/train.sbatch").write_text((project / "jobs/train.sbatch").read_text() + "# the user's\n")
+    (project / "scripts/lib/job.sh").write_text((project / "scripts/lib/job.sh").read_text() + "# a change\n")
+    (project / "scripts/sweep.py").unlink()
+    found = doctor.library_changes(project)
+    assert [line.split(":")[0] for line in found] == ["scripts/lib/job.sh was changed", "scripts/sweep.py is gone"], found
+    assert "Fix: make the change in the job file (jobs/) or scripts/values.sh" in found[0]
+    monkeypatch.setattr(doctor, "find_sbatch", lambda: None)
+    cli.main(["doctor", str(project)])
+    assert "warning: scripts/lib/job.sh was changed: it is the template's library" in capsys.readouterr().out

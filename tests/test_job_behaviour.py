@@ -316,8 +316,13 @@ def test_training_reads_the_data_and_writes_the_run_directory(runs, case, kind, 
     # the user wrote and nothing else: the job file's COMMAND, then what was given to sbatch.
     assert {r["cwd"] for r in run.records} == {str(run.project.resolve())}
     job_file = "jobs/profile.sbatch" if kind == "profile" else "jobs/train.sbatch"
-    given = job_command(run.project, Path(next(iter(outputs))), job_file)[3:] + ["--steps", "1"]  # (after python -u SCRIPT)
+    command = job_command(run.project, Path(next(iter(outputs))), job_file)
+    given = command[3:] + ["--steps", "1"]  # (after python -u SCRIPT)
     assert all(r["argv"] == given for r in run.records), ({tuple(r["argv"]) for r in run.records}, given)
+    # The log holds the whole step line (what support asks for), the user's command at its end.
+    steps = re.findall(r"^step: (srun .*)$", run.log, re.M)
+    assert len(steps) == 1 and steps[0].endswith(" ".join(["/scripts/lib/run.sh" if kind != "profile" else
+                                                            "/scripts/lib/run-profile.sh", *command, "--steps", "1"])), steps
     if kind in ("train", "train2", "interactive"):
         # One run directory for every job of the run, so the next job resumes. [issue 12.4]
         assert outputs == {f"{run.env['OUTPUT_ROOT']}/{DEFAULTS['project_name']}"}

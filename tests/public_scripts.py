@@ -228,7 +228,9 @@ NANOCHAT = PublicScript(
     },
     needs=("rustbpe", "tiktoken", "pyarrow", "requests", "filelock", "jinja2", "yaml"),
     # Not automatic: the next job adds --resume-from-step=<the last saved step>.
-    resume=('last=$(ls "$NANOCHAT_BASE_DIR"/base_checkpoints/d2/model_*.pt 2>/dev/null | sort | tail -n 1)\n'
+    # (`|| true`: the job file runs under set -euo pipefail, where an ls that finds nothing,
+    # in the first job, would end it.)
+    resume=('last=$(ls "$NANOCHAT_BASE_DIR"/base_checkpoints/d2/model_*.pt 2>/dev/null | sort | tail -n 1 || true)\n'
             'if [[ -n $last ]]; then last=${last##*model_}; COMMAND+=(--resume-from-step=$((10#${last%.pt}))); fi'),
     prints={
         "step": r"step (\d{5})/(\d{5}) \([\d.]+%\) \| loss: [\d.]+",

@@ -148,7 +148,8 @@ def test_the_profile_job_has_its_own_short_time_limit(template, tmp_path):
     assert ("jobs/profile.sbatch (profile): 4 node(s) x 8 task(s), 32 rank(s), 7 CPUs per task, memory --mem=480G, "
             "time limit 00:20:00\n  billed: 5.3333 GPU-hours at the time limit, 16 per hour") in text
     readme = " ".join((project / "README.md").read_text().split())
-    assert "sbatch jobs/profile.sbatch --steps 40 Its time limit, 00:20:00, is sized for 40 steps" in readme
+    assert "sbatch jobs/profile.sbatch Its `COMMAND` is the training command with `--steps 40`" in readme
+    assert "Its time limit, 00:20:00, is sized for 40 steps" in readme
     assert "at most 5.3333 GPU-hours" in readme
     # a training walltime shorter than that is the profile's limit too
     short = explain_project(render(template, tmp_path / "q", walltime="00:15:00", profiler="rocprofv3"))

@@ -18,9 +18,10 @@ __version__ = "0.4.0"
 # The version of what plugins may rely on: hooks and their arguments, the catalogue's YAML
 # fields, the Jinja globals and filters, lumi_scaffold.testing (docs/plugins/compatibility.md).
 # (major, minor): a minor version only adds; a major one may remove, after a minor version
-# that warned. A plugin that needs a newer one says so with LUMI_SCAFFOLD_API = "1.2" in its
-# module, and is then reported by name instead of failing. 1.0: lumi-scaffold 0.2; 1.1: 0.3; 1.2: 0.4.
-PLUGIN_API = (1, 2)
+# that warned. A plugin that needs a newer one says so with LUMI_SCAFFOLD_API = "1.3" in its
+# module, and is then reported by name instead of failing. 1.0: lumi-scaffold 0.2; 1.1: 0.3; 1.2: 0.4;
+# 1.3: 0.5.
+PLUGIN_API = (1, 3)
 
 # The project's home: the first of these Project-URL labels in the installed package's
 # metadata (pyproject.toml [project.urls]); "" while it names none (the package is not

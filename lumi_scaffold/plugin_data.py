@@ -96,7 +96,7 @@ class PartitionFacts(_Part):
     allocation: Literal["whole-node", "by-resource"]
     max_walltime: SlurmTime
     purpose: OneLine = ""
-    chains: bool = Field(True, description="Training jobs may be chained (--chain); false on debugging partitions.")
+    chains: bool = Field(True, description="Training jobs may be chained (CHAIN=N); false on debugging partitions.")
     arrays: bool = Field(True, description="Sweeps (job arrays) may run here (0.4); false where a sweep's trials would "
                         "break the partition's job limits.")
     billing: OneLine = ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from fnmatch import fnmatch
 import subprocess
 import tempfile
 import warnings
@@ -24,27 +25,11 @@ from .errors import UserMessageError
 __all__ = ["ANSWERS_FILE", "UpdateResult", "check_project", "project_notices", "read_answers", "template_answers", "update_available",
            "update_project"]
 MARKER = re.compile(r"^(<<<<<<< |>>>>>>> )", re.M)
-# 0.4 made the jobs' logic a static library and their values one file, scripts/values.sh
-# (docs/jobs.md, "Which file is whose"). In a project from before, an edit to a part that
-# moved conflicts; the update says where that part is now.
-LIBRARY = "scripts/values.sh"
-MOVED = {
-    "jobs/train.sbatch": "its chain, watchdog and launch moved to train_job and launch in scripts/job-env.sh",
-    "scripts/job-env.sh": "it is the same in every project now; its values (image, binds, modules, paths, billing) "
-                          "moved to scripts/values.sh",
-    "scripts/run.sh": "it is the same in every project now; the site's settings (image_env, caches, the network "
-                      "check) moved to scripts/values.sh",
-    "jobs/profile.sbatch": "its logic moved to profile_job in scripts/job-kinds.sh",
-    "jobs/sweep.sbatch": "its logic moved to sweep_job in scripts/job-kinds.sh",
-    "jobs/preflight.sbatch": "its logic moved to preflight_job in scripts/preflight.sh, its figures to scripts/values.sh",
-    **{name: "it is the same in every project now; its values moved to scripts/values.sh" for name in (
-        "scripts/setup-venv.sh", "scripts/attach.sh", "scripts/caches.sh", "scripts/prestage.sh", "scripts/run-profile.sh",
-        "scripts/sweep.py", "container/build.sh")},
-}
-
 # 0.5 moved the library into scripts/lib/ (owned by the template) and each job's command
-# into its job file (COMMAND=(...)). A job file kept in its 0.4 form still sources a file
-# that is gone; a library file the user had changed stays, unused (docs/updating.md).
+# into its job file (COMMAND=(...)); 0.4 had made it a static library with one values file.
+# In a project from before, a job file the user had edited conflicts (or, resolved to its
+# old form, still sources a file that is gone), and the old library files are removed, a
+# user's change to one of them with it (git keeps it; docs/updating.md).
 LIBRARY_05 = "scripts/lib/job.sh"
 OLD_LIBRARY = {
     "scripts/job-env.sh": "scripts/lib/job.sh", "scripts/job-kinds.sh": "scripts/lib/job.sh and scripts/lib/sweep.sh",
@@ -224,24 +209,14 @@ def update_project(
     answers = template_answers(project)
     _check_plugin_data(project, answers, data or {})
     vcs_ref = _update_ref(project, str(answers["_src_path"]), vcs_ref)
-    before = (project / LIBRARY).exists()
     before_05 = (project / LIBRARY_05).exists()
     if pretend:
-        return _pretend(project, data or {}, vcs_ref, before, before_05)
+        return _pretend(project, data or {}, vcs_ref, before_05)
     _run_copier_update(project, data or {}, vcs_ref, quiet)
     changed = _changed(project)
     conflicts = _conflicts(project, changed)
     return UpdateResult(changed=changed, conflicts=conflicts,
-                        notices=project_notices(project) + _moved(before or before_05 or (project / LIBRARY_05).exists(), conflicts)
-                        + _layout_05(project, before_05, conflicts))
-
-
-def _moved(had_library: bool, conflicts: list[str]) -> list[str]:
-    """For a project from before the static library: where each edited part went."""
-    if had_library:
-        return []
-    return [f"{name}: your edit conflicts with 0.4's layout: {MOVED[name]} (docs/jobs.md); carry your edit there"
-            for name in conflicts if name in MOVED]
+                        notices=project_notices(project) + _layout_05(project, before_05, conflicts))
 
 
 def _layout_05(project: Path, had_lib: bool, conflicts: list[str]) -> list[str]:
@@ -264,20 +239,24 @@ def _layout_05(project: Path, had_lib: bool, conflicts: list[str]) -> list[str]:
         elif OLD_JOB_FORM.search(text):
             out.append(f"{rel}: still sources the 0.4 library, which 0.5 removed, so the job fails at its first "
                        f"line. Fix: {NEW_JOB_FORM.format(command=command, call=call)}")
-    removed = [old for old in OLD_LIBRARY if "*" not in old and not (project / old).exists() and _tracked(project, old)]
+    tracked = _tracked(project)
+    removed = [name for old in OLD_LIBRARY for name in tracked if fnmatch(name, old) and not (project / name).exists()]
     if removed:
         out.append(f"0.5 moved the library into scripts/lib/ (owned by the template) and removed {', '.join(removed)}; "
                    "a change you had made to one of them is not carried over. Fix: git diff HEAD -- scripts/ src/ shows "
                    "what was removed; put a change of yours in the job file (jobs/) or scripts/values.sh")
+    out.append("0.5's jobs give your script no --output and no --data: it finds RUN_DIR, CHECKPOINT_DIR and DATA_DIR "
+               "in its environment. Fix: if your own script took them as arguments, write them into COMMAND in "
+               "jobs/train.sbatch: --output \"${RUN_DIR}\" --data \"${DATA_DIR}\" (docs/updating.md)")
     return out
 
 
-def _tracked(project: Path, name: str) -> bool:
-    return subprocess.run(["git", "cat-file", "-e", f"HEAD:{name}"], cwd=project, capture_output=True).returncode == 0
+def _tracked(project: Path) -> list[str]:
+    """The files under scripts/ and src/ that git has at HEAD (before the update's changes)."""
+    return _git(project, "ls-tree", "-r", "--name-only", "HEAD", "--", "scripts", "src").split()
 
 
-def _pretend(project: Path, data: dict[str, Any], vcs_ref: str | None, had_library: bool = True,
-             had_lib: bool = True) -> UpdateResult:
+def _pretend(project: Path, data: dict[str, Any], vcs_ref: str | None, had_lib: bool = True) -> UpdateResult:
     top = Path(_git(project, "rev-parse", "--show-toplevel").strip())
     sub = project.relative_to(top)
     scratch = Path(tempfile.mkdtemp(prefix="lumi-update-pretend-"))
@@ -291,8 +270,7 @@ def _pretend(project: Path, data: dict[str, Any], vcs_ref: str | None, had_libra
         diff = _git(target, "diff", "--cached", "--", ".")
         conflicts = _conflicts(target, changed)
         return UpdateResult(changed=changed, conflicts=conflicts, diff=diff,
-                            notices=project_notices(target) + _moved(had_library or (target / LIBRARY_05).exists(), conflicts)
-                            + _layout_05(target, had_lib, conflicts))
+                            notices=project_notices(target) + _layout_05(target, had_lib, conflicts))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 def test_the_pytorch_example_hung_at_step_5_is_named_and_the_chain_resumes(slurm_cluster_2nodes, template, tmp_path,
                                                                           site_root):
-    """The example (DDP over gloo on the CPU, 2 ranks on one node, --chain 2), rank 1 asleep
+    """The example (DDP over gloo on the CPU, 2 ranks on one node, CHAIN=2), rank 1 asleep
     at step 5 of the first job (after its optimizer step, before its heartbeat): the job
     stops well before its 1 h limit, by the watchdog (the collective timeout is above its
     allowances: scripts/lib/job.sh), with one line naming a hang, rank 1 and step 4 (its last
@@ -117,7 +117,7 @@ print("rank", os.environ["RANK"], "trained", flush=True)
 @pytest.mark.parametrize("fault", ["network", "die"])
 def test_a_network_fallback_and_a_dying_rank_are_named_and_stop_the_chain(slurm_cluster_2nodes, template, tmp_path,
                                                                          site_root, fault):
-    """2 nodes, --chain 2: RCCL on TCP sockets (rank 0's check stops the job), or rank 11
+    """2 nodes, CHAIN=2: RCCL on TCP sockets (rank 0's check stops the job), or rank 11
     (on nid005001) exits 7: one `fault:` line with the cause, the report's stopped_by, and
     the chain's next job cancelled with that reason."""
     project = render(template, tmp_path / "p", nodes=2, walltime="01:00:00")

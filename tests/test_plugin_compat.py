@@ -115,7 +115,7 @@ def test_the_compatibility_page_lists_what_plugins_may_rely_on():
     assert rows and rows[-1].startswith(f"| {PLUGIN_API[0]}.{PLUGIN_API[1]} | ")
 
 
-@pytest.mark.parametrize("declared, loads", [("1.0", True), ("1.1", True), ("1.2", True), ("1.3", False), ("2.0", False)])
+@pytest.mark.parametrize("declared, loads", [("1.0", True), ("1.1", True), ("1.2", True), ("1.3", True), ("1.4", False), ("2.0", False)])
 def test_a_plugin_that_needs_a_newer_api_is_reported_by_name_not_loaded(tmp_path, monkeypatch, declared, loads):
     from .helpers import write_plugin_dist
 

@@ -27,10 +27,9 @@ def test_the_project_tests_need_only_pytest_and_the_standard_library():
 
 
 def _read_by_the_tests(project: Path) -> dict[str, bytes]:
-    """The files the project's tests read: tests/ and pytest.ini, the runtime helpers under
-    scripts/ (*.py) and the package's heartbeat.py and runlog.py (conftest.py's fixtures)."""
-    paths = [*(project / "tests").rglob("*.py"), project / "pytest.ini", *(project / "scripts").glob("*.py"),
-             *(project / "src").glob("*/heartbeat.py"), *(project / "src").glob("*/runlog.py")]
+    """The files the project's tests read: tests/ and pytest.ini, and the library's Python
+    under scripts/lib/ (with scripts/lib/python/: heartbeat.py and runlog.py)."""
+    paths = [*(project / "tests").rglob("*.py"), project / "pytest.ini", *(project / "scripts" / "lib").rglob("*.py")]
     return {str(path.relative_to(project)): path.read_bytes() for path in paths if "__pycache__" not in path.parts}
 
 

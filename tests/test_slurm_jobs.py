@@ -59,7 +59,7 @@ def needs_jax() -> None:
 
 @pytest.fixture(scope="module")
 def chained_run(tmp_path_factory, template, site_root, dataset):
-    """A 2-node run (4 ranks, pre-staged data) submitted with --chain 3 whose first job runs
+    """A 2-node run (4 ranks, pre-staged data) submitted with CHAIN=3 whose first job runs
     out of time (its own --time=1 min on the sbatch command line; the chained jobs have the
     header's 5 min): on a cluster of its own, so it runs while the other tests use theirs.
     Returns (cluster, first job id, project, env)."""
@@ -309,7 +309,7 @@ def test_a_job_that_cannot_stage_its_data_queues_no_next_job(slurm_cluster, temp
 
 
 def test_a_dev_g_job_refuses_a_chain(slurm_cluster, template, tmp_path, site_root):
-    """dev-g is for debugging only [UG-part]: its training job refuses --chain in one line
+    """dev-g is for debugging only [UG-part]: its training job refuses a chain in one line
     naming the partition and its purpose (the site's data), before it stages data, trains or queues anything."""
     project = render(template, tmp_path / "p", partition="dev-g", gpus_per_node=1, walltime="00:10:00")
     env = job_env(slurm_cluster, tmp_path, site_root)
@@ -448,7 +448,7 @@ def test_jax_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, 
 
 
 def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained_run):
-    """--chain 3: job 1 gets Slurm's time-limit warning (its 1-minute limit is shorter than
+    """CHAIN=3: job 1 gets Slurm's time-limit warning (its 1-minute limit is shorter than
     the warning's lead: at once), saves and ends itself; job 2 resumes from its newest
     checkpoint and finishes; job 3 is cancelled before it starts. Only the newest
     checkpoints are kept."""

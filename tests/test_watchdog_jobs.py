@@ -67,7 +67,7 @@ def test_a_hung_rank_stops_the_job_and_a_dying_rank_still_fails_it(slurm_cluster
 
 
 def test_a_chain_goes_on_without_the_node_that_stalled_once(slurm_cluster_2nodes, template, tmp_path, site_root):
-    """--chain 2 on one node (8 ranks) pinned to nid005000, where rank 7 hangs: the watchdog
+    """CHAIN=2 on one node (8 ranks) pinned to nid005000, where rank 7 hangs: the watchdog
     stops the job; a job excluding nid005000 resumes from the checkpoint on nid005001 and
     finishes; the chain's next job is cancelled."""
     project = project_with_stand_in(template, tmp_path, walltime="01:00:00")

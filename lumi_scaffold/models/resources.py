@@ -204,7 +204,7 @@ class Partition(Model):
     purpose: str = Field(default="", description="What the partition is for, one line.")
     chains: bool = Field(
         default=True, description="Whether training jobs here may queue their successors (`--chain N`); false for "
-        "partitions meant for debugging only (LUMI dev-g [UG-part]), where the job refuses --chain.")
+        "partitions meant for debugging only (LUMI dev-g [UG-part]), where the job refuses a chain (CHAIN=N).")
     arrays: bool = Field(
         default=True, description="Whether sweeps (Slurm job arrays, jobs/sweep.sbatch) may run here; false where a "
         "sweep's trials would break the partition's job limits (LUMI dev-g: 2 jobs, 1 running [UG-part]).")

@@ -80,7 +80,7 @@ billing_train='4 GPU-hours'
 # How the training and profiling ranks start (make_step in scripts/lib/job.sh):
 # One task per node; torchrun starts a worker per GPU and rendezvouses at MASTER_ADDR. [AIG-05]
 # Its workers are not bound to cores: the catalogue does not know your image's PyTorch.
-# With PyTorch 2.9 or later, add --numa-binding=exclusive to the torchrun line. [AIG-05]
+# With PyTorch 2.9 or later, NUMA_BINDING=exclusive (a line above the call, or before sbatch) binds them. [AIG-05]
 # The srun launcher binds each rank to its GPU's cores (lumi-scaffold update -d launcher=srun).
 launcher='torchrun'
 # srun's options for the training step beyond the job's.

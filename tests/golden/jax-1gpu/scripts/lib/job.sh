@@ -180,9 +180,10 @@ make_step() {
     shift
     check_command
     STEP=(srun --kill-on-bad-exit=1 --chdir="${WORKDIR}")
+    local numa="${NUMA_BINDING:-${numa_binding}}"   # (NUMA_BINDING=exclusive: PyTorch 2.9 and later)
     if [ "${launcher}" = torchrun ]; then
         STEP+=("${srun_options[@]}" "${CONTAINER[@]}" "${LIB}/run.sh"
-            python -m torch.distributed.run ${numa_binding:+"--numa-binding=${numa_binding}"}
+            python -m torch.distributed.run ${numa:+"--numa-binding=${numa}"}
             --nnodes="${SLURM_JOB_NUM_NODES:-<nodes>}" --nproc_per_node="${ranks_per_task}"
             --rdzv_id="${SLURM_JOB_ID:-<job id>}" --rdzv_backend=c10d --rdzv_endpoint="${MASTER_ADDR}:${MASTER_PORT}"
             --no-python "${wrapper}" "${COMMAND[@]}" "$@")

@@ -5,9 +5,11 @@ grammar: scripts/lib/job.sh runs it after the step with the node's own python3.
   python3 scripts/lib/fault.py end --status N --log FILE... [--heartbeats DIR] [--flight DIR]
           [--time-up 0|1] [--signal TERM|INT|HUP] [--chain N] [--next JOB] [--hung-before TEXT]
           [--known-issues TEXT] --run-dir DIR --job ID --out FILE
-      prints ONE line, `fault: ...` (none when the training finished), completes
-      RUN_DIR/reports/<job>.json and writes the decision to FILE: cause=, decision=
-      (finished, resume, resume-elsewhere or stop), exclude= (a node, only on evidence), reason=.
+      (--status: the step's; --chain: the jobs left in the chain, this one included; --next:
+      its queued job; --hung-before: its earlier hang; --known-issues: the image's) prints ONE
+      line, `fault: ...` (none when the training finished), completes RUN_DIR/reports/<job>.json
+      and writes to FILE cause=, decision= (finished, resume, resume-elsewhere or stop),
+      exclude= (a node, only on evidence) and reason=.
   python3 scripts/lib/fault.py flight DIR
       the Flight Recorder dumps in DIR (one per rank), aligned: the collective each process
       group waits in, and the ranks that never entered it.
@@ -344,21 +346,14 @@ def main(argv):
 
     parser = argparse.ArgumentParser(prog="fault.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
-    command = sub.add_parser("end")
-    command.add_argument("--status", type=int, required=True, help="the training step's exit status")
-    command.add_argument("--log", nargs="*", default=[], help="the job's output files")
-    command.add_argument("--heartbeats", default="", help="the heartbeat directory")
-    command.add_argument("--flight", default="", help="the Flight Recorder dumps' directory")
-    command.add_argument("--time-up", type=int, default=0, help="1: Slurm's time-limit warning came")
-    command.add_argument("--signal", default="", help="the signal that ended the batch script: TERM, INT, HUP")
-    command.add_argument("--hung-before", default="", help="the chain's earlier hang")
-    command.add_argument("--chain", type=int, default=1, help="the jobs left in this chain, this one included")
-    command.add_argument("--next", default="", help="the chain's next job, already queued")
-    command.add_argument("--known-issues", default="", help="the image's known issues (scripts/values.sh)")
-    command.add_argument("--run-dir", default="", help="RUN_DIR: the report goes to its reports/")
-    command.add_argument("--job", default="", help="the job id")
-    command.add_argument("--out", default="", help="the file for the chain's decision")
-    sub.add_parser("flight").add_argument("dir", help="the directory of the dumps")
+    command = sub.add_parser("end")  # (its arguments: the module's docstring)
+    command.add_argument("--status", type=int, required=True)
+    command.add_argument("--log", nargs="*", default=[])
+    command.add_argument("--time-up", type=int, default=0)
+    command.add_argument("--chain", type=int, default=1)
+    for name in ("heartbeats", "flight", "signal", "hung-before", "next", "known-issues", "run-dir", "job", "out"):
+        command.add_argument("--" + name, default="")
+    sub.add_parser("flight").add_argument("dir")
     args = parser.parse_args(argv)
     if args.command in ("end", "flight"):
         return end(args) if args.command == "end" else flight(args)

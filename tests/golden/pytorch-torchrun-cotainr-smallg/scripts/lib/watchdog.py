@@ -6,14 +6,15 @@ counts too), after it by heartbeats alone (PROGRESS_TIMEOUT; PHASE_TIMEOUT where
 while any rank is in a phase it declared).
 
   python scripts/lib/watchdog.py watch --dir DIR --timeout S --startup S --phase-timeout S
-                                   --output-timeout S --slack S --notify PID [--output FILE...]
-      while PID lives: when nothing made progress within the limit that applies (plus --slack,
-      the heartbeat files' delay) it prints one line naming the limit, the last rank that made
-      progress and the rank furthest behind, writes DIR/stalled (node=, rank=, step=,
-      limit=), sends SIGUSR2 to PID and exits 3.
-  python scripts/lib/watchdog.py dump --dir DIR
+                   --output-timeout S --slack S --notify PID [--interval S] [--output FILE...]
+      looks every --interval (5) s while PID lives. When nothing made progress within the
+      limit that applies (plus --slack, the heartbeat files' delay) it prints one line naming
+      the limit, the last rank that made progress and the rank furthest behind, writes
+      DIR/stalled (node=, rank=, step=, limit=), sends SIGUSR2 to PID and exits 3.
+  python scripts/lib/watchdog.py dump --dir DIR [--settle S]
       the stacks of this job's rank processes on this node (found by LUMI_SCAFFOLD_HEARTBEAT
-      in their environment): py-spy where the image has it, else SIGUSR2 (faulthandler).
+      in their environment): py-spy where the image has it, else SIGUSR2 (faulthandler; then
+      --settle (3) s for them to print).
 """
 
 from __future__ import annotations
@@ -187,19 +188,17 @@ def dump(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="watchdog.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    command = sub.add_parser("watch")
-    command.add_argument("--dir", required=True, help="the heartbeat directory")
-    command.add_argument("--timeout", type=float, required=True, help="PROGRESS_TIMEOUT")
-    command.add_argument("--startup", type=float, required=True, help="STARTUP_TIMEOUT")
-    command.add_argument("--phase-timeout", type=float, default=0.0, help="PHASE_TIMEOUT")
-    command.add_argument("--output-timeout", type=float, default=0.0, help="OUTPUT_TIMEOUT (0: no limit)")
-    command.add_argument("--slack", type=float, default=0.0, help="how late the heartbeat files may be")
-    command.add_argument("--notify", type=int, required=True, help="the process to send SIGUSR2 (the batch shell)")
-    command.add_argument("--output", nargs="*", default=[], help="the job's output files")
-    command.add_argument("--interval", type=float, default=5.0, help="seconds between looks")
+    command = sub.add_parser("watch")  # (its arguments: the module's docstring)
+    command.add_argument("--dir", required=True)
+    command.add_argument("--timeout", type=float, required=True)
+    command.add_argument("--startup", type=float, required=True)
+    for name, default in (("--phase-timeout", 0.0), ("--output-timeout", 0.0), ("--slack", 0.0), ("--interval", 5.0)):
+        command.add_argument(name, type=float, default=default)
+    command.add_argument("--notify", type=int, required=True)
+    command.add_argument("--output", nargs="*", default=[])
     command = sub.add_parser("dump")
-    command.add_argument("--dir", required=True, help="the heartbeat directory")
-    command.add_argument("--settle", type=float, default=3.0, help="seconds for the ranks to print their stacks")
+    command.add_argument("--dir", required=True)
+    command.add_argument("--settle", type=float, default=3.0)
     args = parser.parse_args(argv)
     return watch(args) if args.command == "watch" else dump(args)
 

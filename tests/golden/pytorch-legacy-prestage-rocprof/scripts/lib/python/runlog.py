@@ -85,11 +85,10 @@ class RunLog:
         self.in_job = rank == 0 and self.job not in ("", "0")
         self.step_times: list[float] = []
         self.data_waits: list[float] = []
-        self.losses: list[tuple[int, float]] = []
+        self.losses: list[tuple[int, float]] = []  # (step, loss)
         self.lr: float | None = None  # the learning rate of the last logged step (metrics' "lr")
-        self.last = self.started = time.monotonic()
-        self.written = self.checked = self.started
-        self.time_up = False
+        self.last = self.written = self.checked = self.interval_start = time.monotonic()
+        self.interval_steps, self.time_up = 0, False
         self.agree_at = start_step + 1  # the step at which the ranks next agree (time_to_stop)
         self.every = max(int(os.environ.get("LUMI_SCAFFOLD_LOG_EVERY", "10") or 10), 1)
         self.tracker: Tracker | None = None
@@ -97,7 +96,6 @@ class RunLog:
             check()  # (loads the tracker's package, where train.py did not call it)
             if tracker_name() != "none":
                 self.tracker = Tracker.open(tracker_name(), output, {**project_answers(), **config})
-        self.interval_start, self.interval_steps = self.started, 0
         if rank == 0 and (self.tracker or self.in_job) and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             # Slurm's time limit and scancel: SIGTERM to every task, SIGKILL some seconds later.
             # Report and close the tracked run first (W&B keeps what was logged until then).

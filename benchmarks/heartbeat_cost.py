@@ -40,7 +40,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 REPO = Path(__file__).resolve().parent.parent
-HEARTBEAT = REPO / "project-templates" / "project" / "src" / "{{ plugin_data.package }}" / "heartbeat.py"
+HEARTBEAT = REPO / "project-templates" / "project" / "scripts" / "lib" / "python" / "heartbeat.py"
 
 TARGETS = {
     "files per node": 1,
@@ -106,6 +106,7 @@ class Counted:
 
 
 def load(clock: Clock, counted: Counted):
+    sys.path.insert(0, str(HEARTBEAT.parent))  # (its jobfiles.py)
     spec = importlib.util.spec_from_file_location("bench_heartbeat", HEARTBEAT)
     module = importlib.util.module_from_spec(spec)
     saved = os.environ.pop("LUMI_SCAFFOLD_HEARTBEAT", None)

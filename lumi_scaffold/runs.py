@@ -6,6 +6,7 @@ share spent waiting for data, and GPU-hours billed by the site's rule. The gener
 project's ``scripts/lib/reports.py`` reads them back (its ``scripts/sweep.py summary`` too):
 this loads that file from the template of this installation (:func:`project_reports`) and
 prints one row per job and one total per run; nothing else (no tracker, no Slurm) is needed.
+Steps a job's script did not report (it never used runlog.py) show as "not reported".
 """
 
 from __future__ import annotations
@@ -63,21 +64,27 @@ def read_runs(root: Path) -> list[dict[str, Any]]:
 def format_runs(root: Path, runs: list[dict[str, Any]]) -> str:
     if not runs:
         return f"No job reports under {root} yet: each training job writes one into its run directory (reports/)."
-    fmt = project_reports().number
+    reports = project_reports()
+    fmt, unknown = reports.number, reports.NOT_REPORTED
     head = ("job", "kind", "ended", "steps", "samples/s", "per GPU", "step p50", "p95", "data wait", "billed", "per 1k steps", "nodes")
     lines = [f"Runs in {root}:"]
     for run in runs:
         lines.append("")
         sweep = f" (sweep {run['sweep']})" if run["sweep"] else ""
-        lines.append(f"{run['run']}{sweep}: {len(run['jobs'])} job(s), step {run['last_step']}, {run['steps']} steps trained, "
-                     f"{fmt(run['billed'])} {run['unit']} billed ({fmt(run['per_1000_steps'])} per 1,000 steps), "
+        # Steps a script without runlog.py did not report are "not reported", never 0.
+        trained = f"steps trained: {unknown}" if run["steps"] is None else f"{run['steps']} steps trained"
+        if run["steps"] is not None and run["unreported"]:
+            trained += f" (and {run['unreported']} job(s) whose steps are {unknown})"
+        last = f"last step {unknown}" if run["last_step"] is None else f"step {run['last_step']}"
+        lines.append(f"{run['run']}{sweep}: {len(run['jobs'])} job(s), {last}, "
+                     f"{trained}, {fmt(run['billed'])} {run['unit']} billed ({fmt(run['per_1000_steps'])} per 1,000 steps), "
                      f"loss {fmt(run['loss']['last'], '.4g')} (best {fmt(run['loss']['best'], '.4g')})")
         rows = [head]
         for r in run["jobs"]:
             s, t, b = r["steps"], r.get("step_time_s") or {}, r.get("billing") or {}
             wait = r.get("data_wait_share")
-            rows.append((str(r.get("job", "")), str(r.get("kind", "")), str(r.get("ended", "")),
-                         f"{s.get('first')}-{s.get('last')}" if s.get("done") else "-",
+            steps = unknown if s.get("done") is None else f"{s.get('first')}-{s.get('last')}" if s["done"] else "-"
+            rows.append((str(r.get("job", "")), str(r.get("kind", "")), str(r.get("ended", "")), steps,
                          fmt(r.get("samples_per_s"), ".1f"), fmt(r.get("samples_per_s_per_gpu"), ".1f"),
                          fmt(t.get("p50"), ".3f"), fmt(t.get("p95"), ".3f"),
                          "-" if wait is None else f"{100 * wait:.0f}%", fmt(b.get("billed"), ".3f"),

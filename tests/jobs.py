@@ -56,14 +56,15 @@ def make_dataset(root: Path) -> tuple[Path, Path]:
     return directory, archive
 
 
-# TEST STAND-IN for a training script: each step it writes its heartbeat as the examples do
-# (LUMI_SCAFFOLD_HEARTBEAT) and waits for every rank (a collective, through files); rank 0
+# TEST STAND-IN for a training script: each step it beats as the examples do (heartbeat.py,
+# from scripts/lib/python on the jobs' PYTHONPATH) and waits for every rank (a collective, through files); rank 0
 # saves the step as its checkpoint and a new job resumes from it. FAKE_FAULT=hang|die makes
 # the last rank hang (a collective that never returns) or exit at step 5, on every node or
 # only on FAKE_BAD_NODE; FAKE_FAULT=hang-all makes every rank wait at step 5 (a software hang:
 # no rank behind another), except in the job that replaces a hung one
 # (LUMI_SCAFFOLD_STALLED_BEFORE set). It registers faulthandler on SIGUSR2 as the examples do.
 STAND_IN_TRAIN = """import argparse, faulthandler, os, signal, sys, time
+from heartbeat import Heartbeat
 faulthandler.register(signal.SIGUSR2, all_threads=True)
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=30)
@@ -84,6 +85,7 @@ fault = os.environ.get("FAKE_FAULT")
 faulty = os.environ.get("FAKE_BAD_NODE", node) == node and rank == world - 1
 if fault == "hang-all":
     faulty, fault = not os.environ.get("LUMI_SCAFFOLD_STALLED_BEFORE"), "hang"
+heartbeat = Heartbeat()  # (it writes nothing with PROGRESS_TIMEOUT=0: no LUMI_SCAFFOLD_HEARTBEAT)
 
 def collective_that_never_returns():
     while True:
@@ -95,9 +97,7 @@ for step in range(start + 1, args.steps + 1):
     if faulty and step == 5 and fault == "die":
         print(f"rank {rank}: dying at step 5", flush=True)
         sys.exit(7)
-    if os.environ.get("LUMI_SCAFFOLD_HEARTBEAT"):  # (not with PROGRESS_TIMEOUT=0)
-        with open(os.environ["LUMI_SCAFFOLD_HEARTBEAT"], "w") as beat:
-            beat.write(f"{step}\\n")
+    heartbeat.beat(step)
     open(os.path.join(barrier, f"{step}-{rank}"), "w").close()
     while sum(name.startswith(f"{step}-") for name in os.listdir(barrier)) < world:
         time.sleep(0.2)

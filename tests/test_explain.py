@@ -287,3 +287,42 @@ def test_new_and_explain_warn_of_multi_gcd_jobs_on_shared_small_g_nodes(template
         assert f"warning: jobs/train.sbatch puts {named} shared nodes: {SHARED}" in out
     else:
         assert "sporadic RCCL" not in out
+
+
+def test_steps_a_script_did_not_report_are_not_reported_never_0(template, tmp_path, capsys):
+    """A script without runlog.py trains 200 steps: its job writes the report alone
+    (scripts/lib/fault.py end), its steps unknown. `lumi-scaffold explain --runs` and
+    scripts/sweep.py summary say "not reported", never "0 steps trained"; so for a report
+    0.4 wrote for such a job (steps done 0, no "by"). A runlog report's steps still add up."""
+    import os
+    import subprocess
+    import sys
+
+    project = render(template, tmp_path / "p")
+    out = tmp_path / "outputs"
+    env = {**os.environ, "LUMI_SCAFFOLD_SWEEP": "example", "LUMI_SCAFFOLD_BILLING_PER_NODE": "4",
+           "LUMI_SCAFFOLD_BILLING_UNIT": "GPU-hours", "LUMI_SCAFFOLD_JOB_START": str(int(__import__("time").time()) - 60)}
+    subprocess.run([sys.executable, "scripts/lib/fault.py", "end", "--status", "0", "--run-dir", str(out / "example-001"),
+                    "--job", "51"], cwd=project, env=env, check=True)
+    old = out / "example-002" / "reports"
+    old.mkdir(parents=True)
+    (old / "52.json").write_text(json.dumps({  # as 0.4's fault.py wrote it
+        "job": "52", "kind": "train", "run": "example-002", "sweep": "example", "ended": "finished", "written": "x",
+        "steps": {"first": None, "last": None, "done": 0}, "loss": {"last": None, "best": None},
+        "seconds": {"job": 60.0}, "billing": {"unit": "GPU-hours", "per_hour": 4.0, "billed": 0.0667,
+                                              "per_1000_steps": None}, "exit": {"status": 0, "cause": "finished"}}))
+    (old / "53.json").write_text(json.dumps({  # and a job of the same run with runlog
+        "job": "53", "ended": "finished", "written": "y", "steps": {"first": 1, "last": 40, "done": 40},
+        "samples_per_s": 9.0, "billing": {"billed": 0.1}, "seconds": {"job": 60.0}}))
+    assert cli.main(["explain", "--runs", "--output-root", str(out), str(project)]) == 0
+    text = capsys.readouterr().out
+    assert not re.search(r"\b0 steps trained", text), text
+    assert "example-001 (sweep example): 1 job(s), last step not reported, steps trained: not reported, " in text, text
+    assert ("example-002 (sweep example): 2 job(s), step 40, 40 steps trained (and 1 job(s) whose steps are not "
+            "reported), ") in text, text
+    rows = {line.split()[0]: line for line in text.splitlines() if line.startswith("  5")}
+    assert "  not reported  " in rows["51"] and "  not reported  " in rows["52"] and " 1-40 " in rows["53"], rows
+    summary = subprocess.run([sys.executable, "scripts/sweep.py", "summary", "sweeps/example.txt"], cwd=project,
+                             env={**os.environ, "OUTPUT_ROOT": str(out)}, capture_output=True, text=True, check=True)
+    steps = [re.split(r" {2,}", line)[4] for line in summary.stdout.splitlines()[2:5]]
+    assert steps == ["not reported", "40", "not run yet"], summary.stdout

@@ -27,9 +27,11 @@ def test_the_project_tests_need_only_pytest_and_the_standard_library():
 
 
 def _read_by_the_tests(project: Path) -> dict[str, bytes]:
-    """The files the project's tests read: tests/ and pytest.ini, and the library's Python
-    under scripts/lib/ (with scripts/lib/python/: heartbeat.py and runlog.py)."""
-    paths = [*(project / "tests").rglob("*.py"), project / "pytest.ini", *(project / "scripts" / "lib").rglob("*.py")]
+    """The files the project's tests read: tests/ and pytest.ini, and the runtime library's
+    Python files (scripts/, scripts/lib/, scripts/lib/python/; not allreduce_bench.py, which
+    only multi-node projects have and no project test reads)."""
+    paths = [*(project / "tests").rglob("*.py"), project / "pytest.ini",
+             *(p for p in (project / "scripts").rglob("*.py") if p.name != "allreduce_bench.py")]
     return {str(path.relative_to(project)): path.read_bytes() for path in paths if "__pycache__" not in path.parts}
 
 
@@ -62,5 +64,6 @@ def test_a_rendered_project_passes_its_own_tests(template, tmp_path):
         collected = pytest_in(where, "--collect-only")
         assert collected.startswith(f"{passed.group(1)} tests collected in "), (where.name, collected)
     read = _read_by_the_tests(project)
-    assert {"tests/conftest.py", "scripts/lib/watchdog.py", "scripts/lib/python/runlog.py"} <= set(read), sorted(read)
+    assert {"tests/conftest.py", "scripts/lib/watchdog.py", "scripts/lib/python/runlog.py",
+            "scripts/lib/python/jobfiles.py"} <= set(read), sorted(read)
     assert _read_by_the_tests(jax) == read

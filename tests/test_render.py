@@ -38,7 +38,7 @@ def expected_files(a: dict) -> set[str]:
         "scripts/attach.sh", "scripts/lib/watchdog.py", "scripts/lib/rccl_net.py", "scripts/values.sh", "scripts/lib/project_values.py",
         "scripts/lib/reports.py", "scripts/lib/values-lib.sh",
         f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"scripts/lib/python/heartbeat.py",
-        f"scripts/lib/python/runlog.py", "scripts/sweep.py", "sweeps/example.txt",
+        f"scripts/lib/python/runlog.py", "scripts/lib/python/jobfiles.py", "scripts/sweep.py", "sweeps/example.txt",
         "pytest.ini", "tests/conftest.py", "tests/test_heartbeat.py", "tests/test_image_packages.py",
         "tests/test_rccl_net.py", "tests/test_runlog.py", "tests/test_watchdog.py",
         "scripts/lib/fault.py", "tests/test_fault.py",

@@ -236,11 +236,11 @@ def test_the_sweep_script_is_python_3_6(template, tmp_path):
     from .helpers import render
 
     scripts = render(template, tmp_path / "p") / "scripts"
-    for name in ("sweep.py", "lib/reports.py", "lib/project_values.py"):
+    for name in ("sweep.py", "lib/reports.py", "lib/project_values.py", "lib/python/jobfiles.py"):
         tree = ast.parse((scripts / name).read_text(), feature_version=(3, 6))
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        ours = {"project_values", "reports"} if name == "sweep.py" else set()
+        ours = {"sweep.py": {"project_values", "reports"}, "lib/reports.py": {"jobfiles"}}.get(name, set())
         assert imported - ours <= set(sys.stdlib_module_names) and "__future__" not in imported, (name, imported)
 
 

@@ -58,11 +58,12 @@ SRUN_DIED = ["srun: error: nid005001: task 3: Exited with exit code 7",
 
 
 def beats(tmp_path, steps):
-    """A heartbeat directory as scripts/lib/run.sh names its files: rank<R>@<node>, the step in each."""
+    """A heartbeat directory as heartbeat.py writes it: node@<node>, a line per rank of the node."""
     directory = tmp_path / "heartbeat"
     directory.mkdir()
     for rank, (node, step) in steps.items():
-        (directory / f"rank{rank}@{node}").write_text(f"{step}\n")
+        with open(directory / f"node@{node}", "a") as handle:
+            handle.write(f"{rank} {step} 1700000000.0 - 0.0".ljust(95) + "\n")
     return directory
 
 
@@ -145,12 +146,12 @@ def test_the_report_keeps_what_the_training_script_wrote(fault, tmp_path, monkey
     monkeypatch.setenv("LUMI_SCAFFOLD_JOB_START", str(int(__import__("time").time()) - 3600))
     (tmp_path / "run" / "reports").mkdir(parents=True)
     (tmp_path / "run" / "reports" / "12.json").write_text(json.dumps(
-        {"job": "12", "ended": "finished", "steps": {"first": 1, "last": 50, "done": 50},
+        {"job": "12", "by": "runlog", "ended": "finished", "steps": {"first": 1, "last": 50, "done": 50},
          "loss": {"last": 0.5, "best": 0.4}, "step_time_s": {"p50": 0.1}, "seconds": {"job": 10.0, "training": 9.0}}))
     decision, report = end(fault, tmp_path, RANKS, status=0)
     assert decision["decision"] == "finished" and report["stopped_by"] is None
     assert report["loss"] == {"last": 0.5, "best": 0.4} and report["step_time_s"] == {"p50": 0.1}
-    assert report["ended"] == "finished" and report["seconds"]["training"] == 9.0
+    assert report["ended"] == "finished" and report["seconds"]["training"] == 9.0 and report["by"] == "runlog"
     assert 3599 <= report["seconds"]["job"] <= 3700
     assert 7.99 <= report["billing"]["billed"] <= 8.3 and report["billing"]["per_1000_steps"] > 0
 
@@ -204,7 +205,8 @@ def test_it_runs_as_a_script(tmp_path):
                             capture_output=True, text=True, check=True)
     assert result.stdout.startswith("fault: hang (collective timeout): no rank to blame (gloo: timed out waiting 1800000 ms for a recv on rank 0); "), result.stdout
     assert "rank 0 on nid005000 timed out waiting; the rank it waited for is not named" in result.stdout
-    assert json.loads((tmp_path / "run/reports/5.json").read_text())["steps"]["done"] == 0
+    report = json.loads((tmp_path / "run/reports/5.json").read_text())
+    assert report["by"] == "job" and report["steps"] == {"first": None, "last": None, "done": None}, report
 
 
 def test_the_runs_reader_reads_a_report_only_the_job_wrote(fault, tmp_path):
@@ -214,33 +216,46 @@ def test_the_runs_reader_reads_a_report_only_the_job_wrote(fault, tmp_path):
     assert spec and spec.loader
     reports = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(reports)
-    end(fault, tmp_path, RANKS + SRUN_DIED, status=7)
+    end(fault, tmp_path, RANKS + SRUN_DIED, status=7, heartbeats=beats(tmp_path, {0: ("nid005000", 200)}))
     run = reports.run(tmp_path / "run")
-    assert run and [j["job"] for j in run["jobs"]] == ["12"] and run["steps"] == 0
-    assert run["stopped_by"]["cause"] == "rank died" and run["jobs"][0]["ended"] == "rank died"
+    assert run and [j["job"] for j in run["jobs"]] == ["12"] and run["stopped_by"]["cause"] == "rank died"
+    # its steps are not reported (None), not 0; its last heartbeat is its last step
+    assert (run["steps"], run["unreported"], run["last_step"], run["per_1000_steps"]) == (None, 1, 200, None), run
+    assert run["jobs"][0]["ended"] == "rank died" and run["jobs"][0]["by"] == "job"
+
+
+def test_a_report_0_4_wrote_for_a_job_alone_reads_as_steps_not_reported(fault, tmp_path):
+    """lumi-scaffold 0.4's fault.py wrote steps done 0 for a script without runlog (no "by");
+    runlog's reports of any release keep their steps."""
+    spec = importlib.util.spec_from_file_location("project_reports", FAULT_PY.parent / "reports.py")
+    assert spec and spec.loader
+    reports = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reports)
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "3.json").write_text(json.dumps(
+        {"job": "3", "ended": "finished", "written": "1", "steps": {"first": None, "last": None, "done": 0},
+         "billing": {"billed": 2.0}, "seconds": {"job": 10}}))
+    (tmp_path / "reports" / "4.json").write_text(json.dumps(
+        {"job": "4", "ended": "finished", "written": "2", "steps": {"first": 1, "last": 50, "done": 50},
+         "samples_per_s": 3.0, "billing": {"billed": 1.0}, "seconds": {"job": 10}}))
+    run = reports.run(tmp_path)
+    assert [j["by"] for j in run["jobs"]] == ["job", "runlog"] and run["jobs"][0]["steps"]["done"] is None
+    assert (run["steps"], run["unreported"], run["last_step"], run["per_1000_steps"]) == (50, 1, 50, None), run
 
 
 def test_it_is_python_3_6(tmp_path):
-    """The node's own python3 runs it (SUSE Linux Enterprise 15's python3 is 3.6): no grammar newer than 3.6."""
+    """The node's own python3 runs it and the module it imports (SUSE Linux Enterprise 15's
+    python3 is 3.6): no grammar newer than 3.6."""
     import ast
 
-    ast.parse(FAULT_PY.read_text(), feature_version=(3, 6))
-    assert "from __future__ import annotations" not in FAULT_PY.read_text()
+    for path in (FAULT_PY, FAULT_PY.parent / "python" / "jobfiles.py"):
+        ast.parse(path.read_text(), feature_version=(3, 6))
+        assert "from __future__ import annotations" not in path.read_text()
 
 
-def test_it_reads_the_heartbeat_files_and_the_lines_of_this_projects_watchdog(fault, watchdog, tmp_path):
-    """fault.py reads what scripts/lib/watchdog.py reads and prints (it cannot import it: it runs
-    with the node's python3): the per-node files heartbeat.py writes, each stop line."""
-    hb = tmp_path / "heartbeat"
-    hb.mkdir()
-    (hb / "node@nid005000").write_text("0 5 1700000000.0 - 0.0\n1 5 1700000000.5 checkpoint 1699999990.0\n")
-    (hb / "node@nid005001").write_text("2 4 1699999999.0 - 0.0\n3 -1 1699999900.0 first-step 1699999900.0\n")
-    (hb / "rank4@nid005002").write_text("5\n")  # a script written for 0.3
-    (hb / "stalled").write_text("node=nid005001\n")
-    assert fault.heartbeats(str(hb)) == {0: ("nid005000", 5), 1: ("nid005000", 5), 2: ("nid005001", 4),
-                                         3: ("nid005001", -1), 4: ("nid005002", 5)}
-    assert {(b.rank, b.node, b.step) for b in watchdog.beats(str(hb))} == {
-        (rank, node, step) for rank, (node, step) in fault.heartbeats(str(hb)).items()}
+def test_it_reads_the_lines_of_this_projects_watchdog(fault, watchdog, tmp_path):
+    """fault.py parses each stop line scripts/lib/watchdog.py prints (it cannot import it: it
+    runs with the node's python3; both read the heartbeat files with jobfiles.py)."""
     last, behind = watchdog.Beat(0, "nid005000", 5, 100.0), watchdog.Beat(2, "nid005001", 4, 90.0)
     stall = watchdog.describe(watchdog.Stall(40, 30, "PROGRESS_TIMEOUT", last, behind), 140)
     cause, facts = fault.classify(stall, 1, 0)
@@ -268,7 +283,7 @@ def test_a_cancelled_job_says_so_and_its_report_records_it(fault, tmp_path, caps
     warning it is the time limit itself. The report runlog wrote on SIGTERM keeps its steps."""
     (tmp_path / "run" / "reports").mkdir(parents=True)
     (tmp_path / "run" / "reports" / "12.json").write_text(json.dumps(
-        {"job": "12", "ended": "stopped", "steps": {"first": 1, "last": 37, "done": 37}}))
+        {"job": "12", "by": "runlog", "ended": "stopped", "steps": {"first": 1, "last": 37, "done": 37}}))
     decision, report = end(fault, tmp_path, RANKS + ["srun: error: nid005000: tasks 0-1: Terminated"], status=143,
                            signal="TERM", chain=2, next="13")
     line = capsys.readouterr().out

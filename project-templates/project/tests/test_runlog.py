@@ -1,4 +1,4 @@
-"""src/<package>/runlog.py, the job report and experiment tracking of the examples, run as a
+"""scripts/lib/python/runlog.py, the job report and experiment tracking of the examples, run as a
 job's rank 0 runs it: a driver below stands in for train.py's loop (its steps take known
 times); the report it writes is read back."""
 
@@ -67,6 +67,7 @@ def test_the_job_report_adds_up(package_dir, tmp_path):
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "run/reports/7.json").read_text())
     assert report["ended"] == "finished" and report["steps"] == {"first": 11, "last": 30, "done": 20}
+    assert report["by"] == "runlog" and report["run"] == "demo" and report["kind"] == "train"
     assert 0.05 <= report["step_time_s"]["p50"] <= report["step_time_s"]["p95"] < 0.2
     assert 0.08 <= report["data_wait_share"] <= 0.1
     assert report["samples_per_s"] == pytest.approx(32 / report["step_time_s"]["p50"], rel=0.3)

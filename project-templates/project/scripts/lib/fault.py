@@ -1,48 +1,30 @@
-"""Why a training job stopped, said once: one fault model for every way a job ends without
-finishing, the evidence for the rank that caused it, the job's report and the chain's
-decision. Standard library only, and Python 3.6's grammar: scripts/lib/job.sh runs it after
-the training step with the node's own python3 (the image's Python where there is none).
+"""Why a training job stopped, said once: the fault, the evidence for the rank that caused
+it, the job report's outcome and the chain's decision. Standard library and Python 3.6's
+grammar: scripts/lib/job.sh runs it after the step with the node's own python3.
 
   python3 scripts/lib/fault.py end --status N --log FILE... [--heartbeats DIR] [--flight DIR]
           [--time-up 0|1] [--signal TERM|INT|HUP] [--chain N] [--next JOB] [--hung-before TEXT]
           [--known-issues TEXT] --run-dir DIR --job ID --out FILE
-      reads the job's log (its stdout and stderr files), the heartbeat directory and the
-      PyTorch Flight Recorder dumps; prints ONE line, `fault: ...` (nothing when the
-      training finished), writes or completes RUN_DIR/reports/<job>.json (wall time,
-      GPU-hours billed, exit status and cause, stopped_by) and writes the chain's decision
-      to FILE as key=value lines: decision= (finished, resume, resume-elsewhere or stop),
-      exclude= (a node, only on evidence), reason=.
+      (--status: the step's; --chain: the jobs left in the chain, this one included; --next:
+      its queued job; --hung-before: its earlier hang; --known-issues: the image's) prints ONE
+      line, `fault: ...` (none when the training finished), completes RUN_DIR/reports/<job>.json
+      and writes to FILE cause=, decision= (finished, resume, resume-elsewhere or stop),
+      exclude= (a node, only on evidence) and reason=.
   python3 scripts/lib/fault.py flight DIR
       the Flight Recorder dumps in DIR (one per rank), aligned: the collective each process
       group waits in, and the ranks that never entered it.
 
-The faults, each with its decision (docs/jobs.md has the table):
-
-  collective timeout  a framework's collective gave up (gloo's `Timed out waiting ...`,
-                      NCCL/RCCL's `Watchdog caught collective operation timeout`): a hang
-  heartbeat stall     the progress watchdog stopped the step: a hang
-  output stall        the watchdog stopped a script that never beats, its output silent for
-                      OUTPUT_TIMEOUT: a hang by the only evidence there is
-  no heartbeat        no rank reached its first step within STARTUP_TIMEOUT: stop
-  network fallback    RCCL talked between nodes over TCP sockets (scripts/lib/rccl_net.py): stop
-  rank died           a rank exited first (srun names its task): stop
-  time limit          Slurm's time-limit warning came: the next job resumes
-  cancelled           the job's batch script got SIGTERM (scancel) before that warning, or
-                      SIGINT or SIGHUP when run by hand: stop
-  failed              any other non-zero exit: stop
-
-A hang resumes from the newest checkpoint, once per chain: without a node only on evidence
-(the Flight Recorder shows its ranks never entered the collective the others wait in, or
-their heartbeats are behind the others' step), otherwise unchanged ("software hang
-suspected", with the image's known issues). A second hang in one chain stops it.
+The faults and their decisions: docs/jobs.md's table, classify() and decide(). A hang
+resumes once per chain, without a node only on evidence (culprit()).
 """
 
-import json
 import os
 import pickle
 import re
 import sys
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
+import jobfiles  # noqa: E402  (scripts/lib/python/jobfiles.py: the heartbeat files and the report)
 
 HANG = ("collective timeout", "heartbeat stall", "output stall")
 
@@ -57,33 +39,25 @@ NCCL_TIMEOUT = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\] Watchdog caught collec
 # A Python traceback line with the rank prefix torch.distributed adds: [rank0]: ...
 RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:")
 # scripts/lib/run.sh: `rank 3/16 node nid005000 local_rank 3 gpu ...`
-RANK_LINE = re.compile(r"^rank (\d+)/(\d+) node (\S+) local_rank")
+RANK_LINE = re.compile(r"^rank (\d+)/\d+ node (\S+) local_rank", re.M)
 # srun, when a task ends first: `srun: error: nid005001: task 15: Exited with exit code 7`
 TASK_EXIT = re.compile(r"srun: error: (\S+): tasks? ([\d,\-]+): (Exited with exit code (\d+)|Killed|Terminated|"
                        r"Segmentation fault|Aborted|Bus error|[A-Z][a-z]+(?: [a-z]+)*)")
-# scripts/lib/watchdog.py's line when it stops a step
+# scripts/lib/watchdog.py's lines when it stops a step, and rccl_net.py's when it stops a job on TCP
 STALL = re.compile(r"^watchdog: no progress for .*?last progress: rank (\d+) on (\S+) \(step (-?\d+)"
                    r"(?:.*?furthest behind: rank (\d+) on (\S+) \(step (-?\d+)\))?")
 NO_BEAT = re.compile(r"^watchdog: no rank made (?:progress|its first step) within the startup allowance")
+OUTPUT_STALL = re.compile(r"^watchdog: the job's output did not grow for (\d+) s \(OUTPUT_TIMEOUT=")
+NET_FALLBACK = re.compile(r"RCCL talks between nodes over TCP sockets.*Stopping the job")
 # What the signal that ended the batch script (job.sh's trap, --signal) says of the job
 SIGNALS = {"TERM": "SIGTERM: scancel, or Slurm ended the job", "INT": "SIGINT: Ctrl-C", "HUP": "SIGHUP: its terminal closed"}
-# its line when it stops a script that never beats (judged by its output)
-OUTPUT_STALL = re.compile(r"^watchdog: the job's output did not grow for (\d+) s \(OUTPUT_TIMEOUT=")
-# scripts/lib/rccl_net.py's line when it stops a job on TCP
-NET_FALLBACK = re.compile(r"RCCL talks between nodes over TCP sockets.*Stopping the job")
-BEAT_FILE = re.compile(r"rank(\d+)@(.+)")  # a rank's own file (scripts written for 0.3)
-NODE_FILE = re.compile(r"node@(.+)")  # heartbeat.py: one line per rank of the node, "RANK STEP TIME PHASE SINCE"
 
 
 # ---------------------------------------------------------------- evidence
 
 def read_text(paths):
     text = []
-    seen = set()
-    for path in paths:
-        if not path or path in seen:
-            continue
-        seen.add(path)
+    for path in paths:  # (job.sh gives each file once)
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
                 text.append(handle.read())
@@ -92,49 +66,10 @@ def read_text(paths):
     return "\n".join(text)
 
 
-def rank_nodes(text):
-    """{rank: node} and the world size, from scripts/lib/run.sh's line per rank."""
-    nodes, world = {}, None
-    for line in text.splitlines():
-        match = RANK_LINE.match(line)
-        if match:
-            nodes[int(match.group(1))] = match.group(3)
-            world = int(match.group(2))
-    return nodes, world
-
-
-def heartbeats(directory):
-    """{rank: (node, step)} from the heartbeat files: node@<node> (one line per rank of the
-    node, its step second) and rank<R>@<node> (the step alone)."""
-    found = {}
-    try:
-        names = os.listdir(directory) if directory else []
-    except OSError:
-        names = []
-    for name in sorted(names):
-        node, rank = NODE_FILE.fullmatch(name), BEAT_FILE.fullmatch(name)
-        if not (node or rank):
-            continue
-        try:
-            with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError:
-            continue
-        if rank:
-            step = text.strip()
-            found[int(rank.group(1))] = (rank.group(2), int(step) if step.isdigit() else -1)
-            continue
-        for row in text.splitlines():
-            fields = row.split()
-            if len(fields) >= 2 and fields[0].isdigit() and re.fullmatch(r"-?\d+", fields[1]):
-                found[int(fields[0])] = (node.group(1), int(fields[1]))
-    return found
-
-
 def behind(beats):
     """(ranks, their step, the others' newest step) when some ranks' heartbeats are behind
     the others' step, else None: every rank at one step is no evidence."""
-    steps = {rank: step for rank, (_, step) in beats.items() if step >= 0}
+    steps = {rank: beat.step for rank, beat in beats.items() if beat.step >= 0}
     if len(set(steps.values())) < 2:
         return None
     low = min(steps.values())
@@ -147,14 +82,6 @@ class _NoObjects(pickle.Unpickler):
 
     def find_class(self, module, name):
         raise pickle.UnpicklingError("a Flight Recorder dump names no class ({}.{})".format(module, name))
-
-
-def read_dump(path):
-    with open(path, "rb") as handle:
-        dump = _NoObjects(handle).load()
-    if not isinstance(dump, dict) or not isinstance(dump.get("entries"), list):
-        raise ValueError("not a Flight Recorder dump (no entries)")
-    return dump
 
 
 def dumps(directory):
@@ -170,26 +97,21 @@ def dumps(directory):
         if not match:
             continue
         try:
-            found[int(match.group(1))] = read_dump(os.path.join(directory, name))
+            with open(os.path.join(directory, name), "rb") as handle:
+                dump = _NoObjects(handle).load()
         except (OSError, ValueError, EOFError, pickle.UnpicklingError, AttributeError, IndexError):
             continue
+        if isinstance(dump, dict) and isinstance(dump.get("entries"), list):
+            found[int(match.group(1))] = dump
     return found
-
-
-def group_of(entry):
-    group = entry.get("process_group")
-    if isinstance(group, (list, tuple)) and group:
-        return str(group[0])
-    return str(entry.get("pg_id", "0"))
 
 
 def align(found):
     """The Flight Recorder dumps of every rank, aligned by process group and collective
-    sequence number. A list of (group, seq, collective, waiting ranks, absent ranks): for
-    each group, the first collective some rank entered and did not complete, with the ranks
-    of the group that never entered it (their newest collective of the group is older).
-    The group's ranks are its pg_config's where the dump has one, else the ranks that
-    recorded the group."""
+    sequence number: for each group, (group, seq, collective, waiting ranks, absent ranks)
+    of the first collective some rank entered and did not complete, absent: the group's
+    ranks whose newest collective of the group is older. The group's ranks are its
+    pg_config's where the dump has one, else the ranks that recorded the group."""
     newest = {}   # group -> rank -> newest collective_seq_id entered
     pending = {}  # group -> seq -> (name, ranks waiting in it)
     members = {}
@@ -202,24 +124,19 @@ def align(found):
             if isinstance(ranks, list):
                 members.setdefault(str(name), set()).update(int(r) for r in ranks)
         for entry in dump["entries"]:
-            if not isinstance(entry, dict) or entry.get("is_p2p"):
+            if not isinstance(entry, dict) or entry.get("is_p2p") or not isinstance(entry.get("collective_seq_id"), int):
                 continue
-            seq = entry.get("collective_seq_id")
-            if not isinstance(seq, int):
-                continue
-            group = group_of(entry)
-            newest.setdefault(group, {})
-            newest[group][rank] = max(newest[group].get(rank, -1), seq)
+            seq, group = entry["collective_seq_id"], entry.get("process_group")
+            group = str(group[0]) if isinstance(group, (list, tuple)) and group else str(entry.get("pg_id", "0"))
+            newest.setdefault(group, {})[rank] = max(newest.get(group, {}).get(rank, -1), seq)
             if entry.get("state") != "completed":
-                name, ranks = pending.setdefault(group, {}).get(seq, (entry.get("profiling_name", "?"), set()))
-                ranks.add(rank)
-                pending[group][seq] = (name, ranks)
+                pending.setdefault(group, {}).setdefault(seq, (entry.get("profiling_name", "?"), set()))[1].add(rank)
     out = []
     for group, seqs in sorted(pending.items()):
         seq = min(seqs)
         name, waiting = seqs[seq]
         ranks = members.get(group) or set(newest.get(group, {}))
-        ranks = ranks & set(found) if ranks & set(found) else ranks
+        ranks = ranks & set(found) or ranks
         absent = sorted(r for r in ranks if newest.get(group, {}).get(r, -1) < seq and r not in waiting)
         out.append((group, seq, str(name), sorted(waiting), absent))
     return out
@@ -252,11 +169,11 @@ def classify(text, status, time_up, signal=""):
     for line in lines:
         match = STALL.match(line)
         if match:
-            if match.group(4) is not None:
-                return "heartbeat stall", {"rank": int(match.group(4)), "node": match.group(5),
-                                           "step": int(match.group(6)), "ahead": int(match.group(3))}
-            return "heartbeat stall", {"rank": int(match.group(1)), "node": match.group(2),
-                                       "step": int(match.group(3))}
+            at = 4 if match.group(4) is not None else 1  # the rank furthest behind, else the last
+            facts = {"rank": int(match.group(at)), "node": match.group(at + 1), "step": int(match.group(at + 2))}
+            if at == 4:
+                facts["ahead"] = int(match.group(3))
+            return "heartbeat stall", facts
         if NO_BEAT.match(line):
             return "no heartbeat", {}
         match = OUTPUT_STALL.match(line)
@@ -269,7 +186,6 @@ def classify(text, status, time_up, signal=""):
         match = NCCL_TIMEOUT.search(line)
         if match:
             return "collective timeout", {"backend": "nccl", "timed_out": int(match.group(1)),
-                                          "seq": int(match.group(2)),
                                           "detail": "NCCL watchdog: {} #{} timed out on rank {}".format(
                                               match.group(3), match.group(2), match.group(1))}
         match = GLOO_TIMEOUT.search(line)
@@ -293,24 +209,21 @@ def classify(text, status, time_up, signal=""):
 def culprit(cause, facts, text, beats, flight_dir):
     """Fills rank, node, step and the evidence for a hang; returns the node to exclude ('' for
     none: no evidence)."""
-    nodes, _ = rank_nodes(text)
-    for rank, (node, _) in beats.items():
-        nodes.setdefault(rank, node)
+    nodes = {rank: beat.node for rank, beat in beats.items()}
+    nodes.update((int(rank), node) for rank, node in RANK_LINE.findall(text))
     ranks, evidence, exclude = [], [], ""
     if cause in HANG:
-        absent, said = flight_evidence(flight_dir)
-        if facts.get("backend") == "gloo" and not absent:
+        ranks, said = flight_evidence(flight_dir)
+        if facts.get("backend") == "gloo" and not ranks:
             said = "Flight Recorder: none for gloo (PyTorch dumps it on a NCCL/RCCL timeout only)"
         evidence.append(said)
-        if absent:
-            ranks = absent
         late = behind(beats)
         if late:
             evidence.append("heartbeats: rank(s) {} at step {}, the others at step {}".format(
                 ", ".join(map(str, late[0])), late[1], late[2]))
             ranks = ranks or late[0]
         elif beats:
-            evidence.append("heartbeats: every rank at step {}".format(max(s for _, s in beats.values())))
+            evidence.append("heartbeats: every rank at step {}".format(max(b.step for b in beats.values())))
             if not ranks:  # no rank to blame: the watchdog's "furthest behind" is only the oldest beat
                 facts.pop("rank", None)
                 facts.pop("node", None)
@@ -328,10 +241,8 @@ def culprit(cause, facts, text, beats, flight_dir):
                 facts["timed_out"], " on " + nodes[facts["timed_out"]] if facts["timed_out"] in nodes else ""))
     if "rank" in facts and not facts.get("node"):
         facts["node"] = nodes.get(facts["rank"], "")
-    if facts.get("rank") is not None and facts["rank"] in beats and "step" not in facts:
-        facts["step"] = beats[facts["rank"]][1]
-    elif "step" not in facts and beats:
-        facts["step"] = max(s for _, s in beats.values())
+    if "step" not in facts and beats:
+        facts["step"] = beats[facts["rank"]].step if facts.get("rank") in beats else max(b.step for b in beats.values())
     facts["evidence"] = "; ".join(evidence)
     return exclude
 
@@ -342,9 +253,8 @@ def decide(cause, facts, exclude, hung_before, known_issues, status, chain=1, ne
     if cause == "finished":
         return "finished", "training finished"
     if cause == "time limit":
-        if next_job:
-            return "resume", "Slurm's time-limit warning came: job {} resumes from the newest checkpoint".format(next_job)
-        return "resume", "Slurm's time-limit warning came: submitting again resumes from the newest checkpoint"
+        return "resume", "Slurm's time-limit warning came: {} resumes from the newest checkpoint".format(
+            "job " + next_job if next_job else "submitting again")
     if cause in HANG:
         if hung_before:
             return "stop", "the second hang of this chain (the first: {})".format(hung_before)
@@ -362,29 +272,26 @@ def decide(cause, facts, exclude, hung_before, known_issues, status, chain=1, ne
                         "(raise STARTUP_TIMEOUT for a slow start; the stacks above show where the ranks were)")
     if cause == "network fallback":
         return "stop", "RCCL fell back to TCP sockets: the next job would too (the fix above)"
-    if cause == "rank died":
-        return "stop", ("training failed (status {}) before Slurm's time-limit warning: rank {} on {} first ({}), "
-                        "and the next job would fail the same way".format(status, facts.get("rank"),
-                                                                         facts.get("node") or "?", facts.get("detail", "")))
-    return "stop", ("training failed (status {}) before Slurm's time-limit warning, and the next job would fail "
-                    "the same way".format(status))
+    first = ": rank {} on {} first ({})".format(facts.get("rank"), facts.get("node") or "?", facts.get("detail", "")) \
+        if cause == "rank died" else ""
+    return "stop", ("training failed (status {}) before Slurm's time-limit warning{}, and the next job would fail "
+                    "the same way".format(status, first))
 
 
 def line(cause, facts, decision, reason):
     """The one line of the log."""
-    what = "hang ({})".format(cause) if cause in HANG else cause
     where = []
     if facts.get("ranks"):
         where.append("ranks {}".format(", ".join(map(str, facts["ranks"]))))
     elif facts.get("rank") is not None:
         where.append("rank {}".format(facts["rank"]))
+    elif cause != "cancelled":
+        where.append("no rank to blame")
     if facts.get("node"):
         where.append("on {}".format(facts["node"]))
-    if facts.get("step") is not None and facts.get("step", -1) >= 0:
+    if facts.get("step") is not None and facts["step"] >= 0:
         where.append("after step {}".format(facts["step"]))  # (its last heartbeat: at least that far)
-    if not facts.get("ranks") and facts.get("rank") is None and cause != "cancelled":
-        where.insert(0, "no rank to blame")
-    text = "fault: {}".format(what) + (": " + " ".join(where) if where else "")
+    text = "fault: " + ("hang ({})".format(cause) if cause in HANG else cause) + (": " + " ".join(where) if where else "")
     if facts.get("detail"):
         text += " ({})".format(facts["detail"])
     if facts.get("evidence"):
@@ -392,70 +299,16 @@ def line(cause, facts, decision, reason):
     return text + ". Next: {}: {}.".format(decision.replace("-", " "), reason)
 
 
-# ---------------------------------------------------------------- the report
-
-def billing(seconds):
-    nodes = os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or "1"
-    try:
-        per_node = float(os.environ.get("LUMI_SCAFFOLD_BILLING_PER_NODE", ""))
-    except ValueError:
-        return None, None, os.environ.get("LUMI_SCAFFOLD_BILLING_UNIT", "")
-    rate = per_node * (int(nodes) if nodes.isdigit() else 1)
-    return rate, round(rate * seconds / 3600, 4), os.environ.get("LUMI_SCAFFOLD_BILLING_UNIT", "")
-
-
-def write_report(run_dir, job, status, cause, stopped_by, beats):
-    """RUN_DIR/reports/<job>.json: the training script's (scripts/lib/python/runlog.py) completed,
-    or the job's own where the script wrote none. Its losses and step times stay."""
-    path = os.path.join(run_dir, "reports", "{}.json".format(job))
-    try:
-        with open(path) as handle:
-            report = json.load(handle)
-        if not isinstance(report, dict):
-            report = {}
-    except (OSError, ValueError):
-        report = {}
-    start = os.environ.get("LUMI_SCAFFOLD_JOB_START", "")
-    seconds = max(time.time() - int(start), 0.0) if start.isdigit() else 0.0
-    rate, billed, unit = billing(seconds)
-    steps = [s for _, s in beats.values() if s >= 0]
-    report.setdefault("job", job)
-    report.setdefault("kind", os.environ.get("LUMI_SCAFFOLD_JOB_KIND", "train"))
-    report.setdefault("run", os.environ.get("RUN_NAME") or os.path.basename(os.path.abspath(run_dir)))
-    report.setdefault("sweep", os.environ.get("LUMI_SCAFFOLD_SWEEP", ""))
-    report.setdefault("nodes", os.environ.get("SLURM_JOB_NODELIST", ""))
-    report.setdefault("steps", {"first": None, "last": max(steps) if steps else None, "done": 0})
-    report.setdefault("loss", {"last": None, "best": None})
-    if cause != "finished" and report.get("ended") in (None, "running", "stopped"):
-        report["ended"] = "hang" if cause in HANG else cause
-    report.setdefault("ended", cause)
-    report["written"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    times = report.get("seconds") if isinstance(report.get("seconds"), dict) else {}
-    times["job"] = round(seconds, 1)
-    report["seconds"] = times
-    done = int((report.get("steps") or {}).get("done") or 0)
-    report["billing"] = {"unit": unit, "per_hour": rate, "billed": billed,
-                         "per_1000_steps": round(billed * 1000 / done, 4) if billed is not None and done else None}
-    report["exit"] = {"status": status, "cause": cause}
-    report["stopped_by"] = stopped_by
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "w") as handle:
-        json.dump(report, handle, indent=1)
-    os.replace(path + ".tmp", path)  # never a half-written report
-    return path
-
-
 # ---------------------------------------------------------------- commands
 
 def end(args):
     text = read_text(args.log)
-    beats = heartbeats(args.heartbeats)
+    beats = jobfiles.heartbeats(args.heartbeats)
     cause, facts = classify(text, args.status, args.time_up, args.signal)
     exclude = culprit(cause, facts, text, beats, args.flight) if cause != "finished" else ""
     decision, reason = decide(cause, facts, exclude, args.hung_before, args.known_issues, args.status, args.chain,
                               args.next)
-    if decision != "resume-elsewhere":
-        exclude = ""
+    exclude = exclude if decision == "resume-elsewhere" else ""
     stopped_by = None
     if cause != "finished":
         stopped_by = {"cause": cause, "hang": cause in HANG, "rank": facts.get("rank"), "node": facts.get("node") or None,
@@ -464,8 +317,10 @@ def end(args):
                       "reason": reason}
         print(line(cause, facts, decision, reason), flush=True)
     if args.run_dir and args.job:
+        steps = [b.step for b in beats.values() if b.step >= 0]
         try:
-            write_report(args.run_dir, args.job, args.status, cause, stopped_by, beats)
+            jobfiles.complete_report(args.run_dir, args.job, args.status, cause, "hang" if cause in HANG else cause,
+                                     stopped_by, max(steps) if steps else None)
         except OSError as exc:
             print("fault: the job report could not be written ({})".format(exc), file=sys.stderr)
     if args.out:
@@ -491,27 +346,17 @@ def main(argv):
 
     parser = argparse.ArgumentParser(prog="fault.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
-    command = sub.add_parser("end")
-    command.add_argument("--status", type=int, required=True, help="the training step's exit status")
-    command.add_argument("--log", nargs="*", default=[], help="the job's output files")
-    command.add_argument("--heartbeats", default="", help="the heartbeat directory")
-    command.add_argument("--flight", default="", help="the directory of the Flight Recorder dumps")
-    command.add_argument("--time-up", type=int, default=0, help="1: Slurm's time-limit warning came")
-    command.add_argument("--signal", default="", help="the signal that ended the batch script: TERM, INT, HUP ('' for none)")
-    command.add_argument("--hung-before", default="", help="the chain's earlier hang ('' when none)")
-    command.add_argument("--chain", type=int, default=1, help="the jobs left in this chain, this one included")
-    command.add_argument("--next", default="", help="the chain's next job, already queued ('' when none)")
-    command.add_argument("--known-issues", default="", help="the image's known issues (scripts/values.sh)")
-    command.add_argument("--run-dir", default="", help="RUN_DIR: the report goes to its reports/")
-    command.add_argument("--job", default="", help="the job id")
-    command.add_argument("--out", default="", help="the file for the chain's decision")
-    command = sub.add_parser("flight")
-    command.add_argument("dir", help="the directory of the dumps")
+    command = sub.add_parser("end")  # (its arguments: the module's docstring)
+    command.add_argument("--status", type=int, required=True)
+    command.add_argument("--log", nargs="*", default=[])
+    command.add_argument("--time-up", type=int, default=0)
+    command.add_argument("--chain", type=int, default=1)
+    for name in ("heartbeats", "flight", "signal", "hung-before", "next", "known-issues", "run-dir", "job", "out"):
+        command.add_argument("--" + name, default="")
+    sub.add_parser("flight").add_argument("dir")
     args = parser.parse_args(argv)
-    if args.command == "end":
-        return end(args)
-    if args.command == "flight":
-        return flight(args)
+    if args.command in ("end", "flight"):
+        return end(args) if args.command == "end" else flight(args)
     parser.print_help()
     return 2
 

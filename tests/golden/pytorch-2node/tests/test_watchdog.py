@@ -67,14 +67,16 @@ def test_a_phase_gets_its_own_allowance(watchdog):
 
 
 def test_heartbeat_files(watchdog, tmp_path):
-    """One file per node (heartbeat.py), and a rank's own file (scripts for lumi-scaffold 0.3)."""
+    """One file per node (heartbeat.py); a line being rewritten, and any other file (0.3's
+    per-rank rank<R>@<node>, which no helper of this project writes), are no heartbeat."""
     (tmp_path / "node@nid005000").write_text("0 12 1000.5 - 0.0".ljust(95) + "\n" +
                                               "1 11 999.0 checkpoint 990.0".ljust(95) + "\n" + "2 1")
+    (tmp_path / "node@nid005001").write_text("3 10 1001.0 first-step 1000.0".ljust(95) + "\n")
     (tmp_path / "rank13@nid005001").write_text("11\n")
     (tmp_path / "stalled").write_text("node=x\n")
     found = sorted(watchdog.beats(str(tmp_path)))
     assert [(b.rank, b.node, b.step, b.phase) for b in found] == [
-        (0, "nid005000", 12, ""), (1, "nid005000", 11, "checkpoint"), (13, "nid005001", 11, "")]
+        (0, "nid005000", 12, ""), (1, "nid005000", 11, "checkpoint"), (3, "nid005001", 10, "first-step")]
     assert found[0].time == 1000.5 and found[1].since == 990.0
     assert watchdog.beats(str(tmp_path / "missing")) == []
 

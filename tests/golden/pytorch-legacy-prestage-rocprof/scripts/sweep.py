@@ -108,7 +108,8 @@ def summary(args, extra, values):
             rows.append((str(index), " ".join(words), "-", "-", "not run yet", "-", "-"))
             continue
         rows.append((str(index), " ".join(words), reports.number(run["loss"]["last"], ".4g"),
-                     reports.number(run["loss"]["best"], ".4g"), str(run["last_step"]),
+                     reports.number(run["loss"]["best"], ".4g"),
+                     reports.number(run["last_step"], "d", reports.NOT_REPORTED),
                      reports.duration(run["seconds"]), reports.number(run["billed"])))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     print("sweep {} in {}:".format(name, root))

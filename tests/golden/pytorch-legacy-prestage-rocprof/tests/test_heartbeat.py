@@ -1,4 +1,4 @@
-"""src/<package>/heartbeat.py, the progress the examples write for the job's watchdog: it
+"""scripts/lib/python/heartbeat.py, the progress the examples write for the job's watchdog: it
 announces itself on import, prints stacks on SIGUSR2, keeps every rank's record node-local
 and writes one file per node, at most once an interval (at once for a phase)."""
 
@@ -10,8 +10,13 @@ import subprocess
 import sys
 
 
+def copy(package_dir, tmp_path):
+    for name in ("heartbeat.py", "jobfiles.py"):
+        shutil.copy(package_dir / name, tmp_path / name)
+
+
 def run(package_dir, tmp_path, code, rank=0, node="nid1", interval="30", **env):
-    shutil.copy(package_dir / "heartbeat.py", tmp_path / "heartbeat.py")
+    copy(package_dir, tmp_path)
     beats = tmp_path / "heartbeat-42"
     beats.mkdir(exist_ok=True)
     environment = {**os.environ, "LUMI_SCAFFOLD_HEARTBEAT": f"{beats}/rank{rank}@{node}",
@@ -100,12 +105,12 @@ with beat.phase("eval"):
 
 
 def test_outside_a_job_it_writes_nothing(package_dir, tmp_path):
-    shutil.copy(package_dir / "heartbeat.py", tmp_path / "heartbeat.py")
+    copy(package_dir, tmp_path)
     code = "from heartbeat import Heartbeat; b = Heartbeat(); b.beat(1)\nwith b.phase('eval'): pass"
     outside = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=30,
                              env={k: v for k, v in os.environ.items() if not k.startswith("LUMI_SCAFFOLD_HEARTBEAT")})
     assert outside.returncode == 0, outside.stderr
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == ["heartbeat.py"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == ["heartbeat.py", "jobfiles.py"]
 
 
 def test_a_heartbeat_that_cannot_write_never_stops_the_training(package_dir, tmp_path):

@@ -1,29 +1,18 @@
 """What a training run did: the job report and experiment tracking, imported by train.py.
+Rank 0 alone reports and tracks.
 
-Rank 0 times every step (and the part of it spent waiting for data), and
+* The **job report** (in a job): at the end of training, at Slurm's time-limit warning (the
+  file LUMI_SCAFFOLD_TIME_UP names appears), on SIGTERM and every few minutes, rank 0 writes
+  RUN_DIR/reports/<job id>.json (format: jobfiles.py) and prints one line: steps, samples/s
+  in total and per GPU, step time p50 and p95, the share spent waiting for data, GPU-hours
+  billed, and the last logged loss and learning rate (``step``'s metrics "loss" and "lr").
+* **Tracking** (LUMI_SCAFFOLD_TRACKING: none, tensorboard, mlflow or wandb): every
+  LUMI_SCAFFOLD_LOG_EVERY steps (default 10) loss, learning rate, samples/s, step time and peak
+  device memory, with the run's config: one tracked run per run directory across the jobs
+  of a chain (RUN_DIR/tracking.json), each step logged once.
 
-* the **job report**: at the end of the job's training, at Slurm's time-limit warning
-  (jobs/train.sbatch creates the file LUMI_SCAFFOLD_TIME_UP names) and every few minutes
-  in between, it writes RUN_DIR/reports/<job id>.json and prints one line: the steps done,
-  samples/s in total and per GPU, step time p50 and p95, the share of step time spent
-  waiting for data, and the GPU-hours billed so far by the site's rule (the rate of one node
-  scripts/lib/job.sh exports in LUMI_SCAFFOLD_BILLING_PER_NODE, times the job's nodes and the
-  time since the job started). The file also has the last logged loss and learning rate
-  (the "loss" and "lr" that ``step``'s metrics give).
-  `lumi-scaffold explain --runs` lists a project's runs from these files.
-* **tracking** (LUMI_SCAFFOLD_TRACKING: none, tensorboard, mlflow or wandb; TRACKING=...
-  sbatch ... picks another): every LUMI_SCAFFOLD_LOG_EVERY steps (10 unless set) loss,
-  learning rate, samples/s, step time and peak device memory, with the run's config. One
-  run directory is one tracked run, across every job of a chain: its id is kept in
-  RUN_DIR/tracking.json, and a step logged once is never logged again (a job resumed from
-  an older checkpoint skips the steps the job before it already logged).
-
-Rank 0 also reports and closes the tracked run when the job is ended with SIGTERM (Slurm's
-time limit, scancel). Other ranks do nothing, and outside a job no report is written.
-
-In a training job, ``time_to_stop`` tells every rank at the same step that Slurm's
-time-limit warning came: the examples then save a checkpoint of that step and exit with
-TIME_LIMIT_EXIT, and the next job of the chain resumes from that step.
+``time_to_stop`` tells every rank at the same step that the time-limit warning came: the
+examples then save a checkpoint and exit with TIME_LIMIT_EXIT; the next job resumes there.
 """
 
 from __future__ import annotations
@@ -37,6 +26,8 @@ import signal
 import sys
 import time
 from typing import Any, Callable
+
+import jobfiles  # scripts/lib/python/jobfiles.py: the report's format and billing
 
 TRACKERS = ("none", "tensorboard", "mlflow", "wandb")
 PACKAGES = {"tensorboard": "tensorboard", "mlflow": "mlflow-skinny", "wandb": "wandb"}
@@ -94,11 +85,10 @@ class RunLog:
         self.in_job = rank == 0 and self.job not in ("", "0")
         self.step_times: list[float] = []
         self.data_waits: list[float] = []
-        self.losses: list[tuple[int, float]] = []
+        self.losses: list[tuple[int, float]] = []  # (step, loss)
         self.lr: float | None = None  # the learning rate of the last logged step (metrics' "lr")
-        self.last = self.started = time.monotonic()
-        self.written = self.checked = self.started
-        self.time_up = False
+        self.last = self.written = self.checked = self.interval_start = time.monotonic()
+        self.interval_steps, self.time_up = 0, False
         self.agree_at = start_step + 1  # the step at which the ranks next agree (time_to_stop)
         self.every = max(int(os.environ.get("LUMI_SCAFFOLD_LOG_EVERY", "10") or 10), 1)
         self.tracker: Tracker | None = None
@@ -106,11 +96,9 @@ class RunLog:
             check()  # (loads the tracker's package, where train.py did not call it)
             if tracker_name() != "none":
                 self.tracker = Tracker.open(tracker_name(), output, {**project_answers(), **config})
-        self.interval_start, self.interval_steps = self.started, 0
         if rank == 0 and (self.tracker or self.in_job) and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            # Slurm ends a job at its time limit (and scancel ends it) with SIGTERM to every
-            # task, SIGKILL some seconds later: report and close the tracked run first (W&B
-            # keeps what was logged in its own process until the run is finished).
+            # Slurm's time limit and scancel: SIGTERM to every task, SIGKILL some seconds later.
+            # Report and close the tracked run first (W&B keeps what was logged until then).
             signal.signal(signal.SIGTERM, self._terminated)
 
     def _terminated(self, signum: int, frame: Any) -> None:
@@ -149,38 +137,34 @@ class RunLog:
             self.interval_start, self.interval_steps = now, 0
         if self.in_job and now - self.checked >= TIME_UP_CHECK_S:
             self.checked = now
-            flag = os.environ.get("LUMI_SCAFFOLD_TIME_UP")
-            if flag and not self.time_up and os.path.exists(flag):
-                self.time_up = True
-                self.report("time limit", say=True)
-            elif now - self.written >= REPORT_EVERY_S:
+            if not self._time_up_came() and now - self.written >= REPORT_EVERY_S:
                 self.report("time limit" if self.time_up else "running")
 
     def time_to_stop(self, step: int, agree: Callable[[list[int]], list[int]]) -> bool:
-        """Whether every rank stops after step ``step`` because Slurm's time-limit warning came
-        in this training job (jobs/train.sbatch creates the file LUMI_SCAFFOLD_TIME_UP names).
-        Call it on every rank after every step. About every AGREE_EVERY_S seconds of steps it
-        calls ``agree``: the framework's maximum over all ranks of a list of ints, a collective
-        that every rank enters at the same step. Rank 0 gives the flag and the number of steps
-        until the next agreement, so every rank gets the same answer at the same step."""
+        """Whether every rank stops after step ``step`` because the time-limit warning came in
+        this training job; call it on every rank after every step. About every AGREE_EVERY_S
+        seconds of steps it calls ``agree`` (the framework's maximum over all ranks of a list
+        of ints, a collective): rank 0 gives the flag and the steps until the next agreement."""
         if os.environ.get("LUMI_SCAFFOLD_JOB_KIND") != "train" or step < self.agree_at:
             return False  # (a profile job does not resume: it runs on into its time limit)
         flag = interval = 0
         if self.rank == 0:
-            flag = int(self.time_up or self._time_up_flag())
+            self._time_up_came()
+            flag = int(self.time_up)
             slowest = max(self.step_times[-20:], default=0.0)
             interval = max(int(AGREE_EVERY_S / slowest), 1) if slowest > 0 else 1
         flag, interval = (int(value) for value in agree([flag, interval]))
         self.agree_at = step + max(interval, 1)
         return bool(flag)
 
-    def _time_up_flag(self) -> bool:
-        """Rank 0: whether the time-limit warning came; reports at once when it is new."""
+    def _time_up_came(self) -> bool:
+        """Rank 0: whether the time-limit warning came just now (reported at once)."""
         flag = os.environ.get("LUMI_SCAFFOLD_TIME_UP")
         if self.in_job and flag and not self.time_up and os.path.exists(flag):
             self.time_up = True
             self.report("time limit", say=True)
-        return self.time_up
+            return True
+        return False
 
     @staticmethod
     def exit_at_time_limit() -> None:
@@ -205,43 +189,24 @@ class RunLog:
         steps = len(self.step_times)
         timed = self.step_times[1:] or self.step_times  # the first step compiles and warms up
         training = sum(timed)
-        job_s = job_seconds()
-        rate, unit = billing()
-        billed = rate * job_s / 3600 if rate is not None else None
+        seconds, billing = jobfiles.billing(steps)
         samples_s = len(timed) * self.samples_per_step / training if training > 0 else 0.0
         losses = [value for _, value in self.losses if math.isfinite(value)]
-        return {
-            "job": self.job,
-            "kind": os.environ.get("LUMI_SCAFFOLD_JOB_KIND", "train"),
-            "run": os.environ.get("RUN_NAME") or os.path.basename(os.path.abspath(self.output)),
-            "sweep": os.environ.get("LUMI_SCAFFOLD_SWEEP", ""),
-            "nodes": os.environ.get("SLURM_JOB_NODELIST", ""),
-            "ended": ended,
-            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "steps": {"first": self.start_step + 1 if steps else None, "last": self.step_no, "done": steps},
-            "world": self.world,
-            "samples_per_step": self.samples_per_step,
-            "samples_per_s": round(samples_s, 3),
-            "samples_per_s_per_gpu": round(samples_s / self.world, 3),
-            "step_time_s": {"first": round(self.step_times[0], 6) if steps else None,
-                            "p50": percentile(timed, 50), "p95": percentile(timed, 95)},
-            "data_wait_share": round(sum(self.data_waits[1:] or self.data_waits) / training, 4) if training > 0 else None,
-            "loss": {"last": losses[-1] if losses else None, "best": min(losses) if losses else None},
-            "lr": self.lr,
-            "seconds": {"job": round(job_s, 1), "training": round(sum(self.step_times), 1)},
-            "billing": {"unit": unit, "per_hour": rate,
-                        "billed": round(billed, 4) if billed is not None else None,
-                        "per_1000_steps": round(billed * 1000 / steps, 4) if billed is not None and steps else None},
-        }
+        return dict(
+            jobfiles.new_report(self.job, self.output, "runlog",
+                                {"first": self.start_step + 1 if steps else None, "last": self.step_no, "done": steps}),
+            ended=ended, world=self.world, samples_per_step=self.samples_per_step,
+            samples_per_s=round(samples_s, 3), samples_per_s_per_gpu=round(samples_s / self.world, 3),
+            step_time_s={"first": round(self.step_times[0], 6) if steps else None,
+                         "p50": percentile(timed, 50), "p95": percentile(timed, 95)},
+            data_wait_share=round(sum(self.data_waits[1:] or self.data_waits) / training, 4) if training > 0 else None,
+            loss={"last": losses[-1] if losses else None, "best": min(losses) if losses else None},
+            lr=self.lr, seconds={"job": round(seconds, 1), "training": round(sum(self.step_times), 1)}, billing=billing)
 
     def report(self, ended: str, say: bool = False) -> None:
         self.written = time.monotonic()
         figures = self.figures(ended)
-        path = os.path.join(self.output, "reports", f"{self.job}.json")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path + ".tmp", "w") as handle:
-            json.dump(figures, handle, indent=1)
-        os.replace(path + ".tmp", path)  # never a half-written report
+        path = jobfiles.write_report(self.output, figures)
         if say:
             print(f"report: {summary(figures)} ({path})", flush=True)
 
@@ -270,25 +235,6 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))], 6)
 
 
-def job_seconds() -> float:
-    """Seconds since the job started (scripts/lib/job.sh records it), 0 outside a job."""
-    start = os.environ.get("LUMI_SCAFFOLD_JOB_START", "")
-    return max(time.time() - int(start), 0.0) if start.isdigit() else 0.0
-
-
-def billing() -> tuple[float | None, str]:
-    """(units per hour, unit) of this job by the site's rule: the rate of one node its job
-    file exports (LUMI_SCAFFOLD_BILLING_PER_NODE, LUMI_SCAFFOLD_BILLING_UNIT) times the nodes
-    Slurm gave the job (both of the site's rule forms bill each node alike); (None, '')
-    without a rule."""
-    nodes = os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or "1"
-    try:
-        per_node = float(os.environ.get("LUMI_SCAFFOLD_BILLING_PER_NODE", ""))
-    except ValueError:
-        return None, ""
-    return per_node * (int(nodes) if nodes.isdigit() else 1), os.environ.get("LUMI_SCAFFOLD_BILLING_UNIT", "")
-
-
 def project_answers() -> dict[str, Any]:
     """The project's answers (top-level plain values of .copier-answers.yml), for the
     tracked run's config; read without a YAML parser, so it needs nothing installed."""
@@ -309,7 +255,8 @@ def project_answers() -> dict[str, Any]:
 
 
 class Tracker:
-    """A tracker's run, one per run directory; ``log`` skips steps already logged."""
+    """A tracker's run, one per run directory; ``log`` skips steps already logged. Each kind
+    has load (imports its package: check()), start, write and close."""
 
     name = "none"
 
@@ -335,8 +282,8 @@ class Tracker:
         tracker.save_state()
         return tracker
 
-    def save_state(self, **extra: Any) -> None:
-        self.state.update(tracker=self.name, logged_to=self.logged_to, **extra)
+    def save_state(self) -> None:
+        self.state.update(tracker=self.name, logged_to=self.logged_to)
         with open(self.state_path + ".tmp", "w") as handle:
             json.dump(self.state, handle)
         os.replace(self.state_path + ".tmp", self.state_path)
@@ -348,22 +295,8 @@ class Tracker:
         self.logged_to = step
         self.save_state()
 
-    @staticmethod
-    def load() -> None:
-        raise NotImplementedError
-
-    def start(self) -> None:
-        raise NotImplementedError
-
-    def write(self, step: int, values: dict[str, float]) -> None:
-        raise NotImplementedError
-
     def close(self, finished: bool) -> None:
         pass
-
-
-def run_title() -> str:
-    return os.environ.get("RUN_NAME", "run")
 
 
 def experiment() -> str:
@@ -421,7 +354,7 @@ class MLflow(Tracker):
             return
         mlflow.set_experiment(experiment())
         tags = {"sweep": os.environ["LUMI_SCAFFOLD_SWEEP"]} if os.environ.get("LUMI_SCAFFOLD_SWEEP") else None
-        run = mlflow.start_run(run_name=run_title(), tags=tags)
+        run = mlflow.start_run(run_name=os.environ.get("RUN_NAME", "run"), tags=tags)
         mlflow.log_params({k: str(v)[:500] for k, v in self.config.items()})  # (params cannot change later)
         self.state["id"] = run.info.run_id
 
@@ -447,7 +380,7 @@ class WandB(Tracker):
         run_id = self.state.get("id") or "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(8))
         self.state["id"] = run_id
         sweep = os.environ.get("LUMI_SCAFFOLD_SWEEP") or None
-        self.run = wandb.init(project=experiment(), id=run_id, resume="allow", name=run_title(), group=sweep,
+        self.run = wandb.init(project=experiment(), id=run_id, resume="allow", name=os.environ.get("RUN_NAME", "run"), group=sweep,
                               tags=[sweep] if sweep else None, config=self.config, dir=self.output)
 
     def write(self, step: int, values: dict[str, float]) -> None:
@@ -468,6 +401,3 @@ def netrc_has_wandb() -> bool:
     except OSError:
         return False
 
-
-if __name__ == "__main__":
-    sys.exit(f"{__doc__.splitlines()[0]} Import it; it does not run on its own.")

@@ -2,16 +2,14 @@
 
 jobs/preflight.sbatch runs it, one process per GPU, where the image has no all_reduce_perf,
 with the project's --framework: torch (torch.distributed's all_reduce) or jax (psum over one
-mesh of every process's device). On GPUs the all-reduce goes through RCCL, so the job's RCCL
-logs show which network it used. Without GPUs it runs on the CPU (gloo; JAX: gloo
-collectives), so it can be tested anywhere.
+mesh of every process's device). On GPUs the all-reduce goes through RCCL (its logs show the
+network); without GPUs on the CPU (gloo), so it can be tested anywhere.
 
-For each message size it prints the slowest process's mean time per all-reduce and
-  algbw = size / time,   busbw = algbw * 2 (n - 1) / n   (n processes)
-rccl-tests' bus bandwidth for all-reduce: the rate each process's link carries, comparable
-across process counts. Options as all_reduce_perf's: -b/-e first and last message size
-(1M, 1G), -f factor between sizes (2), -n timed and -w warm-up iterations per size (20, 5), -d the
-element type (float: 32 bits, half: 16).
+For each message size: the slowest process's mean time per all-reduce, algbw = size / time
+and busbw = algbw * 2 (n - 1) / n (n processes), rccl-tests' bus bandwidth for all-reduce,
+comparable across process counts. Options as all_reduce_perf's: -b/-e first and last message
+size (1M, 1G), -f factor between sizes (2), -n timed and -w warm-up iterations per size (20,
+5), -d the element type (float: 32 bits, half: 16).
 """
 
 from __future__ import annotations
@@ -58,11 +56,21 @@ HEADER = ("#\n#       size         count      type   redop    root     time   al
           "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)")
 
 
-def row(nbytes: int, seconds: float, n: int, wrong: int, datatype: str) -> tuple[str, float]:
-    algbw = nbytes / seconds / 1e9
-    busbw = algbw * 2 * (n - 1) / n
-    return (f"{nbytes:12d}  {nbytes // ELEMENT_BYTES[datatype]:12d}  {datatype:>8s}     sum      -1  {seconds * 1e6:7.1f}  "
-            f"{algbw:6.2f}  {busbw:6.2f}  {wrong:5d}", busbw)
+def table(args: argparse.Namespace, n: int, me: int, head: str, measure) -> None:
+    """all_reduce_perf's table, printed by process 0; ``measure(nbytes, count)``: (the slowest
+    process's mean seconds per all-reduce, the wrong elements of all), on every process."""
+    if me == 0:
+        print(head + "\n" + HEADER, flush=True)
+    total = []
+    for nbytes in sizes(args):
+        seconds, wrong = measure(nbytes, nbytes // ELEMENT_BYTES[args.datatype])
+        algbw = nbytes / seconds / 1e9
+        total.append(algbw * 2 * (n - 1) / n)  # busbw
+        if me == 0:
+            print(f"{nbytes:12d}  {nbytes // ELEMENT_BYTES[args.datatype]:12d}  {args.datatype:>8s}     sum      -1  "
+                  f"{seconds * 1e6:7.1f}  {algbw:6.2f}  {total[-1]:6.2f}  {wrong:5d}", flush=True)
+    if me == 0:
+        print(f"# Avg bus bandwidth    : {sum(total) / max(len(total), 1):.4f}", flush=True)
 
 
 def run_jax(args: argparse.Namespace) -> None:
@@ -90,16 +98,11 @@ def run_jax(args: argparse.Namespace) -> None:
     print(f"#  Rank {me:2d} Group  0 Pid {os.getpid():6d} on {HOST:>10s} device {jax.local_devices()[0]}",
           flush=True)
     multihost_utils.sync_global_devices("ranks")
-    if me == 0:
-        print(f"# all-reduce benchmark (JAX {jax.__version__}, {jax.default_backend()}), {n} device(s)")
-        print(HEADER, flush=True)
-    total = []
-    for nbytes in sizes(args):
-        count = nbytes // ELEMENT_BYTES[args.datatype]
+
+    def measure(nbytes: int, count: int) -> tuple[float, int]:
         dtype = np.float16 if args.datatype == "half" else np.float32
         # Device d holds d + 1 everywhere: after the sum every element is n (n + 1) / 2.
-        x = jax.make_array_from_callback((n, count), sharding,
-                                         lambda idx: np.full((1, count), idx[0].start + 1, dtype))
+        x = jax.make_array_from_callback((n, count), sharding, lambda idx: np.full((1, count), idx[0].start + 1, dtype))
         for _ in range(max(args.warmup_iters, 1)):
             y = reduce(x)
         y.block_until_ready()
@@ -110,14 +113,10 @@ def run_jax(args: argparse.Namespace) -> None:
             y = reduce(x)
         y.block_until_ready()
         seconds = (time.perf_counter() - start) / args.iters
-        slowest = float(np.max(multihost_utils.process_allgather(np.array([seconds]))))
-        wrong = int(np.sum(multihost_utils.process_allgather(np.array([wrong]))))
-        line, busbw = row(nbytes, slowest, n, wrong, args.datatype)
-        total.append(busbw)
-        if me == 0:
-            print(line, flush=True)
-    if me == 0:
-        print(f"# Avg bus bandwidth    : {sum(total) / max(len(total), 1):.4f}", flush=True)
+        return (float(np.max(multihost_utils.process_allgather(np.array([seconds])))),
+                int(np.sum(multihost_utils.process_allgather(np.array([wrong])))))
+
+    table(args, n, me, f"# all-reduce benchmark (JAX {jax.__version__}, {jax.default_backend()}), {n} device(s)", measure)
 
 
 def run_torch(args: argparse.Namespace) -> None:
@@ -137,18 +136,8 @@ def run_torch(args: argparse.Namespace) -> None:
     dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=n)
     lines: list[str | None] = [None] * n
     dist.all_gather_object(lines, f"#  Rank {rank:2d} Group  0 Pid {os.getpid():6d} on {HOST:>10s} device {device}")
-    if rank == 0:
-        print(f"# all-reduce benchmark (torch {torch.__version__}, backend {backend}), {n} process(es)")
-        print("\n".join(str(line) for line in lines))
-        print(HEADER, flush=True)
 
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    total = []
-    for nbytes in sizes(args):
-        count = nbytes // ELEMENT_BYTES[args.datatype]
+    def measure(nbytes: int, count: int) -> tuple[float, int]:
         dtype = torch.float16 if args.datatype == "half" else torch.float32
         # Rank r holds r + 1 everywhere: after the sum every element is n (n + 1) / 2.
         x = torch.full((count,), float(rank + 1), dtype=dtype, device=device)
@@ -156,21 +145,21 @@ def run_torch(args: argparse.Namespace) -> None:
         wrong = torch.tensor([int((x != n * (n + 1) / 2).sum())], dtype=torch.float64, device=device)
         for _ in range(args.warmup_iters):
             dist.all_reduce(x)
-        sync()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         dist.barrier()
         start = time.perf_counter()
         for _ in range(args.iters):
             dist.all_reduce(x)
-        sync()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         seconds = torch.tensor([(time.perf_counter() - start) / args.iters], dtype=torch.float64, device=device)
         dist.all_reduce(seconds, op=dist.ReduceOp.MAX)  # the slowest rank's
         dist.all_reduce(wrong)
-        line, busbw = row(nbytes, float(seconds.item()), n, int(wrong.item()), args.datatype)
-        total.append(busbw)
-        if rank == 0:
-            print(line, flush=True)
-    if rank == 0:
-        print(f"# Avg bus bandwidth    : {sum(total) / max(len(total), 1):.4f}", flush=True)
+        return float(seconds.item()), int(wrong.item())
+
+    table(args, n, rank, f"# all-reduce benchmark (torch {torch.__version__}, backend {backend}), {n} process(es)\n"
+          + "\n".join(str(line) for line in lines), measure)
     dist.destroy_process_group()
 
 

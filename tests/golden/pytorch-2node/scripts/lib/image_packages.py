@@ -1,33 +1,26 @@
-"""What the container image ships, in which tier, and whether the venv changed it.
-
-Run by scripts/setup-venv.sh inside the container (standard library, plus the
-`packaging` module that every pip carries):
+"""What the container image ships, in which tier, and whether the venv changed it. Run by
+scripts/setup-venv.sh in the container (standard library, and the `packaging` pip carries):
 
   python scripts/lib/image_packages.py freeze FILE.json [FRAMEWORK_PACKAGE...]
-      with the image's Python, before the venv exists: every distribution it sees (name,
-      exact version, tier and why) and the site directories they come from. The framework's
-      packages are named on the command line (venv_framework in scripts/values.sh).
+      with the image's Python: every distribution it sees (name, version, tier and why) and
+      the site directories they come from; the framework's packages: venv_framework in values.sh.
   venv/bin/python scripts/lib/image_packages.py link FILE.json
-      with the new venv's Python: adds the image's site directories, in the image's order,
-      after the venv's own (a .pth file), and checks that the venv sees every distribution.
-      `python -m venv --system-site-packages` is not enough: a venv made from a venv's
-      Python (an image may keep its framework in a venv, such as /opt/venv) sees the base
-      interpreter's packages, not the image's.
+      adds the image's site directories after the venv's own (a .pth file) and checks that the
+      venv sees every distribution (`--system-site-packages` is not enough: a venv made from
+      a venv's Python, such as an image's /opt/venv, sees the base interpreter's packages).
   venv/bin/python scripts/lib/image_packages.py constraints FILE.json [constraints.txt]
-      prints a pip constraints file: each PINNED distribution at its exact version (==),
-      each UPGRADABLE one at its version or newer (>=); a package that constraints.txt
-      names is left to that line, unless it is the framework's.
+      a pip constraints file: PINNED distributions ==, UPGRADABLE ones >= their version; a
+      package constraints.txt names is left to that line, unless it is the framework's.
   venv/bin/python scripts/lib/image_packages.py check FILE.json requirements.txt [constraints.txt]
-      prints one line for each distribution of the image that the venv shadows with another
-      version (and which of the image's packages do not allow that version); exit 1, one
-      line each, when a PINNED one changed, an UPGRADABLE one went down, or one is missing,
-      naming the requirement that pulls it in.
+      a line for each distribution of the image the venv shadows; exit 1, a line each, when a
+      PINNED one changed, an UPGRADABLE one went down or one is missing, naming the requirement
+      that pulls it in.
   venv/bin/python scripts/lib/image_packages.py explain FILE.json PIP_OUTPUT [constraints.txt]
-      after pip failed: one line for each distribution of the image that pip's clash names
-      as a constraint, with its tier and the fix; exit 1 when it names none.
+      after pip failed: a line for each of the image's distributions its clash names as a
+      constraint, with its tier and the fix; exit 1 when it names none.
 
-The tiers (see `tier`): PINNED are the framework's packages and every binary one (built
-for this image's platform, GPU and interconnect); UPGRADABLE are the pure-Python ones.
+The tiers (`tier`): PINNED, the framework's packages and every binary one (built for this
+image's platform, GPU and interconnect); UPGRADABLE, the pure-Python ones.
 """
 
 from __future__ import annotations
@@ -35,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import site
 import sys
 import sysconfig
 from importlib import metadata
@@ -44,11 +38,8 @@ PTH = "_image_site_packages.pth"
 PINNED, UPGRADABLE = "pinned", "upgradable"
 FRAMEWORK = "framework"
 
-# Compiled code, in a distribution's list of installed files: extension modules and shared
-# libraries (.so, also versioned as libfoo.so.1; .pyd, .dylib and .dll elsewhere).
+# Compiled code in a distribution's files (libfoo.so.1 too), and sources compiled at install
 COMPILED = re.compile(r"\.(so(\.\d+)*|pyd|dylib|dll)$", re.IGNORECASE)
-# Sources of compiled code, in the file list of a distribution without a WHEEL (an .egg-info's
-# SOURCES.txt).
 COMPILED_SOURCES = re.compile(r"\.(c|cc|cpp|cxx|cu|hip|pyx|f|f90)$", re.IGNORECASE)
 
 
@@ -64,21 +55,36 @@ def _packaging():
     return requirements, version
 
 
-def tier(dist: metadata.Distribution, framework: set[str]) -> tuple[str, str]:
-    """(PINNED or UPGRADABLE, why) of an installed distribution, from its metadata alone.
+def requirement(text: str):
+    """``text`` as a Requirement; None where it is none."""
+    requirements, _ = _packaging()
+    try:
+        return requirements.Requirement(text)
+    except requirements.InvalidRequirement:
+        return None
 
-    PINNED: the framework's packages (``framework``: canonical names), and every binary
-    distribution. A distribution is binary when what it installed says it was built for
-    one platform:
-      1. its WHEEL file says `Root-Is-Purelib: false`, or has a `Tag:` other than
-         `*-none-any` (a platform wheel: also one that holds only a program, no module);
-      2. its list of installed files (RECORD; installed-files.txt of an .egg-info) holds
-         compiled code: .so (or .so.N), .pyd, .dylib, .dll (a pure-tagged wheel may still
-         bundle a library);
-      3. it has no WHEEL (an .egg-info, whose file list may be its SOURCES.txt) and its
-         file list names C, C++, CUDA, HIP, Cython or Fortran sources (compiled at install).
-    A distribution with neither a WHEEL file nor a list of its files cannot be judged:
-    pinned, to be safe. Everything else is pure Python: UPGRADABLE."""
+
+def named_in(path: Path) -> list:
+    """(line, Requirement) of each requirement in a requirements or constraints file (pip's
+    comments, a # after a blank, and its options, -r -c ..., left out)."""
+    lines = (re.sub(r"(^|\s)#.*$", "", line).strip() for line in (path.read_text() if path.is_file() else "").splitlines())
+    found = [(text, requirement(text)) for text in lines if text and not text.startswith("-")]
+    return [(text, req) for text, req in found if req is not None]
+
+
+def applies(req) -> bool:
+    """Whether a requirement holds without extras (its marker true here)."""
+    return req.marker is None or req.marker.evaluate({"extra": ""})
+
+
+def tier(dist: metadata.Distribution, framework: set[str]) -> tuple[str, str]:
+    """(PINNED or UPGRADABLE, why) of an installed distribution, from its metadata alone:
+    PINNED for the framework's packages (``framework``: canonical names) and for a binary
+    one: its WHEEL says `Root-Is-Purelib: false` or has a `Tag:` other than `*-none-any`;
+    its list of installed files (RECORD, installed-files.txt) holds compiled code (a pure-
+    tagged wheel may bundle a library); or it has no WHEEL and its file list (an .egg-info's
+    SOURCES.txt) names C, C++, CUDA, HIP, Cython or Fortran sources. With neither a WHEEL
+    nor a file list it cannot be judged: pinned, to be safe."""
     if canonical(dist.metadata["Name"] or "") in framework:
         return PINNED, FRAMEWORK
     wheel = dist.read_text("WHEEL")
@@ -128,14 +134,9 @@ def freeze(out: Path, framework: list[str] | tuple[str, ...] = ()) -> None:
     for key, (name, version, _, dist) in sorted(dists.items()):
         level, why = tier(dist, names)
         entries[key] = {"name": name, "version": version, "tier": level, "why": why}
-    record = {
-        "python": sys.executable,
-        "version": sys.version.split()[0],
-        "image": os.environ.get("SINGULARITY_CONTAINER") or os.environ.get("APPTAINER_CONTAINER") or "",
-        "framework": sorted(names),
-        "sites": list(dict.fromkeys(sites)),
-        "dists": entries,
-    }
+    record = {"python": sys.executable, "version": sys.version.split()[0],
+              "image": os.environ.get("SINGULARITY_CONTAINER") or os.environ.get("APPTAINER_CONTAINER") or "",
+              "framework": sorted(names), "sites": list(dict.fromkeys(sites)), "dists": entries}
     out.write_text(json.dumps(record, indent=1) + "\n")
     pinned = sum(d["tier"] == PINNED for d in entries.values())
     print(f"image: {len(entries)} distributions in {', '.join(record['sites'])}: {pinned} pinned "
@@ -152,13 +153,10 @@ def load(path: Path) -> dict:
 
 def link(record: dict) -> None:
     own = os.path.realpath(sysconfig.get_path("purelib"))
-    lines = [f"import site; site.addsitedir({site!r})\n" for site in record["sites"] if site != own]
-    Path(own, PTH).write_text("".join(lines))
-    import site
-
-    for site_dir in record["sites"]:  # this process too, as the .pth does at the next start
-        if site_dir != own:
-            site.addsitedir(site_dir)
+    others = [path for path in record["sites"] if path != own]
+    Path(own, PTH).write_text("".join(f"import site; site.addsitedir({path!r})\n" for path in others))
+    for path in others:  # this process too, as the .pth does at the next start
+        site.addsitedir(path)
     seen = visible()  # (once: it reads every distribution's metadata)
     missing = [d["name"] for key, d in record["dists"].items() if key not in seen]
     if missing:
@@ -168,19 +166,8 @@ def link(record: dict) -> None:
 
 
 def yours(constraints_file: Path) -> dict[str, str]:
-    """canonical name -> line, for each package the user's constraints.txt names."""
-    requirements, _ = _packaging()
-    named = {}
-    lines = constraints_file.read_text().splitlines() if constraints_file.is_file() else []
-    for line in lines:
-        text = re.sub(r"(^|\s)#.*$", "", line).strip()
-        if not text or text.startswith("-"):
-            continue
-        try:
-            named.setdefault(canonical(requirements.Requirement(text).name), text)
-        except requirements.InvalidRequirement:
-            continue
-    return named
+    """canonical name -> line, for each package the user's constraints.txt names (its first)."""
+    return {canonical(req.name): text for text, req in reversed(named_in(constraints_file))}
 
 
 def taken_over(key: str, entry: dict, mine: dict[str, str]) -> bool:
@@ -213,33 +200,15 @@ def constraints(record: dict, constraints_file: Path = Path("constraints.txt")) 
 
 def pulled_in_by(changed: str, requirements_file: Path) -> list[str]:
     """The requirements (from requirements.txt) whose dependencies, as installed, reach ``changed``."""
-    requirements, _ = _packaging()
-
     def requires(name: str) -> set[str]:
         try:
-            declared = metadata.requires(name) or []
+            declared = [requirement(text) for text in metadata.requires(name) or []]
         except metadata.PackageNotFoundError:
             return set()
-        out = set()
-        for text in declared:
-            try:
-                req = requirements.Requirement(text)
-            except requirements.InvalidRequirement:
-                continue
-            if req.marker is None or req.marker.evaluate({"extra": ""}):
-                out.add(canonical(req.name))
-        return out
+        return {canonical(req.name) for req in declared if req and applies(req)}
 
     culprits = []
-    lines = requirements_file.read_text().splitlines() if requirements_file.is_file() else []
-    for line in lines:
-        line = line.split("#", 1)[0].strip()
-        if not line or line.startswith("-"):
-            continue
-        try:
-            top = requirements.Requirement(line)
-        except requirements.InvalidRequirement:
-            continue
+    for _, top in named_in(requirements_file):
         todo, seen = [canonical(top.name)], set()
         while todo:
             name = todo.pop()
@@ -294,7 +263,7 @@ def refused_by(key: str, new: str, record: dict, now: dict) -> list[tuple[str, s
         for text in seen[3].requires or []:
             try:
                 req = requirements.Requirement(text)
-                wrong = (canonical(req.name) == key and (req.marker is None or req.marker.evaluate({"extra": ""}))
+                wrong = (canonical(req.name) == key and applies(req)
                          and not req.specifier.contains(version_module.Version(new), prereleases=True))
             except Exception:  # (a requirement this packaging cannot read or evaluate: not ours to judge)
                 continue
@@ -339,13 +308,9 @@ def check(record: dict, requirements_file: Path, constraints_file: Path = Path("
 
 def wanted(pip_output: str, key: str) -> str | None:
     """What the clash in pip's output asks of ``key`` (``flash-attn>=2.9``), other than the constraint."""
-    requirements, _ = _packaging()
     for text in re.findall(r"(?:depends on|The user requested)\s+(?!\(constraint\))([^\s;]+)", pip_output):
-        try:
-            req = requirements.Requirement(text)
-        except requirements.InvalidRequirement:
-            continue
-        if canonical(req.name) == key and str(req.specifier):
+        req = requirement(text)
+        if req is not None and canonical(req.name) == key and str(req.specifier):
             return f"{req.name}{req.specifier}"
     return None
 
@@ -377,17 +342,14 @@ def explain(record: dict, pip_output: Path, constraints_file: Path = Path("const
 def main(argv: list[str]) -> None:
     if len(argv) < 2 or argv[0] not in ("freeze", "link", "constraints", "check", "explain"):
         raise SystemExit(__doc__)
-    command, path, rest = argv[0], Path(argv[1]), argv[2:]
+    command, path, rest = argv[0], Path(argv[1]), [Path(arg) for arg in argv[2:]]
     if command == "freeze":
-        freeze(path, rest)
-    elif command == "link":
-        link(load(path))
-    elif command == "constraints":
-        constraints(load(path), *map(Path, rest[:1]))
-    elif command == "check":
-        check(load(path), Path(rest[0]) if rest else Path("requirements.txt"), *map(Path, rest[1:2]))
-    else:
-        explain(load(path), Path(rest[0]), *map(Path, rest[1:2]))
+        return freeze(path, argv[2:])
+    record = load(path)
+    if command == "check":
+        rest = rest or [Path("requirements.txt")]
+    run = {"link": (link, 0), "constraints": (constraints, 1), "check": (check, 2), "explain": (explain, 2)}[command]
+    run[0](record, *rest[:run[1]])
 
 
 if __name__ == "__main__":

@@ -1,34 +1,26 @@
-"""Which network RCCL finally chose between nodes, read from its init log (NCCL_DEBUG=INFO).
+"""Which network RCCL finally chose between nodes, read from its init log (NCCL_DEBUG=INFO);
+and the preflight's bus-bandwidth verdict. Standard library; run by the image's Python.
 
-One implementation for every job: scripts/lib/run.sh starts `watch` beside rank 0 of a
-multi-node step (training, profiling, preflight), and jobs/preflight.sbatch runs `check` on
-every rank's log after the benchmark. Standard library only; run by the image's Python.
+  python scripts/lib/rccl_net.py check --fast RE --tcp RE [--final RE] --name NAME --fix TEXT LOG...
+      (jobs/preflight.sbatch, on every rank's log) exit 0: the fast network; 1: TCP sockets,
+      or a final choice that is neither (in any log); 3: no log shows a final choice.
+  python scripts/lib/rccl_net.py watch --pid PID --wait SECONDS ... LOG
+      (scripts/lib/run.sh, beside rank 0 of a multi-node step) polls LOG while PID lives: TCP
+      stops PID (SIGTERM), exit 1; the fast network exits 0; a final choice that is neither
+      (exit 4) or none within SECONDS (exit 3) is reported and PID runs on.
+  python scripts/lib/rccl_net.py busbw --reference GBS --size BYTES ... TABLE
+      all_reduce_perf's bus bandwidth at BYTES against a published figure, judged only where
+      this run measured as the figure was measured (the same program, options, column and
+      node count): exit 1 below it; otherwise one WARNING line with both figures, exit 0.
 
-  python scripts/lib/rccl_net.py check --fast PATTERN --tcp PATTERN [--final PATTERN] --name NAME --fix TEXT LOG...
-      exit 0: the fast network; 1: TCP sockets, or a final choice that is neither (in any
-      log); 3: no log shows a final choice (or, without --final, names a network).
-  python scripts/lib/rccl_net.py watch --pid PID --wait SECONDS --fast ... --tcp ... [--final ...] --name ... --fix ... LOG
-      polls LOG while process PID lives: TCP stops PID (SIGTERM) and exits 1; the fast
-      network exits 0; a final choice that is neither is reported (exit 4), and so is no
-      final choice within SECONDS (exit 3): PID runs on.
-  python scripts/lib/rccl_net.py busbw --reference GBS --size BYTES --tolerance FRACTION --column COLUMN
-         --nodes N --job-nodes N --shape TEXT --source KEY --benchmark NAME --ran ARGS
-         [--reference-args ARGS] TABLE
-      the preflight's verdict on the bus bandwidth of all_reduce_perf's table at BYTES
-      against a published figure, given only where this run measured as the figure was
-      measured (all_reduce_perf, the same options, the same column, the same node count):
-      exit 1 below it. Otherwise one WARNING line with both figures, exit 0.
-
-The rule, with --final (the line after which RCCL does not change its network: NCCL's
-`Using network <name>`, which RCCL prints once per communicator right after ncclNetInit has
-set the communicator's network, trying the plugin first, then IB, then sockets): each final
+The rule, with --final (NCCL's `Using network <name>`, which RCCL prints once per communicator
+once ncclNetInit has set its network: the plugin first, then IB, then sockets): each final
 line decides for its communicator, by itself where it matches a pattern (`Using network
-Socket`), else by the last line before it that matches one (`NET/OFI Selected provider is
-cxi`, or `... is tcp`). Nothing before the final line decides, so a job is not stopped while
-RCCL may still change its mind; the last line of a log being written is read only once it
-is whole. One communicator on TCP makes the rank TCP. Without --final (site data written
-before lumi-scaffold 0.4): the last line naming a network decides as soon as it appears.
-Either way a line of the fast pattern that reports a failure never counts as the fast network.
+Socket`), else by the last line before it that does (`NET/OFI Selected provider is cxi`).
+Nothing before a final line decides, so a job is not stopped while RCCL may still change its
+mind; the last line of a log being written counts once it is whole. One communicator on TCP
+makes the rank TCP. Without --final (site data from before lumi-scaffold 0.4) the last line
+naming a network decides at once. A fast-pattern line that reports a failure never counts.
 """
 
 from __future__ import annotations
@@ -110,28 +102,19 @@ def overall(found: dict[str, tuple[str, str]]) -> str:
     return max((value for value, _ in found.values()), key=RANK.get, default=NONE)
 
 
-def culprits(found: dict[str, tuple[str, str]], kind: str) -> str:
+def message(args: argparse.Namespace, found: dict[str, tuple[str, str]], kind: str) -> str:
+    """What the logs whose verdict is ``kind`` (TCP or OTHER) say, with the fix."""
     paths = [path for path, (value, _) in found.items() if value == kind]
-    return f"{len(paths)} rank(s), e.g. {paths[0]} ('{found[paths[0]][1]}')"
-
-
-def tcp_message(args: argparse.Namespace, found: dict[str, tuple[str, str]]) -> str:
-    return (f"ERROR: RCCL talks between nodes over TCP sockets, not {args.name}: {culprits(found, TCP)}. "
-            f"Fix: {args.fix}.")
-
-
-def other_message(args: argparse.Namespace, found: dict[str, tuple[str, str]]) -> str:
-    return (f"RCCL's final choice of network is not {args.name}, and no line says TCP sockets either: "
-            f"{culprits(found, OTHER)}. Fix: {args.fix}.")
+    what = (f"RCCL talks between nodes over TCP sockets, not {args.name}" if kind == TCP else
+            f"RCCL's final choice of network is not {args.name}, and no line says TCP sockets either")
+    return f"{what}: {len(paths)} rank(s), e.g. {paths[0]} ('{found[paths[0]][1]}'). Fix: {args.fix}."
 
 
 def check(args: argparse.Namespace) -> int:
     found = decisions(args.logs, args)
     result = overall(found)
-    if result == TCP:
-        print(tcp_message(args, found), file=sys.stderr)
-    elif result == OTHER:
-        print("ERROR: " + other_message(args, found), file=sys.stderr)
+    if result in (TCP, OTHER):
+        print("ERROR: " + message(args, found, result), file=sys.stderr)
     elif result == FAST:
         print(f"{args.who}: RCCL uses {args.name} between nodes")
     else:
@@ -157,12 +140,12 @@ def watch(args: argparse.Namespace) -> int:
         found = decisions(args.logs, args, whole_lines=True)
         result = overall(found)
         if result == TCP:
-            print(tcp_message(args, found) + " Stopping the job; RCCL_NET_CHECK=0 runs anyway.", file=sys.stderr,
-                  flush=True)
+            print("ERROR: " + message(args, found, TCP) + " Stopping the job; RCCL_NET_CHECK=0 runs anyway.",
+                  file=sys.stderr, flush=True)
             os.kill(args.pid, signal.SIGTERM)
             return 1
         if result == OTHER:
-            print(f"WARNING: {args.who}: " + other_message(args, found) + " The job runs on.", file=sys.stderr,
+            print(f"WARNING: {args.who}: " + message(args, found, OTHER) + " The job runs on.", file=sys.stderr,
                   flush=True)
             return 4
         if result == FAST:
@@ -268,32 +251,29 @@ def main(argv: list[str]) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("check", "watch"):
         command = sub.add_parser(name)
-        command.add_argument("--fast", required=True, help="regular expression of a fast-network line")
-        command.add_argument("--tcp", required=True, help="regular expression of a TCP-socket line")
-        command.add_argument("--final", help="regular expression of the line after which RCCL keeps its network "
-                             "(without: the last network line decides as soon as it appears)")
+        command.add_argument("--fast", required=True, help="a regular expression of a fast-network line")
+        command.add_argument("--tcp", required=True, help="... of a TCP-socket line")
+        command.add_argument("--final", help="... of the line after which RCCL keeps its network")
         command.add_argument("--name", required=True, help="the fast network, for messages")
         command.add_argument("--fix", required=True, help="what to check when RCCL uses TCP")
         command.add_argument("--who", default="preflight" if name == "check" else "rank 0")
         command.add_argument("logs", nargs="+", metavar="LOG")
         if name == "watch":
             command.add_argument("--pid", type=int, required=True, help="the process to stop on TCP")
-            command.add_argument("--wait", type=float, required=True, help="seconds to wait for a network line")
+            command.add_argument("--wait", type=float, required=True, help="seconds to wait for a final choice")
             command.add_argument("--interval", type=float, default=2.0, help="seconds between reads")
     command = sub.add_parser("busbw")
     command.add_argument("--reference", type=float, required=True, help="GB/s expected")
-    command.add_argument("--size", type=int, required=True, help="the message size of the reference (0: the largest)")
+    command.add_argument("--size", type=int, required=True, help="the reference's message size (0: the largest)")
     command.add_argument("--tolerance", type=float, default=0.0, help="fraction below the reference that passes")
-    command.add_argument("--nodes", type=int, required=True, help="the node count of the reference (0: any)")
-    command.add_argument("--job-nodes", type=int, required=True, help="the node count of this job")
+    command.add_argument("--nodes", type=int, required=True, help="the reference's node count (0: any)")
+    command.add_argument("--job-nodes", type=int, required=True, help="this job's node count")
     command.add_argument("--shape", required=True, help="what the reference measured")
     command.add_argument("--source", required=True, help="where it is published")
-    command.add_argument("--column", choices=sorted(COLUMNS), default="out-of-place",
-                         help="the table's busbw column the reference reads")
+    command.add_argument("--column", choices=sorted(COLUMNS), default="out-of-place", help="the reference's busbw column")
     command.add_argument("--benchmark", default="all_reduce_perf", help="the program that printed the table")
     command.add_argument("--ran", default="", help="the options the benchmark ran with, as one string")
-    command.add_argument("--reference-args", default="", help="all_reduce_perf's options the reference was measured "
-                         "with, as one string (empty: unknown, no verdict)")
+    command.add_argument("--reference-args", default="", help="the reference's options, as one string ('': no verdict)")
     command.add_argument("table", help="the benchmark's output")
     args = parser.parse_args(argv)
     return {"check": check, "watch": watch, "busbw": busbw}[args.command](args)

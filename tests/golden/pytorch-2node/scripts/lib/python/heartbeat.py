@@ -1,28 +1,17 @@
 """Progress for the job's watchdog (scripts/lib/watchdog.py), imported by train.py.
 
-Importing it does two things:
+On import this process prints its stacks on SIGUSR2 (faulthandler: the watchdog sends it
+before it stops a job) and, in a job, announces that it beats: the watchdog then judges the
+job by heartbeats, not by its output. ``Heartbeat().beat(step)`` records the step;
+``with heartbeat.phase("checkpoint"):`` marks a part that may be silent for longer than
+PROGRESS_TIMEOUT (PHASE_TIMEOUT applies), ``heartbeat.phase("first step")`` alone lasts until
+this rank's next beat.
 
-* this process prints its stacks on SIGUSR2 (faulthandler: the watchdog sends it before it
-  stops a stalled job), from the start, so a rank stuck before its first step (RCCL init,
-  the first batch) shows where too;
-* in a job it announces that this script beats: from then on the watchdog judges the job
-  by its heartbeats (STARTUP_TIMEOUT before the first one, PROGRESS_TIMEOUT after), not by
-  its output alone (OUTPUT_TIMEOUT), which is how it judges a script that never imports
-  this file.
-
-``Heartbeat().beat(step)`` records the step. ``with heartbeat.phase("checkpoint"):`` marks
-a part that may be silent for longer than PROGRESS_TIMEOUT (a checkpoint, an evaluation):
-while any rank is in a phase the watchdog allows PHASE_TIMEOUT. ``heartbeat.phase("first
-step")`` called without ``with`` lasts until this rank's next beat (the first step, which
-compiles).
-
-Cost on the shared file system: at most one file per node. Each rank keeps its record in
-node-local storage (LUMI_SCAFFOLD_HEARTBEAT_LOCAL, which scripts/lib/run.sh names in the job's
-node-local TMPDIR); one rank of the node at a time copies the node's records into the
-node's file in the job's heartbeat directory, at most every LUMI_SCAFFOLD_HEARTBEAT_INTERVAL
-seconds (scripts/lib/job.sh sets it), and at once when a phase begins or ends. A
-background thread does the copying, so the last steps before a hang reach the watchdog
-too. Outside a job (no LUMI_SCAFFOLD_HEARTBEAT) it writes nothing.
+Each rank keeps its record in node-local storage (LUMI_SCAFFOLD_HEARTBEAT_LOCAL); one rank
+of the node at a time, from a background thread (so the steps before a hang get out too),
+copies the node's records into the node's one shared file, at most every
+LUMI_SCAFFOLD_HEARTBEAT_INTERVAL seconds and at once when a phase begins or ends. Outside a
+job (no LUMI_SCAFFOLD_HEARTBEAT) it writes nothing.
 """
 
 from __future__ import annotations
@@ -36,55 +25,49 @@ import signal
 import threading
 import time
 
+from jobfiles import NODE_PREFIX, RANK_NAME, RECORD, beat_line  # scripts/lib/python/jobfiles.py
+
 if hasattr(signal, "SIGUSR2"):
     faulthandler.register(signal.SIGUSR2, all_threads=True)
 
-# scripts/lib/run.sh names every rank DIR/rank<R>@<node> (the watchdog's dump finds the ranks by it).
-NAME = re.compile(r"rank(\d+)@(.+)")
-RECORD = 96  # bytes per rank in the node's file: fixed, so a rewrite never leaves old bytes behind
-LOCAL_EVERY = 1.0  # seconds between writes of a rank's node-local record (memory, not the shared file system)
+LOCAL_EVERY = 1.0  # seconds between writes of a rank's node-local record
 
 
 class _Node:
     """This rank's record, and the node's file the records are copied into."""
 
     def __init__(self, identity: str) -> None:
-        match = NAME.fullmatch(os.path.basename(identity))
+        match = RANK_NAME.fullmatch(os.path.basename(identity))
         self.rank = int(match.group(1)) if match else int(os.environ.get("RANK", "0"))
         self.node = match.group(2) if match else os.uname().nodename
-        self.shared = os.path.join(os.path.dirname(identity), f"node@{self.node}")
+        self.shared = os.path.join(os.path.dirname(identity), NODE_PREFIX + self.node)
         self.local = os.environ.get("LUMI_SCAFFOLD_HEARTBEAT_LOCAL") or os.path.join(
             os.environ.get("TMPDIR", "/tmp"), f"heartbeat-{os.path.basename(os.path.dirname(identity))}")
         self.interval = max(float(os.environ.get("LUMI_SCAFFOLD_HEARTBEAT_INTERVAL", "10")), 0.5)
         self.step, self.time, self.phase, self.since = -1, time.time(), "-", 0.0
         self.recorded, self.written, self.changed = 0.0, 0.0, True
         self.lock = threading.Lock()
-        self.stamp = os.path.join(self.local, "published")
+        self.mine = os.path.join(self.local, f"rank{self.rank}")
+        self.stamp = os.path.join(self.local, "published")  # its time: when the records were last read
         os.makedirs(self.local, exist_ok=True)
-
-    def mine(self) -> str:
-        return os.path.join(self.local, f"rank{self.rank}")
 
     def record(self) -> None:
         """This rank's line, into node-local storage (replaced whole: the copier never reads half)."""
-        line = f"{self.rank} {self.step} {self.time:.1f} {self.phase[:24]} {self.since:.1f}\n"
         self.recorded = time.time()
-        with open(self.mine() + ".tmp", "w", encoding="utf-8") as handle:
-            handle.write(line)
-        os.replace(self.mine() + ".tmp", self.mine())
+        with open(self.mine + ".tmp", "w", encoding="utf-8") as handle:
+            handle.write(beat_line(self.rank, self.step, self.time, self.phase, self.since) + "\n")
+        os.replace(self.mine + ".tmp", self.mine)
         self.written, self.changed = time.monotonic(), False
 
     def published(self) -> float:
-        """When the node's records were last read for the shared file (0: never)."""
         try:
             return os.stat(self.stamp).st_mtime
         except FileNotFoundError:
             return 0.0
 
     def publish(self, force: bool = False) -> bool:
-        """Copy the node's records into the node's shared file. Not when another rank of the node
-        is doing so, or did within the interval; forced (a phase), not when another rank of the
-        node read the records after this rank wrote its own. True when this call wrote it."""
+        """Copy the node's records into its shared file, unless another rank of the node is
+        doing so or did within the interval (forced: did after this rank's record)."""
         with open(os.path.join(self.local, "lock"), "a") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | (0 if force else fcntl.LOCK_NB))
@@ -93,8 +76,7 @@ class _Node:
             published = self.published()
             if (published > self.recorded) if force else (time.time() - published < self.interval):
                 return False
-            listed = time.time()
-            lines = []
+            listed, lines = time.time(), []
             for name in sorted(os.listdir(self.local)):
                 if name.startswith("rank") and not name.endswith(".tmp"):
                     try:
@@ -103,8 +85,8 @@ class _Node:
                     except OSError:
                         continue
             lines.sort(key=lambda line: int(line.split()[0]))
-            # One file, rewritten in place: no rename or truncate on the shared file system
-            # (the records only grow in number, and each is RECORD bytes).
+            # Rewritten in place: no rename or truncate on the shared file system (the
+            # records only grow in number, and each is RECORD bytes).
             fd = os.open(self.shared, os.O_WRONLY | os.O_CREAT, 0o644)
             try:
                 os.pwrite(fd, "".join(lines).encode(), 0)
@@ -116,8 +98,6 @@ class _Node:
             return True
 
     def copier(self) -> None:
-        """Every interval, the node's records to the shared file (one rank of the node writes):
-        the steps before a hang reach the watchdog although no rank beats any more."""
         while True:
             time.sleep(max(self.published() + self.interval - time.time(), 0.5))
             try:
@@ -145,11 +125,10 @@ def _this_node() -> _Node | None:
 
 
 def _announce() -> None:
-    """This rank's first record (step -1: announced, no beat yet), and the node's file when no
-    rank of the node has written it yet. A data-loader worker that imports this module again
-    (same RANK) finds the record there and writes nothing."""
+    """This rank's first record (step -1), and the node's file if no rank wrote it yet. A
+    data-loader worker that imports this module again (same RANK) finds the record: no write."""
     node = _this_node()
-    if node is None or os.path.exists(node.mine()):
+    if node is None or os.path.exists(node.mine):
         return
     node.record()
     if not node.published():
@@ -171,7 +150,7 @@ class Heartbeat:
             _copying = True
             node = self.node
             atexit.register(lambda: node.record() if node.changed else None)  # (node-local: the last step)
-            threading.Thread(target=self.node.copier, name="heartbeat", daemon=True).start()
+            threading.Thread(target=node.copier, name="heartbeat", daemon=True).start()
 
     def beat(self, step: int) -> None:
         node = self.node
@@ -191,8 +170,6 @@ class Heartbeat:
                 pass
 
     def phase(self, name: str) -> _Phase:
-        """Marks a phase the watchdog gives PHASE_TIMEOUT: ``with heartbeat.phase("eval"):``,
-        or ``heartbeat.phase("first step")`` alone, which lasts until this rank's next beat."""
         return _Phase(self, re.sub(r"\s+", "-", name.strip()) or "phase")
 
     def _set_phase(self, name: str) -> str:

@@ -1,0 +1,122 @@
+"""The files a job's helpers share, each format and rule written once: the heartbeat records
+(heartbeat.py writes them, watchdog.py and fault.py read them), the job report (runlog.py
+writes it, fault.py completes it, reports.py reads it) and the GPU-hours billed. Standard
+library and Python 3.6's grammar: fault.py and reports.py run with the node's own python3.
+"""
+
+import collections
+import json
+import os
+import re
+import time
+
+# scripts/lib/run.sh names every rank DIR/rank<R>@<node> (LUMI_SCAFFOLD_HEARTBEAT; the
+# watchdog's dump finds the ranks by it). heartbeat.py writes one file per node, DIR/node@<node>:
+# a line per rank, "RANK STEP TIME PHASE SINCE" (STEP -1: announced, no beat yet; PHASE -: none).
+RANK_NAME = re.compile(r"rank(\d+)@(.+)")
+NODE_PREFIX = "node@"
+RECORD = 96  # bytes per line of a node's file: fixed, so a rewrite in place leaves no old bytes
+Beat = collections.namedtuple("Beat", "rank node step time phase since")  # phase "": none
+Beat.__new__.__defaults__ = ("", 0.0)
+
+
+def beat_line(rank, step, when, phase, since):
+    return "{} {} {:.1f} {} {:.1f}".format(rank, step, when, (phase or "-")[:24], since)
+
+
+def heartbeats(directory):
+    """{rank: Beat}: each rank's newest record in the node files of ``directory``."""
+    found = {}
+    try:
+        names = sorted(os.listdir(directory)) if directory else []
+    except OSError:
+        names = []
+    for name in (n for n in names if n.startswith(NODE_PREFIX)):
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            try:
+                beat = Beat(int(f[0]), name[len(NODE_PREFIX):], int(f[1]), float(f[2]), "" if f[3] == "-" else f[3],
+                            float(f[4]))
+            except (IndexError, ValueError):
+                continue  # (a line being rewritten)
+            if beat.rank not in found or beat.time > found[beat.rank].time:
+                found[beat.rank] = beat
+    return found
+
+
+# ---------------------------------------------------------------- the job report
+
+def billing(done):
+    """(seconds since the job started, the report's "billing") by the site's rule: one node's
+    rate (scripts/lib/job.sh's report_job exports LUMI_SCAFFOLD_BILLING_PER_NODE and _UNIT)
+    times the nodes Slurm gave the job (both of the site's rule forms bill each node alike).
+    ``done``: the steps the job trained (None: not reported)."""
+    start = os.environ.get("LUMI_SCAFFOLD_JOB_START", "")
+    seconds = max(time.time() - int(start), 0.0) if start.isdigit() else 0.0
+    nodes = os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or "1"
+    try:
+        rate = float(os.environ.get("LUMI_SCAFFOLD_BILLING_PER_NODE", "")) * (int(nodes) if nodes.isdigit() else 1)
+    except ValueError:
+        return seconds, {"unit": "", "per_hour": None, "billed": None, "per_1000_steps": None}
+    billed = rate * seconds / 3600
+    return seconds, {"unit": os.environ.get("LUMI_SCAFFOLD_BILLING_UNIT", ""), "per_hour": rate,
+                     "billed": round(billed, 4), "per_1000_steps": round(billed * 1000 / done, 4) if done else None}
+
+
+def new_report(job, run_dir, by, steps):
+    """What every report says of its job. ``by``: who wrote it, "runlog" (the training
+    script's RunLog) or "job" (the job alone: the script reported no steps)."""
+    return {"job": job, "by": by, "kind": os.environ.get("LUMI_SCAFFOLD_JOB_KIND", "train"),
+            "run": os.environ.get("RUN_NAME") or os.path.basename(os.path.abspath(run_dir)),
+            "sweep": os.environ.get("LUMI_SCAFFOLD_SWEEP", ""), "nodes": os.environ.get("SLURM_JOB_NODELIST", ""),
+            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "steps": steps}
+
+
+def report_path(run_dir, job):
+    return os.path.join(str(run_dir), "reports", "{}.json".format(job))
+
+
+def write_report(run_dir, report):
+    path = report_path(run_dir, report["job"])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as handle:
+        json.dump(report, handle, indent=1)
+    os.replace(path + ".tmp", path)  # never a half-written report
+    return path
+
+
+def read_report(path):
+    """A job report; None for a file that is none (or not yet: being written). Steps the
+    script did not report are None, also in a report 0.4 wrote (by the job alone: no
+    "by", no samples_per_s, steps done 0)."""
+    try:
+        with open(str(path)) as handle:
+            report = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(report, dict) or not isinstance(report.get("steps"), dict):
+        return None
+    report.setdefault("by", "runlog" if "samples_per_s" in report else "job")
+    if report["by"] == "job":
+        report["steps"].update(first=None, done=None)
+    return report
+
+
+def complete_report(run_dir, job, status, cause, ended, stopped_by, last_step):
+    """After the step: the script's report (runlog's figures stay) or the job's own (steps
+    not reported; the last one a heartbeat names), with the job's wall time, billing, exit
+    and stopped_by. ``ended`` replaces a script's running or stopped."""
+    report = read_report(report_path(run_dir, job)) or dict(
+        new_report(job, run_dir, "job", {"first": None, "last": last_step, "done": None}), loss={"last": None, "best": None})
+    if report.get("ended") in (None, "running", "stopped"):
+        report["ended"] = ended
+    seconds, report["billing"] = billing(report["steps"].get("done"))
+    report["seconds"] = dict(report.get("seconds") or {}, job=round(seconds, 1))
+    report.update(written=time.strftime("%Y-%m-%dT%H:%M:%S%z"), exit={"status": status, "cause": cause},
+                  stopped_by=stopped_by)
+    return write_report(run_dir, report)

@@ -1,3 +1,4 @@
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """Why a training job stopped, said once: the fault, the evidence for the rank that caused
 it, the job report's outcome and the chain's decision. Standard library and Python 3.6's
 grammar: scripts/lib/job.sh runs it after the step with the node's own python3.

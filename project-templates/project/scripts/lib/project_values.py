@@ -1,3 +1,4 @@
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """scripts/values.sh, read from Python (standard library and Python 3.6's grammar:
 scripts/sweep.py runs with the login node's own python3): read() gives each name=value, a
 string or, for name=(...), a list, with ${NAME} expanded from the environment.

@@ -1,3 +1,4 @@
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """The project's runs, read back from their job reports (scripts/lib/python/jobfiles.py owns
 the format), and the trials of its sweep files: the one reader of both, for scripts/sweep.py
 and `lumi-scaffold explain --runs` (which loads this file from its own copy of the template,

@@ -1,12 +1,12 @@
 #!/bin/bash
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 # Runs INSIDE the container, once per task of every job step: sets up the rank's
 # environment, then runs the command it was given (scripts/lib/job.sh prints each step):
 #   srun ... singularity run ... IMAGE scripts/lib/run.sh python -u src/<package>/train.py
 # With the torchrun launcher, torchrun starts it once more for each worker (--no-python):
 #   srun ... IMAGE scripts/lib/run.sh python -m torch.distributed.run ... scripts/lib/run.sh COMMAND
 # It also works outside Slurm (defaults below), e.g. for scripts/setup-venv.sh.
-# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it; this project's values are in
-# scripts/values.sh.
+# This project's values are in scripts/values.sh.
 set -euo pipefail
 
 PROJECT_DIR="${PROJECT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"

@@ -1,3 +1,4 @@
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """The progress watchdog of the training and profiling jobs: a job whose ranks stopped making
 progress ends itself instead of holding its nodes until the time limit. Run by the image's
 Python. A job is judged by its output alone (OUTPUT_TIMEOUT; 0: never) until a rank imports

@@ -1,9 +1,9 @@
 #!/bin/bash
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 # Open a shell (or run a command) inside one of your running jobs, or watch its GPUs.
 set -euo pipefail
 
-# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it; what this site's GPUs show and
-# whether an attached step sees them are in scripts/values.sh.
+# What this site's GPUs show, and whether an attached step sees them: scripts/values.sh.
 # shellcheck source=values.sh
 source "$(dirname "${BASH_SOURCE[0]}")/values.sh"
 

@@ -1,3 +1,4 @@
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """Sweeps of this project: submit one as a Slurm job array, and summarise its trials.
 
     python3 scripts/sweep.py submit sweeps/example.txt [--throttle N] [arguments for every trial]
@@ -11,7 +12,7 @@ checks the file, says what the sweep costs at the time limit, and runs SWEEP=<fi
 there (reports/<job id>.json, with scripts/lib/reports.py) and prints one row per trial; it needs no
 tracker and no Slurm. The project's name, the sweep's time limit and cost and whether its
 partition takes job arrays come from scripts/values.sh. Runs with the login node's own
-python3 (standard library only). OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it.
+python3 (standard library only).
 """
 
 import argparse

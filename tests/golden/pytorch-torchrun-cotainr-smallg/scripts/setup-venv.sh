@@ -1,4 +1,5 @@
 #!/bin/bash
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 # Create the project's venv INSIDE the container, on top of the image's Python:
 #   bash scripts/setup-venv.sh        (login node is fine; takes a few minutes)
 # Before the venv exists, the script records every distribution the image's Python sees,
@@ -23,7 +24,6 @@
 # the parallel file system instead of thousands.
 # The pack is read-only: after changing requirements.txt, rerun --pack (it builds afresh).
 # It needs mksquashfs on this node.
-# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it.
 set -euo pipefail
 
 if [ "${1:-}" != "--inside" ]; then

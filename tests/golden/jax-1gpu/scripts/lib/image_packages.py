@@ -1,3 +1,4 @@
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """What the container image ships, in which tier, and whether the venv changed it. Run by
 scripts/setup-venv.sh in the container (standard library, and the `packaging` pip carries):
 

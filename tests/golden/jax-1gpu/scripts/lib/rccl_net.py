@@ -1,3 +1,4 @@
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """Which network RCCL finally chose between nodes, read from its init log (NCCL_DEBUG=INFO);
 and the preflight's bus-bandwidth verdict. Standard library; run by the image's Python.
 

@@ -1,6 +1,7 @@
 #!/bin/bash
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 # The sweep job's library (jobs/sweep.sbatch sources it; each trial then runs jobs/train.sbatch,
-# which sources scripts/lib/job.sh). OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it.
+# which sources scripts/lib/job.sh).
 # shellcheck source=values-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/values-lib.sh"
 PROJECT_DIR="${SLURM_SUBMIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"

@@ -1,3 +1,4 @@
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """All-reduce bandwidth between the job's GPUs, printed like rccl-tests' all_reduce_perf.
 
 jobs/preflight.sbatch runs it, one process per GPU, where the image has no all_reduce_perf,

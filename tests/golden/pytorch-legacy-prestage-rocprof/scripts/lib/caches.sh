@@ -1,4 +1,5 @@
 #!/bin/bash
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 # Compiler caches that survive jobs (kernel_cache_dirs in values.sh, which names them). During
 # a job they live in node-local storage, where scripts/lib/run.sh points the framework, and
 # node-local files end with the job: without this script every job would compile its
@@ -13,7 +14,6 @@
 # A save writes a temporary file next to the archive and renames it over the old one (one
 # rename on one file system), so jobs saving at the same time leave a whole archive, the
 # last one's, never a mix. Off: KEEP_KERNEL_CACHES=0 sbatch ...
-# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it.
 set -euo pipefail
 
 : "${USER:=$(id -un)}" "${SLURM_JOB_ID:=0}" "${SLURM_NODEID:=0}"

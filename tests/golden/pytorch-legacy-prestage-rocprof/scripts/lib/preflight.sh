@@ -1,6 +1,7 @@
 #!/bin/bash
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 # The network preflight's library (jobs/preflight.sbatch sources it after scripts/lib/job.sh).
-# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it; what it runs and
+# what it runs and
 # compares with are the preflight_ values in scripts/values.sh, with their reasons.
 
 # The project's values (job.sh has read them already: reading them again changes nothing).

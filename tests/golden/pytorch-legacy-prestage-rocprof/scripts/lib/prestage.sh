@@ -1,11 +1,11 @@
 #!/bin/bash
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 # Pre-staging: extracts the dataset archive into node-local storage (node_tmp in values.sh)
 # so that training reads it from there, not from the shared file system.
 # The jobs run it once on every node (stage_data in scripts/lib/job.sh, which also sets
 # DATASET_ARCHIVE, NODE_TMP and STAGE_DIR); the training script reads STAGE_DIR/data.
 # Checkpoints do not go there: they go to the run directory on the shared file system, so
 # a job that ends early, or on another node, loses none.
-# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it.
 set -euo pipefail
 # shellcheck source=../values.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../values.sh"

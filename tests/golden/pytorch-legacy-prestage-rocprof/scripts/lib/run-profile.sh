@@ -1,9 +1,9 @@
 #!/bin/bash
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 # Like run.sh, but rank PROFILE_RANK (profile_rank in values.sh) runs under the profiler
 # (profiler in values.sh); every other rank runs normally. Profiling one rank keeps the
 # overhead and the output small. Choose another rank without regenerating:
 #   PROFILE_RANK=3 sbatch jobs/profile.sbatch
-# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites it.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

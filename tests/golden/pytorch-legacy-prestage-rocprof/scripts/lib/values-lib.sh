@@ -1,7 +1,7 @@
 #!/bin/bash
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 # This project's values (scripts/values.sh) and the one function that reads them. Sourced by
-# the library (job.sh, run.sh, caches.sh ...), never run by itself. OWNED BY THE TEMPLATE:
-# `lumi-scaffold update` rewrites it.
+# the library (job.sh, run.sh, caches.sh ...), never run by itself.
 # shellcheck source=../values.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../values.sh"
 

@@ -1,3 +1,4 @@
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """Progress for the job's watchdog (scripts/lib/watchdog.py), imported by train.py.
 
 On import this process prints its stacks on SIGUSR2 (faulthandler: the watchdog sends it

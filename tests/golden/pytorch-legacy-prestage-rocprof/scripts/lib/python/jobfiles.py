@@ -1,3 +1,4 @@
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """The files a job's helpers share, each format and rule written once: the heartbeat records
 (heartbeat.py writes them, watchdog.py and fault.py read them), the job report (runlog.py
 writes it, fault.py completes it, reports.py reads it) and the GPU-hours billed. Standard

@@ -1,3 +1,4 @@
+# OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """What a training run did: the job report and experiment tracking, imported by train.py.
 Rank 0 alone reports and tracks.
 

@@ -66,11 +66,11 @@ class JobReport:
 LIMIT_LINE = re.compile(r'^(PROGRESS_TIMEOUT|STARTUP_TIMEOUT|PHASE_TIMEOUT|OUTPUT_TIMEOUT)="\$\{\1:-(\d+)\}"$', re.M)
 # What a dry run of a job file prints (scripts/lib/job.sh: make_step and watch_progress).
 STEP_LINE = re.compile(r"^step: (.*)$", re.M)
-WATCH_LINE = re.compile(r"^watchdog: .*?OUTPUT_TIMEOUT=(\d+) s; with heartbeats: STARTUP_TIMEOUT=(\d+) s to the first, "
-                        r"PROGRESS_TIMEOUT=(\d+) s between them, PHASE_TIMEOUT=(\d+) s", re.M)
-WATCH_NO_OUTPUT = re.compile(r"^watchdog: .*?no limit \(OUTPUT_TIMEOUT=0\); with heartbeats: STARTUP_TIMEOUT=(\d+) s to the "
-                             r"first, PROGRESS_TIMEOUT=(\d+) s between them, PHASE_TIMEOUT=(\d+) s", re.M)
-# After the watchdog fires: up to 120 s to collect the stacks, 60 s for the step to stop.
+# The limits a dry run prints (watch_progress): NAME=seconds each, and what stopping takes after.
+WATCH_LINE = re.compile(r"^watchdog: for a time limit of .*?: (.*); then up to (\d+) s to gather evidence", re.M)
+WATCH_LIMIT = re.compile(r"\b(STARTUP|PROGRESS|PHASE|OUTPUT)_TIMEOUT=(\d+) s")
+# After the watchdog fires in a job file made before lumi-scaffold 0.5: up to 120 s to collect
+# the stacks, 60 s for the step to stop.
 STOP_SECONDS = 180
 # The default of job files made before lumi-scaffold 0.4, which set no PHASE_TIMEOUT.
 PHASE_DEFAULT = 3600
@@ -119,9 +119,8 @@ def dry_run(project: Path, job_file: str) -> DryRun:
         return DryRun(error=f"LUMI_SCAFFOLD_DRY_RUN=1 bash {job_file} failed (status {done.returncode}): {last}")
     limits: dict[str, int] | None = None
     if (m := WATCH_LINE.search(out)):
-        limits = dict(zip(("output_timeout", "startup_timeout", "progress_timeout", "phase_timeout"), map(int, m.groups())))
-    elif (m := WATCH_NO_OUTPUT.search(out)):
-        limits = dict(zip(("startup_timeout", "progress_timeout", "phase_timeout"), map(int, m.groups())), output_timeout=0)
+        limits = {f"{name.lower()}_timeout": int(seconds) for name, seconds in WATCH_LIMIT.findall(m.group(1))}
+        limits["stop"] = int(m.group(2))
     elif "watchdog: off" in out:
         limits = {"progress_timeout": 0}
     return DryRun(steps=STEP_LINE.findall(out), limits=limits)
@@ -136,37 +135,50 @@ def _late(progress: int) -> int:
     return interval + 2 + (1 if progress < 10 else 5)
 
 
+# The watchdog's limits as explain's table names them: when each applies.
+HANG_ROWS = (("startup_timeout", "STARTUP_TIMEOUT", "before the first heartbeat"),
+             ("progress_timeout", "PROGRESS_TIMEOUT", "between heartbeats"),
+             ("phase_timeout", "PHASE_TIMEOUT", "in a phase the command declared"),
+             ("output_timeout", "OUTPUT_TIMEOUT", "a command without heartbeats, no output"))
+
+
 def _hang(run: DryRun, per_hour: float | None, at_limit: float | None, unit: str) -> dict[str, Any]:
-    """What a hang (a collective that never returns) costs at worst, by how the job watches
-    its command, and without the watchdog (the whole time limit). A command that imports
-    heartbeat.py (the examples do) hangs at worst where the largest limit applies:
-    STARTUP_TIMEOUT before the first heartbeat, PROGRESS_TIMEOUT after, PHASE_TIMEOUT in a
-    phase; the watchdog notices it late by the heartbeat files' slack and one look. Any other
-    command is judged by the job's output: OUTPUT_TIMEOUT without output, and one look. Then
-    up to STOP_SECONDS to stop the step."""
+    """What a hang (a collective that never returns) costs at worst, by the limit that applies
+    where it happens, and without the watchdog (the whole time limit). A command that imports
+    heartbeat.py (the examples do) is judged by STARTUP_TIMEOUT before its first heartbeat,
+    PROGRESS_TIMEOUT after, PHASE_TIMEOUT in a phase, and the watchdog notices a hang late by
+    the heartbeat files' slack and one look; any other command by OUTPUT_TIMEOUT and one look.
+    Then the time to gather evidence and stop the step (the dry run says how long)."""
     limits = run.limits or {}
     progress = limits.get("progress_timeout", 0)
     if not progress:
         return {"watchdog": False, "without": at_limit, "with": None, "unit": unit,
                 **({"progress_timeout": 0} if run.limits is not None else {})}
-    startup, phase, output = limits["startup_timeout"], limits["phase_timeout"], limits.get("output_timeout")
-    late = _late(progress)
+    late, stop = _late(progress), limits.get("stop", STOP_SECONDS)
+    look = 1 if progress < 10 else 5
 
-    def cost(seconds: int | None) -> tuple[float | None, bool]:
-        if seconds is None or per_hour is None:
+    def cost(seconds: int) -> tuple[float | None, bool]:
+        if per_hour is None:
             return None, False
         billed = round(per_hour * seconds / 3600, 4)
         # A time limit shorter than the watchdog's allowance ends a hang first (the profile job's).
         return (at_limit, True) if at_limit is not None and billed >= at_limit else (billed, False)
 
-    seconds = max(progress, startup, phase) + late + STOP_SECONDS
-    by_output = output + (1 if progress < 10 else 5) + STOP_SECONDS if output else None
-    with_beats, limit_first = cost(seconds)
-    with_output, output_first = cost(by_output)
-    return {"watchdog": True, "progress_timeout": progress, "startup_timeout": startup, "phase_timeout": phase,
-            "late": late, "seconds": seconds, "without": at_limit, "with": with_beats, "limit_first": limit_first,
-            "unit": unit, "output_timeout": output, "output_seconds": by_output, "with_output": with_output,
-            "output_limit_first": output_first}
+    rows = []
+    for key, name, when in HANG_ROWS:
+        if key not in limits or not limits[key]:
+            continue
+        seconds = limits[key] + (look if key == "output_timeout" else late) + stop
+        billed, limit_first = cost(seconds)
+        rows.append({"limit": name, "when": when, "timeout": limits[key], "seconds": seconds, "cost": billed,
+                     "limit_first": limit_first})
+    beating = [r for r in rows if r["limit"] != "OUTPUT_TIMEOUT"]
+    worst = max(beating, key=lambda r: r["seconds"])
+    output = next((r for r in rows if r["limit"] == "OUTPUT_TIMEOUT"), None)
+    return {"watchdog": True, **{key: limits.get(key) for key, _, _ in HANG_ROWS}, "late": late, "stop": stop,
+            "seconds": worst["seconds"], "without": at_limit, "with": worst["cost"], "limit_first": worst["limit_first"],
+            "unit": unit, "output_seconds": output and output["seconds"], "with_output": output and output["cost"],
+            "output_limit_first": bool(output and output["limit_first"]), "rows": rows}
 
 
 def _cores(mask: str) -> str:
@@ -340,28 +352,25 @@ def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def _hang_line(hang: dict[str, Any]) -> str:
+def _hang_lines(hang: dict[str, Any]) -> list[str]:
+    """What a hang costs, by the watchdog's limit that applies where it happens: a table."""
     unit = hang["unit"] or "(no billing rule)"
     without = f"up to {_number(hang['without'])} {unit} (the whole time limit) without the watchdog"
     if not hang["watchdog"]:
         why = "PROGRESS_TIMEOUT is 0 for this job" if "progress_timeout" in hang else \
             "this job file has no progress watchdog (made before lumi-scaffold 0.3: lumi-scaffold update)"
-        return f"a hang costs {without}; {why}"
-    why = (f"{hang['seconds']} s: the largest of STARTUP_TIMEOUT {hang['startup_timeout']} s before the first step, "
-           f"PROGRESS_TIMEOUT {hang['progress_timeout']} s after it and PHASE_TIMEOUT {hang['phase_timeout']} s in a "
-           f"phase, {hang['late']} s for the heartbeat files' delay and the watchdog's look, and up to {STOP_SECONDS} s "
-           "to collect stacks and stop")
-    beats = (f"the watchdog ({why}) would stop it no sooner than the time limit" if hang.get("limit_first")
-             else f"with it at most {_number(hang['with'])} {unit} ({why})")
-    line = f"a hang costs {without}; for a command that imports heartbeat.py (the examples do), {beats}"
-    if hang.get("output_timeout") is None:  # (a job file made before lumi-scaffold 0.5)
-        return line
-    if not hang["output_timeout"]:
-        return line + "; a command without heartbeats is judged by its output, and OUTPUT_TIMEOUT is 0: no limit"
-    why = f"{hang['output_seconds']} s: OUTPUT_TIMEOUT {hang['output_timeout']} s without output, and up to {STOP_SECONDS} s to stop"
-    output = ("no sooner than the time limit" if hang.get("output_limit_first")
-              else f"at most {_number(hang['with_output'])} {unit} ({why})")
-    return line + f"; for any other command, judged by its output alone, {output}"
+        return [f"a hang costs {without}; {why}"]
+    if "rows" not in hang:  # (a report written before lumi-scaffold 0.5)
+        return [f"a hang costs {without}; with it at most {_number(hang['with'])} {unit}"]
+    lines = [f"a hang costs {without}; with it, at most the limit that applies, up to {hang['late']} s to notice "
+             f"(heartbeat files' delay, one look) and up to {hang['stop']} s to gather evidence and stop:"]
+    cells = [[r["limit"], f"{r['timeout']} s", r["when"],
+              "the time limit first" if r["limit_first"] else f"{r['seconds']} s, {_number(r['cost'])} {unit}"]
+             for r in hang["rows"]]
+    if hang["output_timeout"] == 0:
+        cells.append(["OUTPUT_TIMEOUT", "0", "a command without heartbeats", "no limit: the time limit"])
+    widths = [max(len(row[i]) for row in cells) for i in range(3)]
+    return lines + ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[3] for row in cells]
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -388,7 +397,7 @@ def format_report(report: dict[str, Any]) -> str:
         elif job["step_error"]:
             lines.append(f"  step: not known ({job['step_error']})")
         if job["hang"]:
-            lines.append("  " + _hang_line(job["hang"]))
+            lines.extend("  " + line for line in _hang_lines(job["hang"]))
         lines.append(f"  binding: {job['binding']}")
         numa = any(r["numa"] is not None for r in job["table"])
         nic = any(r["nic"] is not None for r in job["table"])

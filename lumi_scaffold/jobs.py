@@ -318,9 +318,18 @@ def cost(shape: Shape, part: Partition, node: NodeLayout) -> Cost | None:
 # training walltime: a budget for the start (image, venv, data staging, kernel compilation)
 # plus one per profiled step. Both are assumptions of this template, not site facts; a
 # longer profile asks for more with sbatch --time.
-# The progress watchdog's default limits, seconds (scripts/values.sh; watch_progress in the
-# project's scripts/lib/job.sh applies them; lumi-scaffold explain reads them from a dry run).
-WATCHDOG_LIMITS = {"progress_timeout": 1200, "startup_timeout": 1800, "phase_timeout": 3600, "output_timeout": 21600}
+# The progress watchdog's default limits (scripts/values.sh; watch_progress in the project's
+# scripts/lib/job.sh applies them to the job's time limit as Slurm holds it; lumi-scaffold
+# explain reads the result from a dry run): (percent of the time limit, floor s, s per node
+# added to the floor, cap s). The floors keep healthy slow starts safe: container start,
+# imports and a multi-node collective initialisation before the first heartbeat, a first
+# compiled step or a checkpoint in a phase; the caps are 0.4's limits. A hang with heartbeats
+# then costs at most about 9 % of a 1-hour job (STARTUP/PHASE 216 s, and up to 107 s to
+# notice it, gather evidence and stop) and 2.2 % of a 48-hour one. OUTPUT_TIMEOUT judges a
+# command that reports nothing but its output: a silent epoch is not a hang, so its share is
+# larger (docs/jobs.md, "What a hang costs").
+WATCHDOG_RULE = {"startup_timeout": (6, 180, 2, 1800), "progress_timeout": (3, 60, 0, 1200),
+                 "phase_timeout": (6, 180, 0, 3600), "output_timeout": (20, 300, 0, 7200)}
 
 SMOKE_TIME = "00:10:00"
 PREFLIGHT_TIME = "00:15:00"

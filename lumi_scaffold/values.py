@@ -24,7 +24,7 @@ from typing import Any
 
 from .plugin_data import PluginData, storage_variables
 from . import command
-from .jobs import WATCHDOG_LIMITS
+from .jobs import WATCHDOG_RULE
 from .tracking import TRACKING_DEFAULTS
 
 HEADER = """\
@@ -257,9 +257,10 @@ def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
         Value("chains_refused", refused_here(pd, "chains of jobs") if not pd.partition.chains else ""),
         Value("signal_lead", str(job.signal_lead), ("Seconds before the time limit at which Slurm warns the training job.",)),
         Value("profile_signal_lead", str(job.profile_signal_lead)),
-        Heading(("The progress watchdog's limits, in seconds (watch_progress in scripts/lib/job.sh; 0: off). A job",
-                 "file or the environment may set others: PROGRESS_TIMEOUT=600 sbatch jobs/train.sbatch.")),
-        *(Value(name, str(seconds)) for name, seconds in WATCHDOG_LIMITS.items()),
+        Heading(("The progress watchdog's default limits (watch_progress in scripts/lib/job.sh), each from the job's",
+                 "time limit: (percent of it, floor in seconds, seconds per node added to the floor, cap in seconds).",
+                 "A job file or the environment may set one in seconds (0: off): PROGRESS_TIMEOUT=600 sbatch ...")),
+        *(Value(name, tuple(map(str, rule))) for name, rule in WATCHDOG_RULE.items()),
     ]
 
 

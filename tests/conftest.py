@@ -100,6 +100,16 @@ def time_limit_chains(slurm_cluster_timelimit, template, tmp_path_factory, site_
 
 
 @pytest.fixture(scope="session")
+def default_limit_hangs(slurm_cluster_timelimit, template, tmp_path_factory, site_root) -> dict:
+    """The hung jobs of tests/test_guard_jobs.py with the default limits of a 10-minute job.
+    Requested early (_OVERLAPPED): they wait on the watchdog's minutes."""
+    from .test_guard_jobs import submit_default_limit_hangs
+
+    return submit_default_limit_hangs(slurm_cluster_timelimit, template, tmp_path_factory.mktemp("default-limits"),
+                                      site_root)
+
+
+@pytest.fixture(scope="session")
 def dataset(tmp_path_factory) -> tuple[Path, Path]:
     """A small dataset as a directory of .npz shards and as a .tar of them (tests/jobs.py)."""
     from .jobs import make_dataset
@@ -139,6 +149,8 @@ _OVERLAPPED = {
     "tests/test_slurm_harness.py::test_time_limit_kills_job": "time_limit_job",
     "tests/test_own_script_jobs.py::test_the_examples_save_at_the_time_limit_warning_and_the_next_job_resumes_there":
         "time_limit_chains",
+    "tests/test_guard_jobs.py::test_with_no_limit_set_a_hang_ends_a_10_minute_job_within_3_minutes":
+        "default_limit_hangs",
 }
 _SUBMIT_EARLY = pytest.StashKey[list]()
 

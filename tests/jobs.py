@@ -111,13 +111,13 @@ if rank == 0:
 """
 
 
-def sleep_in(train: Path, anchor: str, indent: str) -> None:
-    """Makes a rendered example's rank 1 sleep for good when it reaches step 5 of a run's first
+def sleep_in(train: Path, anchor: str, indent: str, step: int = 5) -> None:
+    """Makes a rendered example's rank 1 sleep for good when it reaches ``step`` of a run's first
     job (``start == 0``), at ``anchor`` (the line before its heartbeat of that step). The
     examples carry no test hook: the sleep goes into the project's copy."""
     text = train.read_text()
     assert text.count(anchor) == 1, f"{train}: the example changed; {anchor!r} is where the test puts its hang"
-    train.write_text(text.replace(anchor, f"{anchor}{indent}if rank == 1 and step == 5 and start == 0:\n"
+    train.write_text(text.replace(anchor, f"{anchor}{indent}if rank == 1 and step == {step} and start == 0:\n"
                                           f"{indent}    time.sleep(10**6)\n", 1))
 
 

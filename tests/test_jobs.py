@@ -174,8 +174,8 @@ def test_the_profile_job_is_warned_before_its_own_limit(tmp_path, walltime, trai
     assert f"#SBATCH --signal=B:USR1@{profile}\n" in headers["profile"]
     # profile_job (scripts/lib/job.sh) says so at the warning, with the lead from values.sh.
     assert values(project)["profile_signal_lead"] == str(profile)
-    assert ('trap \'echo "time limit in ${profile_signal_lead} s: the profile will end unfinished" >&2; time_is_up\' USR1'
-            in (project / "scripts" / "lib" / "job.sh").read_text())
+    assert ('trap \'echo "time limit in $(seconds_left "${profile_signal_lead}") s: the profile will end unfinished" '
+            '>&2; time_is_up\' USR1' in (project / "scripts" / "lib" / "job.sh").read_text())
 
 
 def _refused(part: str, **shape) -> list[tuple[str, str, tuple]]:

@@ -44,6 +44,18 @@ RANK_LINE = re.compile(r"^rank (\d+)/\d+ node (\S+) local_rank", re.M)
 # srun, when a task ends first: `srun: error: nid005001: task 15: Exited with exit code 7`
 TASK_EXIT = re.compile(r"srun: error: (\S+): tasks? ([\d,\-]+): (Exited with exit code (\d+)|Killed|Terminated|"
                        r"Segmentation fault|Aborted|Bus error|[A-Z][a-z]+(?: [a-z]+)*)")
+# Where srun begins to end the rest of a step: the task lines after it are its doing, not faults.
+STEP_ENDING = re.compile(r"_step_signal: Terminating StepId=|\*\*\* STEP \S+ ON \S+ CANCELLED AT|Job step aborted|"
+                         r"^watchdog: cancelled step")
+# torchrun's record of the worker that failed first (torch.distributed.elastic's ChildFailedError):
+#   Root Cause (first observed failure):  ...  rank      : 1 (local_rank: 1)  exitcode  : -9 (pid: 22156)  (SIGKILL)
+ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):\n(?:.*\n){0,3}?\s*rank\s*: (\d+) \(local_rank: (\d+)\)\n"
+                        r"\s*exitcode\s*: (-?\d+)[^\n]*?(\(SIG[A-Z0-9]+\))?\n")
+# scripts/lib/watchdog.py dump: a rank that can answer nothing, and the stacks it had written
+FROZEN = re.compile(r"^watchdog: rank (\d+) \(pid \d+\) on (\S+) is ([^:]+): it can give no stacks$", re.M)
+STACKS = re.compile(r"^watchdog: stacks of rank(\d+)@\S+ \(pid \d+\) follow\n(?:Current thread|Thread) [^\n]*\n"
+                    r'\s*File "([^"]+)", line (\d+) in (\S+)', re.M)
+NO_PIPE = "watchdog: Flight Recorder: no rank on"
 # scripts/lib/watchdog.py's lines when it stops a step, and rccl_net.py's when it stops a job on TCP
 STALL = re.compile(r"^watchdog: no progress for .*?last progress: rank (\d+) on (\S+) \(step (-?\d+)"
                    r"(?:.*?furthest behind: rank (\d+) on (\S+) \(step (-?\d+)\))?")
@@ -199,12 +211,52 @@ def classify(text, status, time_up, signal=""):
                                               "" if timed_out is None else " on rank {}".format(timed_out))}
     if time_up:
         return "time limit", {}
-    for line in lines:
+    died = dead_rank(text)
+    return ("rank died", died) if died else ("failed", {})
+
+
+def dead_rank(text):
+    """The rank that ended first, from torchrun's root-cause record (the global rank), else
+    from srun's line for the first task that ended before srun began to end the step (under
+    srun a task is a rank; under torchrun it is a node's agent, and the line names the node)."""
+    causes = ROOT_CAUSE.findall(text)
+    if causes:  # (one per node's agent: the one a signal ended first, else the first)
+        rank, local, code, sig = next((c for c in causes if c[3]), causes[0])
+        return {"rank": int(rank), "detail": "torchrun: local_rank {} exited with {}{}".format(
+            local, code, " " + sig.strip("()") if sig else "")}
+    torchrun = "-m torch.distributed.run " in text
+    for line in text.splitlines():
+        if STEP_ENDING.search(line):
+            break
         match = TASK_EXIT.search(line)
-        if match and match.group(3) not in ("Killed", "Terminated"):
+        if match:
             task = match.group(2).split(",")[0].split("-")[0]
-            return "rank died", {"rank": int(task), "node": match.group(1), "detail": match.group(3)}
-    return "failed", {}
+            if torchrun:
+                return {"node": match.group(1), "detail": "the torchrun of task {}: {}".format(task, match.group(3))}
+            return {"rank": int(task), "node": match.group(1), "detail": match.group(3)}
+    return None
+
+
+def odd_stacks(text):
+    """(ranks, a phrase) from the stacks watchdog.py printed: the innermost frame of each
+    rank's main thread; the ranks in a frame fewer share than the one most share are named
+    when all the others are in that one frame (where they wait for them)."""
+    where = {}
+    for rank, path, number, function in STACKS.findall(text):
+        where[int(rank)] = "{} ({}:{})".format(function, os.path.basename(path), number)
+    if len(where) < 2:
+        return [], ""
+    frames = {}
+    for rank, frame in where.items():
+        frames.setdefault(frame, []).append(rank)
+    common = max(frames, key=lambda f: len(frames[f]))
+    odd = sorted(r for f, ranks in frames.items() if f != common for r in ranks)
+    if not odd:
+        return [], "stacks: every rank in {}".format(common)
+    if len(frames[common]) <= len(odd):
+        return [], "stacks: the ranks are in {} different places".format(len(frames))
+    return odd, "stacks: rank(s) {} in {}, the other {} in {}".format(
+        ", ".join(map(str, odd)), "; ".join(sorted({where[r] for r in odd})), len(frames[common]), common)
 
 
 def culprit(cause, facts, text, beats, flight_dir):
@@ -212,27 +264,42 @@ def culprit(cause, facts, text, beats, flight_dir):
     none: no evidence)."""
     nodes = {rank: beat.node for rank, beat in beats.items()}
     nodes.update((int(rank), node) for rank, node in RANK_LINE.findall(text))
-    ranks, evidence, exclude = [], [], ""
+    ranks, evidence, exclude, of_node = [], [], "", False
     if cause in HANG:
+        # Evidence, strongest first: the Flight Recorder (the rank that never entered the
+        # collective the others wait in), process states (a stopped rank), stacks (a rank
+        # elsewhere than the others), heartbeats (a rank behind). Only the Flight Recorder and
+        # heartbeats speak against a node (a stopped process or a rank in other code does not).
         ranks, said = flight_evidence(flight_dir)
-        if facts.get("backend") == "gloo" and not ranks:
-            said = "Flight Recorder: none for gloo (PyTorch dumps it on a NCCL/RCCL timeout only)"
+        of_node = bool(ranks)
+        if not ranks and (facts.get("backend") == "gloo" or NO_PIPE in text):
+            said = ("Flight Recorder: none (only a NCCL/RCCL process group of PyTorch has one; "
+                    "the ranks had no dump pipe)")
         evidence.append(said)
+        frozen = FROZEN.findall(text)
+        if frozen:
+            evidence.append("process state: " + ", ".join("rank {} on {} {}".format(r, n, what) for r, n, what in frozen))
+            ranks = ranks or sorted(int(r) for r, _, _ in frozen)
+        odd, said = odd_stacks(text)
+        if said:
+            evidence.append(said)
+            ranks = ranks or odd
         late = behind(beats)
         if late:
             evidence.append("heartbeats: rank(s) {} at step {}, the others at step {}".format(
                 ", ".join(map(str, late[0])), late[1], late[2]))
+            of_node = of_node or not ranks
             ranks = ranks or late[0]
         elif beats:
             evidence.append("heartbeats: every rank at step {}".format(max(b.step for b in beats.values())))
             if not ranks:  # no rank to blame: the watchdog's "furthest behind" is only the oldest beat
                 facts.pop("rank", None)
                 facts.pop("node", None)
-        elif cause == "heartbeat stall" and "ahead" in facts and facts["step"] < facts["ahead"]:
-            ranks = [facts["rank"]]
+        elif cause == "heartbeat stall" and "ahead" in facts and facts["step"] < facts["ahead"] and not ranks:
+            ranks, of_node = [facts["rank"]], True
         if ranks:
             where = sorted({nodes.get(r, "") for r in ranks})
-            if len(where) == 1 and where[0]:
+            if len(where) == 1 and where[0] and of_node:
                 exclude = where[0]
             facts["rank"], facts["node"] = ranks[0], nodes.get(ranks[0], facts.get("node", ""))
             if len(ranks) > 1:
@@ -264,6 +331,9 @@ def decide(cause, facts, exclude, hung_before, known_issues, status, chain=1, ne
             return "resume-elsewhere", "its ranks on {} are behind the others: {} resumes without it{}".format(
                 exclude, how, "" if chain > 1 else " (sbatch --exclude={} ...)".format(exclude))
         issues = known_issues or "none recorded for this image (scripts/values.sh)"
+        if facts.get("rank") is not None:  # (a stopped rank, or one elsewhere in the code than the others)
+            return "resume", ("the evidence names rank {} but nothing against its node: {} resumes on any nodes; "
+                              "the image's known issues: {}".format(facts["rank"], how, issues))
         return "resume", ("software hang suspected (no rank is shown behind the others): {} resumes on any nodes; "
                           "the image's known issues: {}".format(how, issues))
     if cause == "cancelled":
@@ -273,8 +343,10 @@ def decide(cause, facts, exclude, hung_before, known_issues, status, chain=1, ne
                         "(raise STARTUP_TIMEOUT for a slow start; the stacks above show where the ranks were)")
     if cause == "network fallback":
         return "stop", "RCCL fell back to TCP sockets: the next job would too (the fix above)"
-    first = ": rank {} on {} first ({})".format(facts.get("rank"), facts.get("node") or "?", facts.get("detail", "")) \
-        if cause == "rank died" else ""
+    first = ""
+    if cause == "rank died":
+        who = "rank {} ".format(facts["rank"]) if facts.get("rank") is not None else ""
+        first = ": {}on {} first ({})".format(who, facts.get("node") or "?", facts.get("detail", ""))
     return "stop", ("training failed (status {}) before Slurm's time-limit warning{}, and the next job would fail "
                     "the same way".format(status, first))
 

@@ -12,15 +12,19 @@ while any rank is in a phase it declared).
       limit that applies (plus --slack, the heartbeat files' delay) it prints one line naming
       the limit, the last rank that made progress and the rank furthest behind, writes
       DIR/stalled (node=, rank=, step=, limit=), sends SIGUSR2 to PID and exits 3.
-  python scripts/lib/watchdog.py dump --dir DIR [--settle S]
-      the stacks of this job's rank processes on this node (found by LUMI_SCAFFOLD_HEARTBEAT
-      in their environment): py-spy where the image has it, else SIGUSR2 (faulthandler; then
-      --settle (3) s for them to print).
+  python scripts/lib/watchdog.py dump --dir DIR [--settle S] [--flight-wait S]
+      the evidence of this job's rank processes on this node (found by LUMI_SCAFFOLD_HEARTBEAT
+      in their environment): each rank's Flight Recorder dump, asked through its dump pipe
+      (TORCH_NCCL_DEBUG_INFO_PIPE_FILE<rank>.pipe, where PyTorch's NCCL/RCCL process group made
+      one; up to --flight-wait (15) s for the files); each process's state (a stopped rank
+      answers nothing); its stacks: py-spy where the image has it, else SIGUSR2
+      (faulthandler; then --settle (3) s for them to print).
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import shutil
 import signal
@@ -127,12 +131,16 @@ def watch(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_proc(pid: int | str, name: str) -> str:
+def read_proc_file(path: str) -> str:
     try:
-        with open(f"/proc/{pid}/{name}", encoding="utf-8", errors="replace") as handle:
+        with open(path, encoding="utf-8", errors="replace") as handle:
             return handle.read()
     except OSError:
         return ""
+
+
+def read_proc(pid: int | str, name: str) -> str:
+    return read_proc_file(f"/proc/{pid}/{name}")
 
 
 def ranks_here(directory: str) -> list[tuple[int, str]]:
@@ -161,28 +169,84 @@ def catches(pid: int, signum: int) -> bool:
     return False
 
 
+# A process state (/proc/PID/stat) in which a rank can answer neither a dump nor a stack request.
+FROZEN = {"T": "stopped (SIGSTOP, or a debugger holds it)", "t": "stopped by a debugger", "Z": "dead (a zombie)"}
+
+
+def state(pid: int) -> str:
+    fields = read_proc(pid, "stat").rsplit(")", 1)[-1].split()
+    return fields[0] if fields else ""
+
+
+def ask_flight_recorder(node: str, wait: float) -> None:
+    """Asks every rank on this node for its Flight Recorder dump: PyTorch's NCCL/RCCL process
+    group reads a byte from <TORCH_NCCL_DEBUG_INFO_PIPE_FILE><rank>.pipe and then writes its
+    dump to <TORCH_FR_DUMP_TEMP_FILE><rank>. Waits up to ``wait`` s for the files to be whole."""
+    prefix = os.environ.get("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "")
+    if os.environ.get("LUMI_SCAFFOLD_FLIGHT") != "1" or not prefix:
+        return
+    asked = []
+    for path in sorted(glob.glob(glob.escape(prefix) + "*.pipe")):
+        rank = path[len(prefix):-len(".pipe")]
+        try:
+            pipe = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: no process reads it any more
+        except OSError:
+            continue
+        try:
+            os.write(pipe, b"1")
+            asked.append(rank)
+        except OSError:
+            pass
+        finally:
+            os.close(pipe)
+    if not asked:
+        print(f"watchdog: Flight Recorder: no rank on {node} has a dump pipe (PyTorch's NCCL/RCCL process group "
+              "makes one; gloo, JAX and scripts without torch.distributed have none)", flush=True)
+        return
+    target = os.environ.get("TORCH_FR_DUMP_TEMP_FILE") or os.environ.get("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "")
+    files, sizes, deadline = [target + rank for rank in asked], None, time.time() + wait
+    while time.time() < deadline:
+        time.sleep(1)
+        now = [os.path.getsize(f) if os.path.exists(f) else -1 for f in files]
+        if now == sizes and min(now) > 0:  # every file there, and none grew in the last second
+            break
+        sizes = now
+    written = [rank for rank, f in zip(asked, files) if os.path.exists(f)]
+    print(f"watchdog: Flight Recorder: asked rank(s) {', '.join(asked)} on {node} through their dump pipes; "
+          f"{len(written)} dump(s) written", flush=True)
+
+
 def dump(args: argparse.Namespace) -> int:
     node = os.environ.get("SLURMD_NODENAME") or os.uname().nodename
-    pyspy, signalled = shutil.which("py-spy"), False
+    ask_flight_recorder(node, args.flight_wait)
+    pyspy, signalled = shutil.which("py-spy"), []
     found = [(pid, name) for pid, name in ranks_here(args.dir) if name.endswith("@" + node)]
     if not found:
         print(f"watchdog: no rank process on {node}", flush=True)
     for pid, name in found:
-        if pyspy:
+        frozen = FROZEN.get(state(pid))
+        if frozen:
+            rank = name.split("@")[0].removeprefix("rank")
+            print(f"watchdog: rank {rank} (pid {pid}) on {node} is {frozen}: it can give no stacks", flush=True)
+        elif pyspy:
             print(f"watchdog: stacks of {name} (pid {pid}), py-spy dump:", flush=True)
-            subprocess.run([pyspy, "dump", "--pid", str(pid)], check=False, timeout=60)
+            subprocess.run([pyspy, "dump", "--pid", str(pid)], check=False, timeout=30)
         elif not catches(pid, signal.SIGUSR2):  # the signal would end it
             print(f"watchdog: no stacks of {name} (pid {pid}): it has no handler for SIGUSR2 (importing heartbeat.py "
                   "gives it one) and the image has no py-spy", flush=True)
         else:
             print(f"watchdog: stacks of {name} (pid {pid}): SIGUSR2, the rank prints them (faulthandler)", flush=True)
-            signalled = True
+            signalled.append((pid, name))
             try:
                 os.kill(pid, signal.SIGUSR2)
             except ProcessLookupError:
                 pass
     if signalled:
         time.sleep(args.settle)  # the ranks write their stacks
+    for pid, name in signalled:  # (where scripts/lib/python/sitecustomize.py had them written to a file)
+        text = read_proc_file(os.path.join(os.environ.get("TMPDIR") or "/tmp", f"stacks-{pid}"))
+        if text.strip():
+            print(f"watchdog: stacks of {name} (pid {pid}) follow\n{text.rstrip()}", flush=True)
     return 0
 
 
@@ -200,6 +264,7 @@ def main(argv: list[str]) -> int:
     command = sub.add_parser("dump")
     command.add_argument("--dir", required=True)
     command.add_argument("--settle", type=float, default=3.0)
+    command.add_argument("--flight-wait", type=float, default=15.0)
     args = parser.parse_args(argv)
     return watch(args) if args.command == "watch" else dump(args)
 

@@ -90,12 +90,13 @@ chains_refused=''
 signal_lead='300'
 profile_signal_lead='300'
 
-# The progress watchdog's limits, in seconds (watch_progress in scripts/lib/job.sh; 0: off). A job
-# file or the environment may set others: PROGRESS_TIMEOUT=600 sbatch jobs/train.sbatch.
-progress_timeout='1200'
-startup_timeout='1800'
-phase_timeout='3600'
-output_timeout='21600'
+# The progress watchdog's default limits (watch_progress in scripts/lib/job.sh), each from the job's
+# time limit: (percent of it, floor in seconds, seconds per node added to the floor, cap in seconds).
+# A job file or the environment may set one in seconds (0: off): PROGRESS_TIMEOUT=600 sbatch ...
+startup_timeout=('6' '180' '2' '1800')
+progress_timeout=('3' '60' '0' '1200')
+phase_timeout=('6' '180' '0' '3600')
+output_timeout=('20' '300' '0' '7200')
 
 # Inside the container (scripts/lib/run.sh, every rank).
 # NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3: RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]

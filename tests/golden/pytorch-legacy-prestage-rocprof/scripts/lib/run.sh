@@ -88,6 +88,12 @@ if [ "${SLURM_JOB_ID}" != 0 ]; then
         exit 2
     fi
 fi
+# PyTorch's Flight Recorder dump pipe (flight_recorder in job.sh sets LUMI_SCAFFOLD_FLIGHT=1):
+# each rank of a NCCL/RCCL process group makes <this prefix><rank>.pipe, node-local, and the
+# watchdog writes to it to ask that rank for its dump before it stops a stalled step.
+if [ "${LUMI_SCAFFOLD_FLIGHT:-0}" = 1 ] && [ -n "${TMPDIR:-}" ]; then
+    export TORCH_NCCL_DEBUG_INFO_PIPE_FILE="${TORCH_NCCL_DEBUG_INFO_PIPE_FILE:-${TMPDIR}/flight-recorder-pipe-}"
+fi
 
 # MIOpen's kernel cache, one directory per node in node-local storage (miopen_cache).
 if [ -n "${miopen_cache}" ]; then

@@ -258,9 +258,67 @@ report_job() {
     export LUMI_SCAFFOLD_JOB_KIND LUMI_SCAFFOLD_JOB_START LUMI_SCAFFOLD_TIME_UP
     export LUMI_SCAFFOLD_BILLING_PER_NODE LUMI_SCAFFOLD_BILLING_UNIT
 }
+# Seconds to the job's time limit, from its EndTime as Slurm holds it (the --signal lead the
+# job was submitted with may not be the job file's); $1 where Slurm does not say.
+seconds_left() {
+    local end
+    end="$(scontrol show job "${SLURM_JOB_ID:-0}" 2>/dev/null | grep -o 'EndTime=[0-9T:-]*' | head -n 1)"
+    end="${end#EndTime=}"
+    if [ -n "${end}" ] && end="$(date -d "${end}" +%s 2>/dev/null)"; then
+        echo "$(( end > $(date +%s) ? end - $(date +%s) : 0 ))"
+    else
+        echo "$1"
+    fi
+}
 # Tells the job's rank 0 (runlog.py) that Slurm's time-limit warning came.
 time_is_up() {
     touch "${LUMI_SCAFFOLD_TIME_UP}" 2>/dev/null || true
+}
+
+# The job's time limit in seconds as Slurm holds it (sbatch --time=... wins over the job
+# file's header), from its [days-]hours:minutes:seconds; in a dry run, the header's --time.
+time_limit_seconds() {
+    local limit days=0 parts=() seconds=0 part
+    if [ "${DRY_RUN}" = 1 ] || [ -z "${SLURM_JOB_ID:-}" ]; then
+        limit="$(sed -n 's/^#SBATCH --time=//p' "$(job_file)" | head -n 1)"
+    else
+        limit="$(scontrol show job "${SLURM_JOB_ID}" 2>/dev/null | grep -o 'TimeLimit=[^ ]*' | head -n 1)"
+        limit="${limit#TimeLimit=}"
+    fi
+    if [[ "${limit}" =~ ^([0-9]+)-(.*)$ ]]; then   # days-hours[:minutes[:seconds]]
+        days="${BASH_REMATCH[1]}"
+        limit="${BASH_REMATCH[2]}:00:00"
+        IFS=: read -r -a parts <<<"${limit}"
+        parts=("${parts[@]:0:3}")
+    elif [[ "${limit}" =~ ^[0-9:]+$ ]]; then   # minutes, minutes:seconds or hours:minutes:seconds
+        IFS=: read -r -a parts <<<"${limit}"
+        case "${#parts[@]}" in
+            1) parts=(0 "${parts[0]}" 0) ;;
+            2) parts=(0 "${parts[@]}") ;;
+        esac
+    fi
+    if [ "${#parts[@]}" != 3 ]; then   # UNLIMITED, or nothing read
+        return 0
+    fi
+    for part in "${parts[@]}"; do
+        seconds=$(( seconds * 60 + 10#${part} ))
+    done
+    echo $(( days * 86400 + seconds ))
+}
+
+# A watchdog limit's default for a time limit of $2 seconds (none: the cap) on $3 nodes, by
+# its rule $1 in scripts/values.sh: (percent of the time limit, floor, seconds per node added
+# to the floor, cap).
+default_limit() {
+    local rule="$1[@]" value floor
+    rule=("${!rule}")
+    value=$(( ${2:-0} * rule[0] / 100 ))
+    if [ -z "$2" ]; then
+        value="${rule[3]}"
+    fi
+    floor=$(( rule[1] + rule[2] * ${3:-1} ))
+    value=$(( value < floor ? floor : value ))
+    echo $(( value > rule[3] ? rule[3] : value ))
 }
 
 # The progress watchdog (scripts/lib/watchdog.py) beside a training or profiling step. A
@@ -268,21 +326,32 @@ time_is_up() {
 # for PROGRESS_TIMEOUT seconds: STARTUP_TIMEOUT before the first heartbeat, PHASE_TIMEOUT
 # in a phase it declared (a checkpoint, the first step). Any other command is judged by the
 # job's output: stopped when it did not grow for OUTPUT_TIMEOUT seconds. Before the stop:
-# which limit, the last rank and node that made progress, and every rank's stacks.
-# Each limit: seconds, from the environment or the job file, else scripts/values.sh; 0: off.
+# which limit, the last rank and node that made progress, and the evidence of every rank.
+# Each limit: seconds from the environment or the job file (0: off), else its default from
+# the job's time limit and nodes by its rule in scripts/values.sh: a share of the time limit,
+# at least a floor (plus some seconds per node), at most a cap.
+# After the watchdog fires: up to EVIDENCE_SECONDS for every rank's Flight Recorder dump and
+# stacks, then scancel, and up to STOP_SECONDS for the step to end before srun is killed.
+EVIDENCE_SECONDS=60
+STOP_SECONDS=30
 watch_progress() {
     STALLED=0 WATCHDOG_PID=""
-    PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-${progress_timeout}}"
-    STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-${startup_timeout}}"
-    PHASE_TIMEOUT="${PHASE_TIMEOUT:-${phase_timeout}}"
-    OUTPUT_TIMEOUT="${OUTPUT_TIMEOUT:-${output_timeout}}"
-    local limit largest
-    for limit in PROGRESS_TIMEOUT STARTUP_TIMEOUT PHASE_TIMEOUT OUTPUT_TIMEOUT; do
-        if ! [[ "${!limit}" =~ ^[0-9]{1,7}$ ]]; then
+    local limit largest seconds nodes="${SLURM_JOB_NUM_NODES:-}" given=()
+    seconds="$(time_limit_seconds)"
+    if [ -z "${nodes}" ]; then
+        nodes="$(sed -n 's/^#SBATCH --nodes=//p' "$(job_file)" | head -n 1)"
+    fi
+    for limit in STARTUP_TIMEOUT PROGRESS_TIMEOUT PHASE_TIMEOUT OUTPUT_TIMEOUT; do
+        if [ -n "${!limit:-}" ] && ! [[ "${!limit}" =~ ^[0-9]{1,7}$ ]]; then
             echo "${limit}='${!limit}' is not a number of seconds: e.g. ${limit}=1800 sbatch ... (0: no limit)" >&2
             exit 2
         fi
+        given+=("${limit}=${!limit:-$(default_limit "${limit,,}" "${seconds}" "${nodes}")} s${!limit:+ (set)}")
     done
+    STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-$(default_limit startup_timeout "${seconds}" "${nodes}")}"
+    PROGRESS_TIMEOUT="${PROGRESS_TIMEOUT:-$(default_limit progress_timeout "${seconds}" "${nodes}")}"
+    PHASE_TIMEOUT="${PHASE_TIMEOUT:-$(default_limit phase_timeout "${seconds}" "${nodes}")}"
+    OUTPUT_TIMEOUT="${OUTPUT_TIMEOUT:-$(default_limit output_timeout "${seconds}" "${nodes}")}"
     # How often a node's heartbeat file on the shared file system may be rewritten: every
     # PROGRESS_TIMEOUT/20 s, at most every 10 s (one file per node); a third of a limit under 30 s.
     LUMI_SCAFFOLD_HEARTBEAT_INTERVAL="$(( PROGRESS_TIMEOUT / 20 > 10 ? PROGRESS_TIMEOUT / 20 : 10 ))"
@@ -292,7 +361,7 @@ watch_progress() {
     local slack=$(( LUMI_SCAFFOLD_HEARTBEAT_INTERVAL + 2 ))   # a node's file is up to an interval (and 1 s) old
     # The frameworks' collective timeout (the examples read it) sits above every allowance:
     # a rank waiting in a collective while another checkpoints is waiting for a phase, and
-    # the watchdog, which knows the phases, judges a hang.
+    # the watchdog, which knows the phases, judges a hang (and asks for the Flight Recorder first).
     largest="${PROGRESS_TIMEOUT}"
     for limit in STARTUP_TIMEOUT PHASE_TIMEOUT; do
         largest=$(( ${!limit} > largest ? ${!limit} : largest ))
@@ -303,13 +372,12 @@ watch_progress() {
         echo "watchdog: off (PROGRESS_TIMEOUT=0)"
         return 0
     fi
-    local by_output="no limit (OUTPUT_TIMEOUT=0)"
-    if [ "${OUTPUT_TIMEOUT}" != 0 ]; then
-        by_output="stopped when the job's output does not grow for OUTPUT_TIMEOUT=${OUTPUT_TIMEOUT} s"
-    fi
-    echo "watchdog: until the command imports heartbeat.py it is judged by its output alone: ${by_output};" \
-        "with heartbeats: STARTUP_TIMEOUT=${STARTUP_TIMEOUT} s to the first, PROGRESS_TIMEOUT=${PROGRESS_TIMEOUT} s" \
-        "between them, PHASE_TIMEOUT=${PHASE_TIMEOUT} s in a phase (a tighter guard: from heartbeat import Heartbeat, README.md)"
+    limit="$(printf '%s, ' "${given[@]}")"
+    echo "watchdog: for a time limit of ${seconds:-<none>} s on ${nodes:-1} node(s): ${limit%, }; then up to" \
+        "$(( EVIDENCE_SECONDS + STOP_SECONDS )) s to gather evidence and stop the step"
+    echo "watchdog: a command is judged by its output alone (OUTPUT_TIMEOUT; 0: no limit) until it imports" \
+        "heartbeat.py, then by STARTUP_TIMEOUT to the first heartbeat, PROGRESS_TIMEOUT between heartbeats, PHASE_TIMEOUT" \
+        "in a phase it declared (README.md); NAME=seconds sbatch ... sets one"
     if [ "${DRY_RUN}" = 1 ]; then
         return 0
     fi
@@ -330,17 +398,18 @@ watch_progress() {
     WATCHDOG_PID=$!
 }
 
-# On the watchdog's signal: every rank's stacks (one helper task per node), then scancel
+# On the watchdog's signal: every rank's Flight Recorder dump (asked through its dump pipe),
+# its process state and its stacks (one helper task per node), then scancel
 # of the training step (Slurm ends it on every node, a rank blocked in C code included);
-# where no step id is found, SIGTERM to srun, SIGKILL 60 s later.
+# where no step id is found, SIGTERM to srun, SIGKILL STOP_SECONDS later.
 # shellcheck disable=SC2329  # invoked by the trap in watch_progress
 on_stall() {
     STALLED=1
     local steps=() step
     mapfile -t steps < <(squeue --noheader --steps --jobs="${SLURM_JOB_ID}" --format=%i 2>/dev/null \
         | grep -E "^${SLURM_JOB_ID}\.[0-9]+$" || true)
-    echo "watchdog: the stacks of every rank follow; the collective library's logs stay in logs/" >&2
-    LUMI_SCAFFOLD_HELPER=1 timeout 120 srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" \
+    echo "watchdog: the evidence of every rank follows (Flight Recorder dumps, process states, stacks); the collective library's logs stay in logs/" >&2
+    LUMI_SCAFFOLD_HELPER=1 timeout "${EVIDENCE_SECONDS}" srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" \
         --ntasks-per-node=1 "${CONTAINER[@]}" "${LIB}/run.sh" python "${LIB}/watchdog.py" dump --dir "${LUMI_SCAFFOLD_HEARTBEAT_DIR}" \
         || echo "watchdog: could not collect the stacks (above)" >&2
     for step in "${steps[@]}"; do
@@ -355,7 +424,7 @@ on_stall() {
         if [ "${#steps[@]}" = 0 ]; then
             kill -TERM "${STEP_PID}" 2>/dev/null || true
         fi
-        ( sleep 60; kill -KILL "${STEP_PID}" 2>/dev/null ) &   # an srun that does not return
+        ( sleep "${STOP_SECONDS}"; kill -KILL "${STEP_PID}" 2>/dev/null ) &   # an srun that does not return
     fi
 }
 
@@ -413,7 +482,7 @@ train_job() {
     # file), a job that ends unfinished ran out of time, and the chain's next job continues.
     time_up=0
     next_job=""
-    trap 'time_up=1; echo "time limit in ${signal_lead} s${next_job:+: job ${next_job} continues the run}" >&2; time_is_up' USR1
+    trap 'time_up=1; echo "time limit in $(seconds_left "${signal_lead}") s${next_job:+: job ${next_job} continues the run}" >&2; time_is_up' USR1
     trap 'stop_train TERM' TERM
     trap 'stop_train INT' INT
     trap 'stop_train HUP' HUP
@@ -478,7 +547,8 @@ train_job() {
 }
 
 # PyTorch's Flight Recorder for the training step: every rank keeps its last collectives and,
-# when a NCCL/RCCL collective times out, writes them to RUN_DIR/flight-recorder/<job id>/rank-<R>,
+# when a NCCL/RCCL collective times out or the watchdog asks through the rank's dump pipe
+# (scripts/lib/run.sh), writes them to RUN_DIR/flight-recorder/<job id>/rank-<R>,
 # from which scripts/lib/fault.py names the rank that never entered the collective the others
 # wait in (gloo writes none). The names follow the image's torch: from 2.10 on the TORCH_FR_
 # names alone (pytorch/pytorch PR #167395; 2.11 and later warn on every rank where the older
@@ -499,7 +569,7 @@ flight_recorder() {
     elif [[ "${version}" =~ ^[1-9][0-9]*\. ]]; then
         minor=$(( ${version%%.*} > 2 ? 99 : 0 ))
     fi
-    export TORCH_NCCL_DUMP_ON_TIMEOUT="${TORCH_NCCL_DUMP_ON_TIMEOUT:-1}"
+    export TORCH_NCCL_DUMP_ON_TIMEOUT="${TORCH_NCCL_DUMP_ON_TIMEOUT:-1}" LUMI_SCAFFOLD_FLIGHT=1
     if [ "${minor}" -ge 10 ] || [ "${minor}" = -1 ]; then
         export TORCH_FR_BUFFER_SIZE="${size}" TORCH_FR_DUMP_TEMP_FILE="${file}"
     fi
@@ -589,7 +659,7 @@ stop_train() {
 # profile goes into profiles/<job id> (.2, .3 ... for more runs in one allocation).
 profile_job() {
     report_job profile
-    trap 'echo "time limit in ${profile_signal_lead} s: the profile will end unfinished" >&2; time_is_up' USR1
+    trap 'echo "time limit in $(seconds_left "${profile_signal_lead}") s: the profile will end unfinished" >&2; time_is_up' USR1
     local name="${SLURM_JOB_ID:-0}" n=1 status=0
     while [ -e "${PROJECT_DIR}/profiles/${name}" ]; do
         n=$((n + 1))

@@ -155,7 +155,7 @@ def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
         allreduce_reference=site.allreduce_reference if multi else None,
         gpus_per_node=node.gpus, gpu_type=node.gpu_type, cpus_per_gpu=node.cpus_per_gpu, cpu_masks=node.cpu_masks,
         mem_per_gpu_gb=node.mem_per_gpu_gb, mem_per_node_gb=node.mem_per_node_gb,
-        node_local_tmp=site.node_local_tmp, node_local_tmp_note=site.node_local_tmp_note,
+        node_local_tmp=site.node_local_tmp, node_local_tmp_note=site.node_local_tmp_note, support=site.support,
         bind_roots=site.bind_roots, miopen_cache=site.miopen_cache or "",
         memory_follows_gpus=site.memory_follows_gpus, gpu_numa=node.gpu_numa, gpu_nic=node.gpu_nic,
         interconnect=site.interconnect, reserved_cores=node.reserved_cores,

@@ -306,8 +306,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .plugins import get_catalogue
     from .update import project_notices, update_available
 
-    from .doctor import (home_notice, image_check, library_changes, observed_image_check, sbatch_test_only, storage_checks,
-                         venv_files, venv_pack_notes)
+    from .doctor import (home_notice, image_check, ledger_notes, library_changes, observed_image_check, sbatch_test_only,
+                         storage_checks, venv_files, venv_pack_notes)
     from .errors import SlurmUnreachable
 
     project = _project(args.project)
@@ -359,6 +359,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
               "counts against its file quota (README.md, \"Create the venv\")")
     for note in venv_pack_notes(project):
         print(f"note: {note}")
+    for note in ledger_notes(project):
+        print(f"note: node ledger: {note}")
     newer = update_available(answers)
     if newer:
         print(f"note: {newer}")

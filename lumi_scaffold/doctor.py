@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,6 +69,21 @@ def library_changes(project: Path) -> list[str]:
                    "has what it wrote). Fix: make the change in the job file (jobs/) or scripts/values.sh, or propose "
                    f"it upstream; git checkout -- {rel} (or git log -p -- {rel}) brings back or shows the template's")
     return out
+
+
+def ledger_notes(project: Path) -> list[str]:
+    """The project's node ledger: each node in force (scripts/lib/ledger.py list, with the
+    environment jobs are submitted from: OUTPUT_ROOT and the variables values.sh names)."""
+    script = project / "scripts/lib/ledger.py"
+    if not script.is_file():
+        return []  # (a project made before lumi-scaffold 0.5)
+    try:
+        done = subprocess.run([sys.executable, str(script), "list"], capture_output=True, text=True, timeout=30,
+                              cwd=project)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.removeprefix("ledger: ") + f" (clear: python3 scripts/lib/ledger.py clear {line.split()[1]})"
+            for line in done.stdout.splitlines() if " excluded until " in line]
 
 
 @dataclass

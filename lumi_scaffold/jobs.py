@@ -330,6 +330,11 @@ def cost(shape: Shape, part: Partition, node: NodeLayout) -> Cost | None:
 # larger (docs/jobs.md, "What a hang costs").
 WATCHDOG_RULE = {"startup_timeout": (6, 180, 2, 1800), "progress_timeout": (3, 60, 0, 1200),
                  "phase_timeout": (6, 180, 0, 3600), "output_timeout": (20, 300, 0, 7200)}
+# How long a node with evidence against it stays in the project's node ledger (scripts/lib/
+# ledger.py), days: long enough for a chain of 48-hour jobs and the site's answer to a report,
+# short enough that a node the site repaired comes back by itself. A choice of this
+# template, not a site fact; `python3 scripts/lib/ledger.py clear NODE` ends one sooner.
+LEDGER_DAYS = 7
 
 SMOKE_TIME = "00:10:00"
 PREFLIGHT_TIME = "00:15:00"

@@ -24,7 +24,7 @@ from typing import Any
 
 from .plugin_data import PluginData, storage_variables
 from . import command
-from .jobs import WATCHDOG_RULE
+from .jobs import LEDGER_DAYS, WATCHDOG_RULE
 from .tracking import TRACKING_DEFAULTS
 
 HEADER = """\
@@ -261,6 +261,10 @@ def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
                  "time limit: (percent of it, floor in seconds, seconds per node added to the floor, cap in seconds).",
                  "A job file or the environment may set one in seconds (0: off): PROGRESS_TIMEOUT=600 sbatch ...")),
         *(Value(name, tuple(map(str, rule))) for name, rule in WATCHDOG_RULE.items()),
+        Value("ledger_days", str(LEDGER_DAYS), ("Days a node with evidence against it stays in the project's node",
+                                                "ledger (scripts/lib/ledger.py), excluded by every job; 0: no ledger.")),
+        Value("support", pd.site.support, (f"Where {pd.site.title} takes the report of a suspect node (the ledger prints one).",)
+              if pd.site.support else ("The site's data names no place to report a suspect node.",)),
     ]
 
 

@@ -57,6 +57,10 @@ def hang_and_resume(cluster, project: Path, tmp_path: Path, site_root: Path, ext
     retry = re.search(rf"^chain: job (\d+) resumes run demo from its newest checkpoint, without node {node}$", log, re.M)
     assert queued and retry, log
     assert cluster.job_info(int(retry.group(1)))["ExcNodeList"] == node
+    # the node goes into the project's ledger, with a report ready for the site's support
+    assert re.search(rf"^ledger: {node} is excluded from this project's jobs until .*Report it to the site's support"
+                     rf"( \(https://\S+\))?:\n  Suspect node {node}: job {first} at \S+\. Evidence: hang \(heartbeat stall\): rank 1 on {node}", log, re.M), log
+    assert (tmp_path / "outputs/node-ledger.tsv").read_text().startswith(f"{node}\t")
     if not resume:
         cluster.run(["scancel", retry.group(1)], check=True)
         assert cluster.wait(int(queued.group(1)), timeout=30).state == "CANCELLED"
@@ -65,6 +69,8 @@ def hang_and_resume(cluster, project: Path, tmp_path: Path, site_root: Path, ext
     log2 = log_of(project, int(retry.group(1)))
     assert result.state == "COMPLETED", log2
     assert "done: 8 steps on 2 process(es)" in log2 and "fault:" not in log2, log2
+    assert re.search(rf"^ledger: {node} excluded until .*\nledger: this job runs on nid00500[01], none of them$", log2,
+                     re.M), log2
     assert cluster.wait(int(queued.group(1)), timeout=30).state == "CANCELLED"
     report2 = json.loads((tmp_path / "outputs/demo/reports" / f"{retry.group(1)}.json").read_text())
     assert report2["ended"] == "finished" and report2["stopped_by"] is None, report2

@@ -174,3 +174,33 @@ def test_with_no_limit_set_a_hang_ends_a_10_minute_job_within_3_minutes(slurm_cl
     assert ran < 60 + 180, (info["RunTime"], log)  # (the start, 3 steps, then at most 3 minutes)
     if kind == "train":
         assert re.search(r"^fault: hang \(heartbeat stall\): rank 1 on \S+ after step 2", log, re.M), log
+
+
+def test_a_job_submitted_by_hand_leaves_a_node_in_the_ledger_and_an_expired_entry_is_not_applied(
+        slurm_cluster_2nodes, template, tmp_path, site_root):
+    """The ledger holds nid005000 (in force) and nid005001 (expired). A job submitted by hand
+    onto nid005000 says so in its first lines and queues its replacement with
+    --exclude=nid005000 (Slurm's ExcNodeList shows it), which runs on nid005001 and completes."""
+    project = render(template, tmp_path / "p", **LOCAL)
+    (project / "foreign.py").write_text("print('trained', flush=True)\n")
+    with_command(project, "python -u foreign.py")
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root)
+    now = int(time.time())
+    (tmp_path / "outputs").mkdir(exist_ok=True)
+    (tmp_path / "outputs" / "node-ledger.tsv").write_text(
+        f"nid005000\t{now + 86400}\t11\t2026-11-28T09:00:00\tfault: hang (heartbeat stall): rank 1 on nid005000\n"
+        f"nid005001\t{now - 60}\t10\t2026-11-20T09:00:00\tfault: hang (heartbeat stall): rank 3 on nid005001\n")
+    job_id = slurm_cluster_2nodes.sbatch(["--nodelist=nid005000", "jobs/train.sbatch"], cwd=project, env=env)
+    result = slurm_cluster_2nodes.wait(job_id, timeout=120)
+    log = log_of(project, job_id)
+    assert result.state == "COMPLETED", log
+    assert re.search(r"^ledger: nid005000 excluded until .* \(job 11 at 2026-11-28T09:00:00: fault: hang", log, re.M), log
+    assert "nid005001 excluded" not in log, log
+    replaced = re.search(r"^ledger: this job landed on nid005000: job (\d+) replaces it without nid005000 ", log, re.M)
+    assert replaced and "trained" not in log, log
+    second = int(replaced.group(1))
+    assert slurm_cluster_2nodes.job_info(second)["ExcNodeList"] == "nid005000"
+    result = slurm_cluster_2nodes.wait(second, timeout=120)
+    log2 = log_of(project, second)
+    assert result.state == "COMPLETED" and "trained" in log2, log2
+    assert "ledger: this job runs on nid005001, none of them" in log2, log2

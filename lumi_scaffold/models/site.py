@@ -112,6 +112,9 @@ class Site(Model):
     node_local_tmp_note: str = Field(
         "", description="What node_local_tmp is, for comments and the README (LUMI: 'RAM, counted in the "
                         "job's memory'); leave empty when the site's documentation does not say.")
+    support: str = Field(
+        "", description="Where users report a suspect node, as the site's documentation names it (a URL or an "
+                        "address): the node ledger's report names it. Empty: the report says only what to send.")
     interconnect: str = Field(
         "", description="The network between nodes as prose names it, where images need builds for it (LUMI: "
         "Slingshot: 'a generic wheel lacks the image's ROCm and Slingshot builds'); empty where the site does not say.")
@@ -183,7 +186,8 @@ class Site(Model):
         default_factory=list, description="How users look at tracked runs here (the README says it); leave out a "
         "tracker the site's documentation does not cover: the README then gives the tracker's own command.")
 
-    _text = field_validator("title", "display_name", "source", "node_local_tmp_note", "interconnect")(check_one_line)
+    _text = field_validator("title", "display_name", "source", "node_local_tmp_note", "support", "interconnect")(
+        check_one_line)
 
     @field_validator("own_image_frameworks", mode="before")
     @classmethod

@@ -487,6 +487,7 @@ train_job() {
     trap 'stop_train INT' INT
     trap 'stop_train HUP' HUP
 
+    check_ledger
     stage_data
     restore_caches
     if [ "${DRY_RUN}" != 1 ]; then
@@ -497,7 +498,7 @@ train_job() {
         echo "chain: this job was requeued; its first start queued the next one" >&2
     elif [ "${chain}" -gt 1 ] && [ "${DRY_RUN}" != 1 ]; then
         # Queued before training, so that it runs even when this job meets its time limit.
-        if next_job="$(cd "${PROJECT_DIR}" && CHAIN="$((chain - 1))" sbatch --parsable \
+        if next_job="$(cd "${PROJECT_DIR}" && CHAIN="$((chain - 1))" sbatch --parsable ${LEDGER_EXCLUDE:+"--exclude=${LEDGER_EXCLUDE}"} \
             --dependency="afterany:${SLURM_JOB_ID}" "$(job_file)" "${JOB_ARGS[@]}")"; then
             echo "chain: job ${next_job} continues run ${RUN_NAME} after this one ($((chain - 1)) more job(s) at most)"
         else
@@ -528,8 +529,9 @@ train_job() {
         if [ "${FAULT_CAUSE}" != "collective timeout" ]; then
             what="the watchdog stopped this job"
         fi
+        ledger_nodes   # (with the node the evidence named, unless LEDGER_DAYS=0)
         if [ -n "${FAULT_EXCLUDE}" ]; then
-            exclude=(--exclude="${FAULT_EXCLUDE}")
+            exclude=(--exclude="${LEDGER_EXCLUDE:-${FAULT_EXCLUDE}}")
             stop_chain "${what}; a job without ${FAULT_EXCLUDE} replaces it"
         else
             stop_chain "${what}; a job on any nodes replaces it (software hang suspected)"
@@ -578,6 +580,47 @@ flight_recorder() {
     fi
 }
 
+# A helper of scripts/lib/ with the node's python3 (it starts at once), else the image's.
+helper_python() {
+    if command -v python3 >/dev/null 2>&1; then
+        python3 "$@"
+    else
+        LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${LIB}/run.sh" python "$@"
+    fi
+}
+
+# The project's node ledger (scripts/lib/ledger.py, OUTPUT_ROOT/node-ledger.tsv): the nodes
+# with evidence against them, in LEDGER_EXCLUDE (comma-separated). A job that landed on one
+# queues a job that replaces it without them, and ends (the ledger's first lines say so);
+# every job the chain queues excludes them. LEDGER_DAYS=0 sbatch ...: no ledger.
+ledger_nodes() {
+    LEDGER_EXCLUDE=""
+    if [ "${DRY_RUN}" != 1 ] && [ "${LEDGER_DAYS:-${ledger_days}}" != 0 ]; then
+        LEDGER_EXCLUDE="$(helper_python "${LIB}/ledger.py" in-force 2>/dev/null | tail -n 1 || true)"
+    fi
+}
+check_ledger() {
+    ledger_nodes
+    if [ -z "${LEDGER_EXCLUDE}" ]; then
+        return 0
+    fi
+    helper_python "${LIB}/ledger.py" list
+    local node here=()
+    mapfile -t here < <(scontrol show hostnames "${SLURM_JOB_NODELIST:-}" 2>/dev/null)
+    for node in "${here[@]}"; do
+        if [[ ",${LEDGER_EXCLUDE}," == *",${node},"* ]]; then
+            local replacement
+            if replacement="$(cd "${PROJECT_DIR}" && sbatch --parsable --exclude="${LEDGER_EXCLUDE}" "$(job_file)" "${JOB_ARGS[@]}")"; then
+                echo "ledger: this job landed on ${node}: job ${replacement} replaces it without ${LEDGER_EXCLUDE} (the options given to sbatch on its command line are not carried over); this one ends" >&2
+            else
+                echo "ledger: this job landed on ${node}, and no job could be queued to replace it (above); this one ends" >&2
+            fi
+            exit 0
+        fi
+    done
+    echo "ledger: this job runs on ${here[*]}, none of them"
+}
+
 # Why the training step ended (scripts/lib/fault.py, with the node's python3, else the
 # image's): one `fault:` line naming the cause, rank, node and step (none when the training
 # finished), the job report completed, and the chain's decision in FAULT_CAUSE, FAULT_HANG
@@ -585,20 +628,18 @@ flight_recorder() {
 # stop), FAULT_EXCLUDE (a node, only on evidence) and FAULT_REASON.
 #   job_outcome STATUS [SIGNAL that ended the job: TERM, INT, HUP]
 job_outcome() {
-    local decision="${PROJECT_DIR}/logs/fault-${SLURM_JOB_ID:-0}" python=(python3) logs=() up=0
+    local decision="${PROJECT_DIR}/logs/fault-${SLURM_JOB_ID:-0}" logs=() up=0
     if [ -f "${LUMI_SCAFFOLD_TIME_UP}" ] || [ "${time_up:-0}" = 1 ]; then
         up=1
     fi
-    if ! command -v python3 >/dev/null 2>&1; then
-        python=(env LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${LIB}/run.sh" python)
-    fi
     mapfile -t logs < <(scontrol show job "${SLURM_JOB_ID:-0}" 2>/dev/null | sed -n 's/^ *Std\(Out\|Err\)=//p' | sort -u)
     rm -f "${decision}"
-    "${python[@]}" "${LIB}/fault.py" end --status "$1" --log "${logs[@]}" \
+    helper_python "${LIB}/fault.py" end --status "$1" --log "${logs[@]}" \
         --heartbeats "${LUMI_SCAFFOLD_HEARTBEAT_DIR:-}" --flight "${FLIGHT_DIR:-}" \
         --time-up "${up}" --signal "${2:-}" --chain "${chain:-1}" --next "${next_job:-}" \
         --hung-before "${LUMI_SCAFFOLD_STALLED_BEFORE:-}" --known-issues "${image_known_issues}" \
         --run-dir "${RUN_DIR}" --job "${SLURM_JOB_ID:-0}" --out "${decision}" \
+        --ledger-days "${LEDGER_DAYS:-${ledger_days}}" --support "${support}" \
         || echo "fault: scripts/lib/fault.py failed (above): no report from the job" >&2
     FAULT_CAUSE="$(sed -n 's/^cause=//p' "${decision}" 2>/dev/null || true)"
     FAULT_DECISION="$(sed -n 's/^decision=//p' "${decision}" 2>/dev/null || true)"
@@ -667,6 +708,7 @@ profile_job() {
     done
     PROFILE_DIR="${PROJECT_DIR}/profiles/${name}"
     export PROFILE_DIR
+    check_ledger
     stage_data
     restore_caches   # (compiling kernels would show in the profile)
     if [ "${DRY_RUN}" != 1 ]; then

@@ -107,6 +107,11 @@ startup_timeout=('6' '180' '2' '1800')
 progress_timeout=('3' '60' '0' '1200')
 phase_timeout=('6' '180' '0' '3600')
 output_timeout=('20' '300' '0' '7200')
+# Days a node with evidence against it stays in the project's node
+# ledger (scripts/lib/ledger.py), excluded by every job; 0: no ledger.
+ledger_days='7'
+# Where LUMI-G (MI250X, Slingshot-11, Singularity) takes the report of a suspect node (the ledger prints one).
+support='https://lumi-supercomputer.eu/user-support/need-help/'
 
 # Inside the container (scripts/lib/run.sh, every rank).
 # NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3: RCCL bootstrap over the Slingshot interfaces, not the management network [WS-09, WS-2026]

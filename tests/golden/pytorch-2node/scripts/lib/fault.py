@@ -26,6 +26,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 import jobfiles  # noqa: E402  (scripts/lib/python/jobfiles.py: the heartbeat files and the report)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ledger  # noqa: E402  (scripts/lib/ledger.py: nodes with evidence against them)
 
 HANG = ("collective timeout", "heartbeat stall", "output stall")
 
@@ -381,7 +383,7 @@ def end(args):
     exclude = culprit(cause, facts, text, beats, args.flight) if cause != "finished" else ""
     decision, reason = decide(cause, facts, exclude, args.hung_before, args.known_issues, args.status, args.chain,
                               args.next)
-    exclude = exclude if decision == "resume-elsewhere" else ""
+    against, exclude = exclude, exclude if decision == "resume-elsewhere" else ""
     stopped_by = None
     if cause != "finished":
         stopped_by = {"cause": cause, "hang": cause in HANG, "rank": facts.get("rank"), "node": facts.get("node") or None,
@@ -389,6 +391,9 @@ def end(args):
                       "evidence": facts.get("evidence", ""), "decision": decision, "exclude": exclude or None,
                       "reason": reason}
         print(line(cause, facts, decision, reason), flush=True)
+    if against and args.ledger_days and int(args.ledger_days) > 0:  # evidence against a node: the project's ledger
+        said = line(cause, facts, decision, reason)[len("fault: "):].split(". Next: ")[0]
+        ledger.add(against, args.job, said, int(args.ledger_days), args.support)
     if args.run_dir and args.job:
         steps = [b.step for b in beats.values() if b.step >= 0]
         try:
@@ -424,7 +429,8 @@ def main(argv):
     command.add_argument("--log", nargs="*", default=[])
     command.add_argument("--time-up", type=int, default=0)
     command.add_argument("--chain", type=int, default=1)
-    for name in ("heartbeats", "flight", "signal", "hung-before", "next", "known-issues", "run-dir", "job", "out"):
+    for name in ("heartbeats", "flight", "signal", "hung-before", "next", "known-issues", "run-dir", "job", "out",
+                 "ledger-days", "support"):
         command.add_argument("--" + name, default="")
     sub.add_parser("flight").add_argument("dir")
     args = parser.parse_args(argv)

@@ -170,3 +170,31 @@ def test_energy_is_not_measured_unless_every_node_was_read(jobfiles, tmp_path):
     figures = jobfiles.energy(str(tmp_path), "/sys/cray/pm_counters", 2)
     assert figures["joules"] == 70 and "not_measured" not in figures
     assert jobfiles.energy_text(figures) == "0.000 kWh on 2 node(s) (70 J; nid1 30 J, nid2 40 J)"
+
+
+def test_a_job_removes_only_its_own_node_local_directories(template, tmp_path):
+    """nodes.sh removes a directory only where its name holds the job id: another job's
+    TMPDIR, and a cache directory the site names per node only (the workshop's MIOpen cache
+    without the job id), stay; KEEP_NODE_TMP=1 keeps them all."""
+    import os
+    import subprocess
+
+    project = render(template, tmp_path / "p", prestage=True)
+    node_tmp = tmp_path / "node-local"
+    node_tmp.mkdir()
+    values = project / "scripts/values.sh"
+    text = values.read_text().replace("\nnode_tmp='/tmp'\n", f"\nnode_tmp='{node_tmp}'\n")
+    text = text.replace("miopen_cache='/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}'",
+                        f"miopen_cache='{node_tmp}/${{USER}}-miopen-cache-${{SLURM_NODEID}}'")
+    values.write_text(text.replace("/tmp/${USER}-", f"{node_tmp}/${{USER}}-"))
+    made = ["u-tmp-77-0", "u-tmp-78-0", "u-miopen-cache-0", "u-triton-cache-77-0", "u-inductor-cache-77-0", "u-demo-77"]
+    for name in made:
+        (node_tmp / name / "sub").mkdir(parents=True)
+    env = {**os.environ, "USER": "u", "SLURM_JOB_ID": "77", "SLURM_NODEID": "0", "STAGE_DIR": str(node_tmp / "u-demo-77"),
+           "ENERGY_COUNTERS": "", "LUMI_SCAFFOLD_NODE_RECORDS": ""}
+    kept = subprocess.run(["bash", "scripts/lib/nodes.sh", "end"], cwd=project, env={**env, "KEEP_NODE_TMP": "1"},
+                          capture_output=True, text=True)
+    assert kept.returncode == 0 and sorted(p.name for p in node_tmp.iterdir()) == sorted(made), kept.stderr
+    ended = subprocess.run(["bash", "scripts/lib/nodes.sh", "end"], cwd=project, env=env, capture_output=True, text=True)
+    assert ended.returncode == 0 and ended.stdout == ended.stderr == "", ended.stderr
+    assert sorted(p.name for p in node_tmp.iterdir()) == ["u-miopen-cache-0", "u-tmp-78-0"]

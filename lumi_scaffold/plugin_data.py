@@ -29,7 +29,8 @@ from ._types import (AbsPath, AbsPathOrEmpty, CpuMask, EnvName, Ident, NameWordO
 from .errors import PluginDataError
 from .jobs import JOB_KINDS, Binding, Cost, Shape, shape_from_options
 from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
-                     SiteNote, TrainArg, check_path_note, check_pull_address)
+                     SiteNote, TrainArg, check_pull_address)
+from .models.resources import check_path_note
 
 __all__ = ["SCHEMA", "Cost", "PluginData", "PluginDataError", "storage_variables", "validate_plugin_data"]
 

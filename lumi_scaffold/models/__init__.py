@@ -11,7 +11,7 @@ from __future__ import annotations
 # The models by what they describe, in the order of the reference page (lumi_scaffold.reference);
 # every name is importable from lumi_scaffold.models, as before 0.4.
 from .base import Model, JobShape, KnownIssue, EnvSetting, ProfilerWord, ProfilerEnvSetting, ExtraOption
-from .resources import BillingRule, SiteNote, check_path_note, WalltimeBin, NodeLayout, Partition, StorageArea
+from .resources import BillingRule, SiteNote, WalltimeBin, NodeLayout, Partition, StorageArea
 from .runtime import EnvModule, BindingsModule, ContainerGeneration, CotainrSupport, LogPattern, RcclCheck, AllreduceReference
 from .site import AccountRule, ReadmeSection, TrackingViewer, Site
 from .software import ContainerImage, check_pull_address, TrainArg, Framework, Profiler, Source, TemplateFile
@@ -34,7 +34,6 @@ __all__ = [
     "ReadmeSection",
     "Site",
     "SiteNote",
-    "check_path_note",
     "StorageArea",
     "WalltimeBin",
     "Source",

@@ -637,6 +637,9 @@ stop_train() {
         done
     fi
     if [ -n "${NODE_GUARD_PID:-}" ]; then   # (Slurm's SIGTERM: the guards read the counters and clean)
+        if [ "$1" != TERM ]; then   # (Ctrl-C, a closed terminal: the allocation still runs steps)
+            per_node bash "${LIB}/nodes.sh" end || true
+        fi
         wait_guards
     fi
     if [ -z "${FAULT_DECISION:-}" ]; then   # (not when the step had ended and the job had said why)

@@ -160,7 +160,7 @@ def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
         memory_follows_gpus=site.memory_follows_gpus, gpu_numa=node.gpu_numa, gpu_nic=node.gpu_nic,
         interconnect=site.interconnect, reserved_cores=node.reserved_cores,
         reserved_cores_note=node.reserved_cores_note, gpu_power=node.gpu_power,
-        rccl_debug_alias=site.rccl_debug_alias or "",
+        rccl_debug_alias=site.rccl_debug_alias or "", energy_counters=site.energy_counters,
     )
 
 

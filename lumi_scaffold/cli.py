@@ -382,7 +382,7 @@ def _doctor_data(project: Path, answers: dict[str, Any], notices: list[str]) -> 
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from .explain import explain_project, format_report, read_project
+    from .explain import energy_estimate, explain_project, format_report, read_project
 
     project = Path(args.project).resolve()
     if args.runs:
@@ -391,7 +391,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         _, data = read_project(project)
         root = output_root(data.output_root, args.output_root)
         runs = read_runs(root)
-        print(json.dumps(runs, indent=2) if args.json else format_runs(root, runs))
+        estimates = {kind: f"{cost.at_limit:g} {cost.unit} at limit" for kind, cost in data.job.cost.items()}
+        print(json.dumps(runs, indent=2) if args.json else format_runs(root, runs, estimates, energy_estimate(data)["text"]))
         return 0
     report = explain_project(project)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
@@ -477,7 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("project", nargs="?", default=".", help="the project directory (default: this one)")
     p.add_argument("--json", action="store_true", help="machine-readable output, every rank")
     p.add_argument("--runs", action="store_true",
-                   help="the project's runs instead: each job's report (steps, samples/s, step times, data wait, GPU-hours)")
+                   help="the project's runs instead: each job's report (steps, samples/s, step times, data wait, GPU-hours "
+                   "and energy, beside explain's estimate)")
     p.add_argument("--output-root", metavar="DIR", help="with --runs: where the runs are (default: $OUTPUT_ROOT, else the project's)")
     p.set_defaults(func=cmd_explain)
 

@@ -294,10 +294,23 @@ def explain_project(project: Path | str) -> dict[str, Any]:
                         "billed_per_hour": train.per_hour if train else None, "unit": train.unit if train else "",
                         "rule": train.rule if train else "no billing rule known for this partition"},
         "prestage": _prestage(answers, data),
+        "energy": energy_estimate(data),
         "research": _research(project, data),
         "known_issues": project_issues(data, get_catalogue()),
         "shared_node": shared_node_notes(data, get_catalogue()),
     }
+
+
+def energy_estimate(data: PluginData) -> dict[str, Any]:
+    """What explain can say of a job's energy before it runs: an estimate only from a sourced
+    figure of the nodes' power, which no site's data gives yet; and whether the job reports
+    measure it (the site's energy counters, read on every node at the job's start and end)."""
+    site = data.site.display_name or data.site.name
+    counters = data.site.energy_counters
+    measured = (f"each job's report has the energy its nodes used, from their counters ({counters.text})" if counters
+                else "the job reports say 'not measured': the site's data names no energy counters on its nodes")
+    return {"estimate": None, "counters": counters.text if counters else "",
+            "text": f"no estimate: the data for {site} gives no sourced figure of a node's power; {measured}"}
 
 
 def _research(project: Path, data: PluginData) -> dict[str, Any] | None:
@@ -426,6 +439,7 @@ def format_report(report: dict[str, Any]) -> str:
     if report["prestage"]:
         p = report["prestage"]
         lines.append(f"pre-staging: up to {_number(p['budget_gb'])} GB in {p['where']} per node: {p['why']}")
+    lines.append(f"energy: {report['energy']['text']}")
     if report.get("research"):
         r = report["research"]
         lines.append(f"job reports: {r['reports']} (lumi-scaffold explain --runs lists them)")

@@ -30,6 +30,7 @@ from .errors import PluginDataError
 from .jobs import JOB_KINDS, Binding, Cost, Shape, shape_from_options
 from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
                      SiteNote, TrainArg, check_pull_address)
+from .models.resources import check_path_note
 
 __all__ = ["SCHEMA", "Cost", "PluginData", "PluginDataError", "storage_variables", "validate_plugin_data"]
 
@@ -80,14 +81,20 @@ class SiteFacts(_Part):
     rccl_debug_alias: EnvName | Literal[""] = Field(
         "", description="An older name of RCCL_DEBUG_FILES run.sh reads too ('' for none; left out of the answers file "
         "then).")
+    energy_counters: SiteNote | None = Field(
+        None, description="The nodes' energy counters' directory and its source (0.5; none: the job report's energy is "
+        "not measured; left out of the answers file then).")
 
     @model_serializer(mode="wrap")
     def _without_no_alias(self, handler: Any) -> dict[str, Any]:
-        # Only sites with an alias have the key (the answers files of other projects stay as they were).
+        # Only sites with an alias (counters) have the key (the answers files of other projects stay as they were).
         data = handler(self)
-        if not data.get("rccl_debug_alias"):
-            data.pop("rccl_debug_alias", None)
+        for key in ("rccl_debug_alias", "energy_counters"):
+            if not data.get(key):
+                data.pop(key, None)
         return data
+
+    _counters = field_validator("energy_counters")(check_path_note)
 
 
 class PartitionFacts(_Part):

@@ -5,8 +5,10 @@ directory (the generated ``scripts/lib/python/runlog.py``): steps, throughput, s
 share spent waiting for data, and GPU-hours billed by the site's rule. The generated
 project's ``scripts/lib/reports.py`` reads them back (its ``scripts/sweep.py summary`` too):
 this loads that file from the template of this installation (:func:`project_reports`) and
-prints one row per job and one total per run; nothing else (no tracker, no Slurm) is needed.
-Steps a job's script did not report (it never used runlog.py) show as "not reported".
+prints one row per job and one total per run, with what `lumi-scaffold explain` estimated for
+a job of its kind beside what it measured (billed GPU-hours, energy); nothing else (no
+tracker, no Slurm) is needed. Steps a job's script did not report (it never used runlog.py)
+show as "not reported", the energy of nodes without counters as "not measured".
 """
 
 from __future__ import annotations
@@ -61,12 +63,18 @@ def read_runs(root: Path) -> list[dict[str, Any]]:
     return runs
 
 
-def format_runs(root: Path, runs: list[dict[str, Any]]) -> str:
+def format_runs(root: Path, runs: list[dict[str, Any]], estimates: dict[str, str] | None = None,
+                energy: str = "") -> str:
+    """The runs as text; ``estimates``: what `lumi-scaffold explain` estimates for a job of
+    each kind before it runs (billed at its time limit), shown beside what it measured, and
+    ``energy``, what it says of the energy."""
     if not runs:
         return f"No job reports under {root} yet: each training job writes one into its run directory (reports/)."
     reports = project_reports()
     fmt, unknown = reports.number, reports.NOT_REPORTED
-    head = ("job", "kind", "ended", "steps", "samples/s", "per GPU", "step p50", "p95", "data wait", "billed", "per 1k steps", "nodes")
+    estimates = estimates or {}
+    head = ("job", "kind", "ended", "steps", "samples/s", "per GPU", "step p50", "p95", "data wait", "billed",
+            "estimated", "per 1k steps", "energy", "nodes")
     lines = [f"Runs in {root}:"]
     for run in runs:
         lines.append("")
@@ -78,6 +86,7 @@ def format_runs(root: Path, runs: list[dict[str, Any]]) -> str:
         last = f"last step {unknown}" if run["last_step"] is None else f"step {run['last_step']}"
         lines.append(f"{run['run']}{sweep}: {len(run['jobs'])} job(s), {last}, "
                      f"{trained}, {fmt(run['billed'])} {run['unit']} billed ({fmt(run['per_1000_steps'])} per 1,000 steps), "
+                     f"energy {_energy(reports, run)}, "
                      f"loss {fmt(run['loss']['last'], '.4g')} (best {fmt(run['loss']['best'], '.4g')})")
         rows = [head]
         for r in run["jobs"]:
@@ -88,7 +97,21 @@ def format_runs(root: Path, runs: list[dict[str, Any]]) -> str:
                          fmt(r.get("samples_per_s"), ".1f"), fmt(r.get("samples_per_s_per_gpu"), ".1f"),
                          fmt(t.get("p50"), ".3f"), fmt(t.get("p95"), ".3f"),
                          "-" if wait is None else f"{100 * wait:.0f}%", fmt(b.get("billed"), ".3f"),
-                         fmt(b.get("per_1000_steps"), ".3f"), str(r.get("nodes", ""))))
+                         estimates.get(str(r.get("kind", "")), "-"), fmt(b.get("per_1000_steps"), ".3f"),
+                         reports.kwh(reports.energy_kwh(r)), str(r.get("nodes", ""))))
         widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
         lines += ["  " + "  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in rows]
+    if estimates:
+        lines += ["", "estimated: what `lumi-scaffold explain` gives before a job of that kind runs, billed at its time limit"]
+    if energy:
+        lines.append(f"energy estimated: {energy}")
     return "\n".join(lines)
+
+
+def _energy(reports: ModuleType, run: dict[str, Any]) -> str:
+    """A run's energy: the jobs' that measured it, and how many did not (never 0 for those)."""
+    text = reports.kwh(run.get("energy_kwh"))
+    missing = run.get("energy_not_measured", len(run["jobs"]))
+    if run.get("energy_kwh") is not None and missing:
+        text += f" (and {missing} job(s) {reports.NOT_MEASURED})"
+    return text

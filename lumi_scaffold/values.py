@@ -233,6 +233,16 @@ def _billing(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], s
             continue
         items.append(Value(f"billing_{kind}", f"{cost.per_hour / shape.nodes:g} {cost.unit}", (
             f"{kind}: {cost.rule}{f' [{cost.source}]' if cost.source else ''}",)))
+    counters = pd.site.energy_counters
+    if counters:
+        why: tuple[str, ...] = (
+            "Energy, for the job report: the directory of the nodes' energy counters (in joules), read on every node",
+            f"at each job's start and end, outside the container (scripts/lib/nodes.sh){f' [{counters.source}]' if counters.source else ''}.",
+            "ENERGY_COUNTERS=... sbatch ... reads another; ENERGY_COUNTERS= none.")
+    else:
+        why = ("Energy, for the job report: the site's data names no energy counters on its nodes, so the",
+               "report says 'not measured'; ENERGY_COUNTERS=/path sbatch ... reads a directory of them.")
+    items.append(Value("energy_counters", counters.text if counters else "", why))
     return items
 
 

@@ -180,8 +180,9 @@ def run_job(cluster, project: Path, env: dict, script: str = "jobs/train.sbatch"
 def heartbeats(project: Path, job_id: int, node_tmp: Path = Path("/tmp")) -> dict[int, tuple[str, int]]:
     """rank -> (node, step) from the progress watchdog's heartbeat records of a job's last
     watched step: each rank's record in node-local storage (the job's TMPDIR under
-    ``node_tmp``, a directory heartbeat-<start>@<node> that scripts/lib/run.sh names; the shared
-    directory in logs/ is gone after a clean job)."""
+    ``node_tmp``, a directory heartbeat-<start>@<node> that scripts/lib/run.sh names, which the
+    job keeps only when submitted with KEEP_NODE_TMP=1; the shared directory in logs/ is gone
+    after a clean job)."""
     found: dict[str, dict[int, tuple[str, int]]] = {}
     for path in node_tmp.glob(f"*-tmp-{job_id}-*/heartbeat-*@*/rank*"):
         if path.name.endswith(".tmp"):

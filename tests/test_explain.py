@@ -333,3 +333,33 @@ def test_steps_a_script_did_not_report_are_not_reported_never_0(template, tmp_pa
                              env={**os.environ, "OUTPUT_ROOT": str(out)}, capture_output=True, text=True, check=True)
     steps = [re.split(r" {2,}", line)[4] for line in summary.stdout.splitlines()[2:5]]
     assert steps == ["not reported", "40", "not run yet"], summary.stdout
+
+
+def test_runs_show_the_estimate_beside_the_measured_cost(template, tmp_path, capsys):
+    """`lumi-scaffold explain` gives the cost before a job runs: GPU-hours at the time limit,
+    and energy only from a sourced power figure (LUMI's data has none: it says so, and that the
+    reports measure it). `explain --runs` puts that estimate beside each job's billed
+    GPU-hours and measured energy; a job whose nodes measured none (or a report from before
+    0.5) says "not measured", never 0 kWh."""
+    project = render(template, tmp_path / "p")
+    assert cli.main(["explain", str(project)]) == 0
+    assert ("energy: no estimate: the data for LUMI gives no sourced figure of a node's power; each job's report has "
+            "the energy its nodes used, from their counters (/sys/cray/pm_counters)") in capsys.readouterr().out
+    reports = tmp_path / "outputs" / "demo" / "reports"
+    reports.mkdir(parents=True)
+    common = {"kind": "train", "ended": "finished", "steps": {"first": 1, "last": 10, "done": 10}, "nodes": "nid1",
+              "billing": {"unit": "GPU-hours", "per_hour": 4.0, "billed": 0.5, "per_1000_steps": 50.0}}
+    (reports / "61.json").write_text(json.dumps({**common, "job": "61", "written": "a", "energy": {
+        "joules": 7200000, "counters": "/sys/cray/pm_counters", "nodes": {"nid1": {"joules": 7200000}}}}))
+    (reports / "62.json").write_text(json.dumps({**common, "job": "62", "written": "b", "energy": {
+        "joules": None, "counters": "", "nodes": {}, "not_measured": "not measured: no counters"}}))
+    (reports / "63.json").write_text(json.dumps({**common, "job": "63", "written": "c"}))  # (0.4: no energy)
+    assert cli.main(["explain", "--runs", "--output-root", str(tmp_path / "outputs"), str(project)]) == 0
+    text = capsys.readouterr().out
+    at_limit = next(j for j in explain_project(project)["jobs"] if j["kind"] == "train")["billed_at_limit"]
+    rows = {line.split()[0]: line for line in text.splitlines() if line.startswith("  6")}
+    assert re.search(rf" 0\.500 +{at_limit:g} GPU-hours at limit +50\.000 +2\.000 kWh +nid1$", rows["61"]), rows
+    assert rows["62"].endswith("  not measured  nid1") and rows["63"].endswith("  not measured  nid1"), rows
+    assert " 0.000 kWh" not in text, text
+    assert "energy 2.000 kWh (and 2 job(s) not measured), " in text, text
+    assert "energy estimated: no estimate: the data for LUMI gives no sourced figure of a node's power" in text, text

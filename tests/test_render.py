@@ -36,7 +36,7 @@ def expected_files(a: dict) -> set[str]:
         "logs/.gitkeep",
         "scripts/lib/job.sh", "scripts/lib/sweep.sh", "scripts/lib/SHA256SUMS", "scripts/lib/run.sh", "scripts/setup-venv.sh", "scripts/lib/image_packages.py",
         "scripts/attach.sh", "scripts/lib/watchdog.py", "scripts/lib/rccl_net.py", "scripts/values.sh", "scripts/lib/project_values.py",
-        "scripts/lib/reports.py", "scripts/lib/values-lib.sh",
+        "scripts/lib/reports.py", "scripts/lib/values-lib.sh", "scripts/lib/nodes.sh",
         f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"scripts/lib/python/heartbeat.py",
         f"scripts/lib/python/runlog.py", "scripts/lib/python/jobfiles.py", "scripts/sweep.py", "sweeps/example.txt",
         "pytest.ini", "tests/conftest.py", "tests/test_heartbeat.py", "tests/test_image_packages.py",

@@ -76,6 +76,13 @@ class SiteNote(Model):
     _text = field_validator("text", "source")(check_one_line)
 
 
+def check_path_note(value: SiteNote | None) -> SiteNote | None:
+    """A SiteNote whose text is a directory (a site's energy_counters), checked as every path is."""
+    if value is not None:
+        check_abs_path(value.text)
+    return value
+
+
 class WalltimeBin(Model):
     """A wall-time limit that applies to jobs of up to ``max_nodes`` nodes."""
 

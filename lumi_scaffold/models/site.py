@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .._types import AbsPath, EnvName, Requirement, Slug, check_one_line
 from .base import EnvSetting, ExtraOption, Model, check_unique
-from .resources import NodeLayout, Partition, StorageArea
+from .resources import NodeLayout, Partition, SiteNote, StorageArea, check_path_note
 from .runtime import AllreduceReference, ContainerGeneration, CotainrSupport, RcclCheck
 
 __all__ = ["AccountRule", "ReadmeSection", "Site", "TrackingViewer"]
@@ -151,6 +151,14 @@ class Site(Model):
     miopen_cache: AbsPath | None = Field(
         default=None, description="Per-node MIOpen cache directory (must not be on Lustre)."
     )
+    energy_counters: SiteNote | None = Field(
+        default=None,
+        description="Where the nodes show their energy counters, in HPE Cray EX's pm_counters format (files energy, "
+        "accel*_energy, cpu_energy, memory_energy: '<joules> J <timestamp> us'; freshness, generation): the "
+        "directory as text (LUMI: /sys/cray/pm_counters), with its source. Every job reads them on each node at its "
+        "start and end, outside the container, for the energy in its report. Leave out where the nodes have none: "
+        "the report then says 'not measured'.",
+    )
     allreduce_reference: AllreduceReference | None = Field(
         default=None,
         description="A sourced all-reduce bus bandwidth between nodes that jobs/preflight.sbatch compares with; "
@@ -195,6 +203,8 @@ class Site(Model):
         if isinstance(value, str) and value != "all":
             raise ValueError(f"{value!r} must be 'all' or a list of framework names, e.g. [pytorch, jax]")
         return value
+
+    _counters = field_validator("energy_counters")(check_path_note)
 
     @model_validator(mode="after")
     def _check_references(self) -> Site:

@@ -15,7 +15,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
-from jobfiles import read_report  # noqa: E402  (scripts/lib/python/jobfiles.py)
+from jobfiles import NOT_MEASURED, read_report  # noqa: E402  (scripts/lib/python/jobfiles.py)
 
 UNIT = "GPU-hours"  # a run whose reports name no billing unit
 NOT_REPORTED = "not reported"  # steps a training script without runlog.py never reported
@@ -52,6 +52,7 @@ def run(run_dir: Any) -> Optional[Dict[str, Any]]:
     done = [r["steps"]["done"] for r in jobs if r["steps"].get("done") is not None]
     last = [r["steps"]["last"] for r in jobs if r["steps"].get("last") is not None]
     total, steps = round(sum(billed), 4) if billed else None, sum(done) if done else None
+    joules = [energy_kwh(r) for r in jobs]
     return {
         "run": os.path.basename(str(run_dir)),
         "path": str(run_dir),
@@ -64,6 +65,9 @@ def run(run_dir: Any) -> Optional[Dict[str, Any]]:
         "billed": total,
         "unit": next((r["billing"].get("unit") for r in jobs if r.get("billing")), "") or UNIT,
         "per_1000_steps": round(total * 1000 / steps, 4) if total is not None and steps and len(done) == len(jobs) else None,
+        # the energy of the jobs whose nodes measured it (None: none did; never 0 for not measured)
+        "energy_kwh": round(sum(j for j in joules if j is not None), 4) if any(j is not None for j in joules) else None,
+        "energy_not_measured": sum(j is None for j in joules),
         # why the newest job stopped (scripts/lib/fault.py; None: it finished, or a report of
         # lumi-scaffold before 0.4 or from outside a training job)
         "stopped_by": jobs[-1].get("stopped_by"),
@@ -78,6 +82,17 @@ def runs(root: Any) -> List[Dict[str, Any]]:
     found = [run(os.path.join(str(root), name)) for name in _names(str(root))
              if os.path.isdir(os.path.join(str(root), name, "reports"))]
     return [r for r in found if r]
+
+
+def energy_kwh(report: Dict[str, Any]) -> Optional[float]:
+    """The kWh a job's nodes used (None: not measured, or a report from before 0.5)."""
+    joules = (report.get("energy") or {}).get("joules")
+    return None if joules is None else round(joules / 3.6e6, 4)
+
+
+def kwh(value: Optional[float]) -> str:
+    """An energy figure of a report or a run (energy_kwh), "not measured" where there is none."""
+    return NOT_MEASURED if value is None else "{:.3f} kWh".format(value)
 
 
 def number(value: Optional[float], spec: str = "g", none: str = "-") -> str:

@@ -74,6 +74,10 @@ billing_smoke='0.5 GPU-hours'
 billing_sweep='4 GPU-hours'
 # train: 4 GPU-hours per node-hour, whole nodes [UG-bill]
 billing_train='4 GPU-hours'
+# Energy, for the job report: the directory of the nodes' energy counters (in joules), read on every node
+# at each job's start and end, outside the container (scripts/lib/nodes.sh) [HPE-PM, AS-1385].
+# ENERGY_COUNTERS=... sbatch ... reads another; ENERGY_COUNTERS= none.
+energy_counters='/sys/cray/pm_counters'
 
 # How the training and profiling ranks start (make_step in scripts/lib/job.sh):
 # One task per GPU, each bound with --cpu-bind=mask_cpu to its GPU's 7 cores

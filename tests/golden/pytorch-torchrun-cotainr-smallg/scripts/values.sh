@@ -76,6 +76,10 @@ billing_smoke='0.5 GPU-hours'
 billing_sweep='4 GPU-hours'
 # train: max(ceil(cores/8), ceil(mem/64GB), GPUs) x 0.5 GPU-hours per hour on each node [UG-bill, TM-Slurm]
 billing_train='4 GPU-hours'
+# Energy, for the job report: the directory of the nodes' energy counters (in joules), read on every node
+# at each job's start and end, outside the container (scripts/lib/nodes.sh) [HPE-PM, AS-1385].
+# ENERGY_COUNTERS=... sbatch ... reads another; ENERGY_COUNTERS= none.
+energy_counters='/sys/cray/pm_counters'
 
 # How the training and profiling ranks start (make_step in scripts/lib/job.sh):
 # One task per node; torchrun starts a worker per GPU and rendezvouses at MASTER_ADDR. [AIG-05]

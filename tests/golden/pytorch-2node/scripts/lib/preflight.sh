@@ -28,6 +28,7 @@ preflight_job() {
     local report="${PROJECT_DIR}/logs/preflight-${SLURM_JOB_ID}.txt"
     local bench="${ALL_REDUCE_PERF:-}" benchmark usage option name value status=0
     local bench_args=() command=() mpi=()
+    start_nodes   # (scripts/lib/job.sh: every node's energy, and nothing of the job left on them)
     if [ -z "${bench}" ]; then
         # shellcheck disable=SC2016  # expanded by the bash in the image
         bench="$(RCCL_NET_CHECK=0 "${CONTAINER[@]}" "${LIB}/run.sh" \
@@ -106,5 +107,6 @@ preflight_job() {
             echo "preflight: the benchmark did not use RCCL between nodes (no GPUs?)" >&2
         fi
     fi
+    end_nodes
     exit "${status}"
 }

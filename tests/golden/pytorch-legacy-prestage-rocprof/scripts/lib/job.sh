@@ -257,6 +257,64 @@ report_job() {
     fi
     export LUMI_SCAFFOLD_JOB_KIND LUMI_SCAFFOLD_JOB_START LUMI_SCAFFOLD_TIME_UP
     export LUMI_SCAFFOLD_BILLING_PER_NODE LUMI_SCAFFOLD_BILLING_UNIT
+    start_nodes
+}
+
+# Each node's share of the job (scripts/lib/nodes.sh, outside the container, one helper
+# task per node): when the job starts, its energy counters are read (energy_counters in
+# values.sh: the site's directory of them, '' where it names none; ENERGY_COUNTERS=...
+# sbatch ... reads another) and a guard task waits on every node; end_nodes reads them again
+# and removes the job's node-local directories (TMPDIR, the staged data, the kernel caches').
+# When Slurm ends the job first (scancel, the time limit), every node's guard does that, and
+# the batch shell cleans its own node as it exits. KEEP_NODE_TMP=1 sbatch ... keeps them.
+start_nodes() {
+    NODE_GUARD_PID=""
+    ENERGY_COUNTERS="${ENERGY_COUNTERS-${energy_counters}}"
+    LUMI_SCAFFOLD_NODE_RECORDS="${PROJECT_DIR}/logs/nodes-${SLURM_JOB_ID:-0}"
+    export ENERGY_COUNTERS LUMI_SCAFFOLD_NODE_RECORDS
+    if [ "${DRY_RUN}" = 1 ] || [ -z "${SLURM_JOB_ID:-}" ]; then
+        return 0
+    fi
+    trap 'bash "${LIB}/nodes.sh" clean' EXIT
+    rm -rf "${LUMI_SCAFFOLD_NODE_RECORDS}"
+    mkdir -p "${LUMI_SCAFFOLD_NODE_RECORDS}"
+    if [ -n "${ENERGY_COUNTERS}" ]; then
+        per_node bash "${LIB}/nodes.sh" start || echo "energy: the counters were not read (above): not measured" >&2
+    fi
+    # (its srun's lines stay out of the job's log: a guard Slurm kills is no rank of the job)
+    per_node bash "${LIB}/nodes.sh" guard >/dev/null 2>&1 &
+    NODE_GUARD_PID=$!
+}
+# At the job's end: every node's counters read and its directories removed, then the energy
+# into the job report.
+end_nodes() {
+    if [ -z "${NODE_GUARD_PID:-}" ]; then
+        return 0
+    fi
+    per_node bash "${LIB}/nodes.sh" end || echo "nodes: the job's end step failed (above)" >&2
+    wait_guards
+    report_energy
+}
+# Waits up to 10 s for the guards to end (stood down, or ending the job on Slurm's SIGTERM).
+wait_guards() {
+    local waited=0
+    while kill -0 "${NODE_GUARD_PID}" 2>/dev/null && [ "${waited}" -lt 20 ]; do
+        sleep 0.5
+        waited=$(( waited + 1 ))
+    done
+    kill "${NODE_GUARD_PID}" 2>/dev/null || true
+}
+# The energy each node used (scripts/lib/python/jobfiles.py, from the nodes' records) into
+# the job report, and one line; the records go.
+report_energy() {
+    local python=(python3)
+    if ! command -v python3 >/dev/null 2>&1; then
+        python=(env LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${LIB}/run.sh" python)
+    fi
+    "${python[@]}" "${LIB}/python/jobfiles.py" energy --run-dir "${RUN_DIR}" --job "${SLURM_JOB_ID:-0}" \
+        --records "${LUMI_SCAFFOLD_NODE_RECORDS}" --counters "${ENERGY_COUNTERS}" --nodes "${SLURM_JOB_NUM_NODES:-1}" \
+        || echo "energy: scripts/lib/python/jobfiles.py failed (above): not measured" >&2
+    rm -rf "${LUMI_SCAFFOLD_NODE_RECORDS}"
 }
 # Seconds to the job's time limit, from its EndTime as Slurm holds it (the --signal lead the
 # job was submitted with may not be the job file's); $1 where Slurm does not say.
@@ -545,6 +603,7 @@ train_job() {
     elif [ "${FAULT_DECISION}" = stop ]; then
         stop_chain "${FAULT_REASON}"
     fi
+    end_nodes
     exit "${status}"
 }
 
@@ -688,8 +747,17 @@ stop_train() {
             waited=$(( waited + 1 ))
         done
     fi
+    if [ -n "${NODE_GUARD_PID:-}" ]; then   # (Slurm's SIGTERM: the guards read the counters and clean)
+        if [ "$1" != TERM ]; then   # (Ctrl-C, a closed terminal: the allocation still runs steps)
+            per_node bash "${LIB}/nodes.sh" end || true
+        fi
+        wait_guards
+    fi
     if [ -z "${FAULT_DECISION:-}" ]; then   # (not when the step had ended and the job had said why)
         job_outcome "${status}" "$1"
+    fi
+    if [ -n "${NODE_GUARD_PID:-}" ]; then
+        report_energy
     fi
     exit "${status}"
 }
@@ -721,6 +789,7 @@ profile_job() {
     stop_watching
     drop_heartbeats
     save_caches
+    end_nodes
     if [ "${STALLED}" = 1 ] || [ "${status}" != 0 ]; then
         exit "$(( status == 0 ? 1 : status ))"
     fi
@@ -733,5 +802,6 @@ smoke_job() {
     STEP=(srun --kill-on-bad-exit=1 --chdir="${WORKDIR}" "${CONTAINER[@]}" "${LIB}/run.sh" "${COMMAND[@]}" "$@")
     print_step
     dry_run_ends
+    trap 'bash "${LIB}/nodes.sh" clean' EXIT   # (one task: the batch shell's node is the job's)
     run_step
 }

@@ -1,6 +1,6 @@
 #!/bin/bash
 # OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
-# This project's values (scripts/values.sh) and the one function that reads them. Sourced by
+# This project's values (scripts/values.sh) and the functions that read them. Sourced by
 # the library (job.sh, run.sh, caches.sh ...), never run by itself.
 # shellcheck source=../values.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../values.sh"
@@ -15,4 +15,11 @@ expand() {
         rest="${BASH_REMATCH[3]}"
     done
     printf '%s' "${out}${rest}"
+}
+
+
+# This job's temporary directory on this node (node_tmp in values.sh): scripts/lib/run.sh
+# makes it, scripts/lib/nodes.sh removes it when the job ends.
+job_tmpdir() {
+    printf '%s' "${node_tmp}/${USER}-tmp-${SLURM_JOB_ID}-${SLURM_NODEID}"
 }

@@ -79,9 +79,10 @@ export_values "${image_env[@]}"
 # In a job, temporary files (Python's tempfile, compilers, pip) go to a directory of this job
 # and node in node-local storage (node_tmp in values.sh), not to one shared with other jobs
 # and users. The node's first rank makes it, the others find it; it is kept for the job's
-# later steps on the node.
+# later steps on the node, and removed when the job ends (scripts/lib/nodes.sh).
 if [ "${SLURM_JOB_ID}" != 0 ]; then
-    export TMPDIR="${node_tmp}/${USER}-tmp-${SLURM_JOB_ID}-${SLURM_NODEID}"
+    TMPDIR="$(job_tmpdir)"
+    export TMPDIR
     mkdir -m 700 "${TMPDIR}" 2>/dev/null || true
     if [ ! -d "${TMPDIR}" ] || [ ! -O "${TMPDIR}" ]; then
         echo "TMPDIR=${TMPDIR} could not be made, or is another user's: this job's temporary files cannot go there. Fix: submit the job again (a new job id names a new directory)" >&2

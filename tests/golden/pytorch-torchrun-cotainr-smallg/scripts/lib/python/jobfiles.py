@@ -1,8 +1,14 @@
 # OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """The files a job's helpers share, each format and rule written once: the heartbeat records
 (heartbeat.py writes them, watchdog.py and fault.py read them), the job report (runlog.py
-writes it, fault.py completes it, reports.py reads it) and the GPU-hours billed. Standard
-library and Python 3.6's grammar: fault.py and reports.py run with the node's own python3.
+writes it, fault.py completes it, reports.py reads it), the GPU-hours billed and the energy
+the nodes used (from nodes.sh's records). Standard library and Python 3.6's grammar: fault.py,
+reports.py and this file's command run with the node's own python3:
+
+  python3 scripts/lib/python/jobfiles.py energy --run-dir DIR --job ID --records DIR
+          --counters PATH --nodes N
+      puts the energy of the job's nodes (nodes.sh's records in --records) into the job
+      report where there is one, and prints one line.
 """
 
 import collections
@@ -121,3 +127,133 @@ def complete_report(run_dir, job, status, cause, ended, stopped_by, last_step):
     report.update(written=time.strftime("%Y-%m-%dT%H:%M:%S%z"), exit={"status": status, "cause": cause},
                   stopped_by=stopped_by)
     return write_report(run_dir, report)
+
+
+# ---------------------------------------------------------------- energy
+
+# scripts/lib/nodes.sh's record of a node's counters: "time EPOCH", then one line per counter
+# file as the node shows it, "NAME VALUE UNIT [TIMESTAMP us]": HPE Cray EX's pm_counters
+# (e.g. "energy 123456 J 1734094386462336 us"; freshness, generation and startup: a count),
+# or "error WHAT" where the directory or a file could not be read.
+ENERGY_FILE = re.compile(r"(energy|(accel|cpu)\d*_energy|memory_energy)$")
+NOT_MEASURED = "not measured"
+
+
+def read_counters(text):
+    """{name: int} of a record's text (energy files in joules), "time", and "error": the
+    first problem ('' for none)."""
+    found, error = {}, ""
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if fields[0] == "error":
+            error = error or " ".join(fields[1:])
+            continue
+        try:
+            value = int(fields[1])
+        except (IndexError, ValueError):
+            error = error or "{}: {!r} is not a count".format(fields[0], " ".join(fields[1:]))
+            continue
+        if ENERGY_FILE.match(fields[0]) and fields[2:3] != ["J"]:
+            error = error or "{}: {!r} is not in joules".format(fields[0], " ".join(fields[1:]))
+            continue
+        found[fields[0]] = value
+    found["error"] = error
+    return found
+
+
+def node_energy(start, end):
+    """(a node's figures, '') from its start and end readings (read_counters), or (None, why
+    not): joules of the node's energy counter and of each part the node counts (accelerators,
+    CPU, memory), and the seconds between the readings."""
+    why = start["error"] or end["error"]
+    if why:
+        return None, why
+    if "energy" not in start or "energy" not in end:
+        return None, "no node energy counter (energy)"
+    if start.get("startup") != end.get("startup"):
+        return None, "the counters restarted during the job (startup changed)"
+    if "freshness" in start and end.get("freshness", 0) <= start["freshness"]:
+        return None, "the counters were not updated during the job (freshness unchanged)"
+    parts = {name: end[name] - start[name] for name in sorted(start) if ENERGY_FILE.match(name) and name in end}
+    if any(value < 0 for value in parts.values()):
+        return None, "a counter went back during the job"
+    return {"joules": parts.pop("energy"), "parts": parts, "seconds": end.get("time", 0) - start.get("time", 0)}, ""
+
+
+def energy(records, counters, nodes):
+    """The report's "energy": joules (every node's, summed; None: not measured), each node's
+    figures, and where not measured, why ("not measured: ..."). ``counters``: the directory the
+    job read ('' where the site names none); ``nodes``: the job's node count."""
+    figures = {"joules": None, "counters": counters, "nodes": {}}
+    if not counters:
+        return dict(figures, not_measured=NOT_MEASURED + ": the site names no energy counters (energy_counters in "
+                    "scripts/values.sh)")
+    readings = {}
+    for name in sorted(os.listdir(records)) if records and os.path.isdir(records) else []:
+        node, _, when = name.rpartition(".")
+        if when in ("start", "end"):
+            try:
+                with open(os.path.join(records, name), encoding="utf-8", errors="replace") as handle:
+                    readings.setdefault(node, {})[when] = read_counters(handle.read())
+            except OSError:
+                continue
+    problems = []
+    for node, read in sorted(readings.items()):
+        if "start" not in read or "end" not in read:
+            found, why = None, "no reading at the job's {}".format("start" if "start" not in read else "end")
+        else:
+            found, why = node_energy(read["start"], read["end"])
+        figures["nodes"][node] = found or {"not_measured": why}
+        if why:
+            problems.append("{}: {}".format(node, why))
+    if len(readings) < nodes:
+        problems.append("readings from {} of the job's {} node(s)".format(len(readings), nodes))
+    if problems:
+        return dict(figures, not_measured=NOT_MEASURED + ": " + "; ".join(problems))
+    figures["joules"] = sum(n["joules"] for n in figures["nodes"].values())
+    return figures
+
+
+def energy_text(figures):
+    """One human phrase of a report's "energy" (a report without one: not measured)."""
+    if not figures or figures.get("joules") is None:
+        return (figures or {}).get("not_measured") or NOT_MEASURED
+    nodes = figures["nodes"]
+    return "{:.3f} kWh on {} node(s) ({:,} J; {})".format(
+        figures["joules"] / 3.6e6, len(nodes), figures["joules"],
+        ", ".join("{} {:,} J".format(node, n["joules"]) for node, n in sorted(nodes.items())))
+
+
+def add_energy(args):
+    figures = energy(args.records, args.counters, args.nodes)
+    path = report_path(args.run_dir, args.job)
+    report = read_report(path)
+    if report is not None:
+        report["energy"] = figures
+        write_report(args.run_dir, report)
+    print("energy: job {}: {}".format(args.job, energy_text(figures)), flush=True)
+    return 0
+
+
+def main(argv):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="jobfiles.py", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command")
+    command = sub.add_parser("energy")
+    for name in ("run-dir", "job", "records", "counters"):
+        command.add_argument("--" + name, default="")
+    command.add_argument("--nodes", type=int, default=1)
+    args = parser.parse_args(argv)
+    if args.command == "energy":
+        return add_energy(args)
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -40,6 +40,8 @@ rank, world = dist.get_rank(), dist.get_world_size()
 entered, done = [], [0]
 def play_flight_recorder():
     pipe = os.environ["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] + str(rank) + ".pipe"
+    if os.path.exists(pipe):  # (as PyTorch's DumpPipe: a pipe left by another process goes)
+        os.unlink(pipe)
     os.mkfifo(pipe)
     fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
     while True:

@@ -282,7 +282,7 @@ start_nodes() {
         per_node bash "${LIB}/nodes.sh" start || echo "energy: the counters were not read (above): not measured" >&2
     fi
     # (its srun's lines stay out of the job's log: a guard Slurm kills is no rank of the job)
-    per_node bash "${LIB}/nodes.sh" guard >/dev/null 2>&1 &
+    per_node --job-name=node-guard bash "${LIB}/nodes.sh" guard >/dev/null 2>&1 &
     NODE_GUARD_PID=$!
 }
 # At the job's end: every node's counters read and its directories removed, then the energy
@@ -464,8 +464,8 @@ watch_progress() {
 on_stall() {
     STALLED=1
     local steps=() step
-    mapfile -t steps < <(squeue --noheader --steps --jobs="${SLURM_JOB_ID}" --format=%i 2>/dev/null \
-        | grep -E "^${SLURM_JOB_ID}\.[0-9]+$" || true)
+    mapfile -t steps < <(squeue --noheader --steps --jobs="${SLURM_JOB_ID}" --format='%i %j' 2>/dev/null \
+        | awk -v job="${SLURM_JOB_ID}" 'index($1, job ".") == 1 && $1 ~ /\.[0-9]+$/ && $2 != "node-guard" {print $1}' || true)
     echo "watchdog: the evidence of every rank follows (Flight Recorder dumps, process states, stacks); the collective library's logs stay in logs/" >&2
     LUMI_SCAFFOLD_HELPER=1 timeout "${EVIDENCE_SECONDS}" srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" \
         --ntasks-per-node=1 "${CONTAINER[@]}" "${LIB}/run.sh" python "${LIB}/watchdog.py" dump --dir "${LUMI_SCAFFOLD_HEARTBEAT_DIR}" \

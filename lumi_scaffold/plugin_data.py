@@ -66,6 +66,7 @@ class SiteFacts(_Part):
     mem_per_node_gb: int | None = Field(None, ge=1)
     node_local_tmp: AbsPath
     node_local_tmp_note: OneLine = ""
+    archive_striping: SiteNote | None = Field(None, description="How to lay out the pre-staging archive (0.5).")
     bind_roots: list[AbsPath] = []
     miopen_cache: AbsPathOrEmpty = ""
     memory_follows_gpus: bool = Field(False, description="Jobs cannot ask for memory; it follows their GPUs.")

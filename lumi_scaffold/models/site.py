@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .._types import AbsPath, EnvName, Requirement, Slug, check_one_line
 from .base import EnvSetting, ExtraOption, Model, check_unique
-from .resources import NodeLayout, Partition, StorageArea
+from .resources import NodeLayout, Partition, SiteNote, StorageArea
 from .runtime import AllreduceReference, ContainerGeneration, CotainrSupport, RcclCheck
 
 __all__ = ["AccountRule", "ReadmeSection", "Site", "TrackingViewer"]
@@ -112,6 +112,10 @@ class Site(Model):
     node_local_tmp_note: str = Field(
         "", description="What node_local_tmp is, for comments and the README (LUMI: 'RAM, counted in the "
                         "job's memory'); leave empty when the site's documentation does not say.")
+    archive_striping: SiteNote | None = Field(
+        None, description="Pre-staging: how to lay out the one archive every node reads at once on the shared file "
+        "system (LUMI: lfs setstripe, as the AI guide advises [AIG-04]); the README and explain say it where the "
+        "project pre-stages. Leave out where the site does not say.")
     interconnect: str = Field(
         "", description="The network between nodes as prose names it, where images need builds for it (LUMI: "
         "Slingshot: 'a generic wheel lacks the image's ROCm and Slingshot builds'); empty where the site does not say.")
@@ -155,7 +159,7 @@ class Site(Model):
     )
     cache_area: Slug = Field(description="Storage area for framework caches (TORCH_HOME, HF_HOME), never $HOME.")
     project_area: Slug | None = Field(
-        default=None, description="Storage area where a project's checkout belongs (its code, venv, logs/ and profiles/; "
+        default=None, description="Storage area where a project's checkout belongs (its code, venv and Slurm's logs/; "
         "LUMI: project [UG-stor]); the README says so. Leave out where the site does not say.")
     memory_follows_gpus: bool = Field(
         default=False,

@@ -71,7 +71,8 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         schema=SCHEMA,
         package=project.replace("-", "_"),
         plugins=dict(sorted(cat.plugin_versions().items())),
-        site=_part("site", _site_facts, site, site.node_of(part.name), multi=nodes > 1),
+        site=_part("site", _site_facts, site, site.node_of(part.name), multi=nodes > 1,
+                   prestage=bool(a.get("prestage"))),
         partition=_part("partition", _partition_facts, part, nodes),
         job=_part("job", _job_fields, a, site, part, container, fw),
         container=container,
@@ -146,8 +147,9 @@ def _kernel_caches(site: Site, fw: Framework, store: str) -> dict[str, Any]:
     return {"kernel_caches": caches, "kernel_cache_store": store if caches else ""}
 
 
-def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
-    """The site, with the nodes of the job's partition."""
+def _site_facts(site: Site, node: NodeLayout, multi: bool, prestage: bool = False) -> SiteFacts:
+    """The site, with the nodes of the job's partition (and how to lay out the archive where
+    the project pre-stages one)."""
     return SiteFacts(
         name=site.name, title=site.title, display_name=site.display_name or site.name,
         runtime=site.container_runtime, module_reset=site.module_reset or "",
@@ -156,7 +158,7 @@ def _site_facts(site: Site, node: NodeLayout, multi: bool) -> SiteFacts:
         gpus_per_node=node.gpus, gpu_type=node.gpu_type, cpus_per_gpu=node.cpus_per_gpu, cpu_masks=node.cpu_masks,
         mem_per_gpu_gb=node.mem_per_gpu_gb, mem_per_node_gb=node.mem_per_node_gb,
         node_local_tmp=site.node_local_tmp, node_local_tmp_note=site.node_local_tmp_note, support=site.support,
-        bind_roots=site.bind_roots, miopen_cache=site.miopen_cache or "",
+        archive_striping=site.archive_striping if prestage else None, bind_roots=site.bind_roots, miopen_cache=site.miopen_cache or "",
         memory_follows_gpus=site.memory_follows_gpus, gpu_numa=node.gpu_numa, gpu_nic=node.gpu_nic,
         interconnect=site.interconnect, reserved_cores=node.reserved_cores,
         reserved_cores_note=node.reserved_cores_note, gpu_power=node.gpu_power,

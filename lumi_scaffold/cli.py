@@ -307,7 +307,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .update import project_notices, update_available
 
     from .doctor import (home_notice, image_check, ledger_notes, library_changes, observed_image_check, sbatch_test_only,
-                         storage_checks, venv_files, venv_pack_notes)
+                         storage_checks, sweep_note, venv_files, venv_pack_notes)
     from .errors import SlurmUnreachable
 
     project = _project(args.project)
@@ -357,7 +357,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if files is not None:
         print(f"note: venv/ holds {files} files: every job start looks them up on the file system, and each "
               "counts against its file quota (README.md, \"Create the venv\")")
-    for note in venv_pack_notes(project):
+    sweep = sweep_note(project, data) if data else None
+    for note in venv_pack_notes(project) + ([sweep] if sweep else []):
         print(f"note: {note}")
     for note in ledger_notes(project):
         print(f"note: node ledger: {note}")

@@ -22,13 +22,13 @@ if TYPE_CHECKING:
     from .plugin_data import ContainerFacts, PluginData
 
 __all__ = ["SbatchCheck", "SlurmUnreachable", "home_notice", "image_check", "library_changes", "observed_image_check",
-           "sbatch_test_only",
+           "sbatch_test_only", "sweep_note",
            "storage_checks", "venv_files",
            "venv_pack_notes"]
 
 
 def home_notice(project: Path, data: PluginData | None) -> str | None:
-    """A warning when the project sits under $HOME, where its venv, logs and profiles would
+    """A warning when the project sits under $HOME, where its venv and logs would
     fill the home quota; it names the site's area for projects where the site gives one
     (``data``: None where the project's plugin_data does not validate)."""
     home = Path.home().resolve()
@@ -37,7 +37,7 @@ def home_notice(project: Path, data: PluginData | None) -> str | None:
     area, home_area = (data.project_area, data.home_area) if data else (None, None)
     quota = f" ({home_area.note.rstrip('.')})" if home_area and home_area.note else ""
     where = f"{area.path} ({area.name})" if area else "a project or scratch area"
-    return (f"{project} is under your home directory {home}{quota}: its venv, logs/ and profiles/ grow there. "
+    return (f"{project} is under your home directory {home}{quota}: its venv and logs/ grow there. "
             f"Fix: commit it and git clone it into {where}, then create the venv there")
 
 
@@ -208,6 +208,17 @@ def storage_checks(answers: dict[str, Any], data: PluginData, environ: dict[str,
     return [f"the project's data, outputs and caches are under ${{{name}}}, and {name} is not set here: set it (jobs "
             "take it from the shell that submits them)" for name in storage_variables(data, archive)
             if not env.get(name)]
+
+
+def sweep_note(project: Path, data: PluginData) -> str | None:
+    """Where the project's partition takes no job arrays: that its sweep job will be refused
+    (sbatch --test-only passes it: the array is given only when scripts/sweep.py submits)."""
+    from .values import ARRAYS, refused_here
+
+    if data.partition.arrays or not (project / "jobs" / "sweep.sbatch").is_file():
+        return None
+    return (f"jobs/sweep.sbatch: {refused_here(data, ARRAYS)}; it and scripts/sweep.py refuse to run there. "
+            "Fix: sweep on another partition (lumi-scaffold update -d partition=<name>)")
 
 
 def venv_files(project: Path) -> int | None:

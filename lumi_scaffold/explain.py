@@ -20,7 +20,7 @@ from .jobs import JOB_KINDS, Shape
 from .plugin_data import PluginData
 from .plugins import get_catalogue
 from .tracking import TRACKERS
-from .values import ARRAYS, refused_here
+from .values import ARRAYS, PRESTAGE_MEMORY_PERCENT, refused_here
 
 TRACKING_HINT = "lumi-scaffold update -d tracking=<" + "|".join(t for t in TRACKERS if t != "none") + "> adds a tracker"
 
@@ -347,18 +347,25 @@ def _sweeps(project: Path, per_trial: float | None) -> list[dict[str, Any]]:
 
 
 def _prestage(answers: dict[str, Any], data: PluginData) -> dict[str, Any] | None:
-    """How much node-local memory pre-staged data may fill on each node."""
+    """How much node-local storage pre-staged data may fill on each node: the rule
+    scripts/lib/prestage.sh checks (PRESTAGE_MEMORY_PERCENT of the job's memory, or the
+    partition's limit on a shared node where that is less)."""
     if not answers.get("prestage"):
         return None
-    where = data.site.node_local_tmp
-    if data.job.shared_node_tmp_gb:
-        return {"where": where, "budget_gb": data.job.shared_node_tmp_gb,
-                "why": "the partition's limit for a job on a shared node"}
+    striping = data.site.archive_striping
+    archive = f"{answers.get('dataset_archive', '')}: {striping.text}{f' [{striping.source}]' if striping.source else ''}" \
+        if striping else ""
+    where, shared = data.site.node_local_tmp, data.job.shared_node_tmp_gb
     train, site = data.job.shapes["train"], data.site
     mem = train.memory.held_gb(train.gpus_per_node, train.whole_node, site.mem_per_node_gb, site.mem_per_gpu_gb)
+    budget = mem * PRESTAGE_MEMORY_PERCENT / 100 if mem else None
+    if shared and (budget is None or shared < budget):
+        return {"where": where, "budget_gb": shared, "why": "the partition's limit for a job on a shared node",
+                "archive": archive}
     note = f" ({data.site.node_local_tmp_note})" if data.site.node_local_tmp_note else ""
-    return {"where": where, "budget_gb": mem or None,
-            "why": f"the job's memory on each node{note}, less what training itself uses"}
+    return {"where": where, "budget_gb": budget,
+            "why": f"{PRESTAGE_MEMORY_PERCENT}% of the job's memory on each node{note}; the rest is left for training",
+            "archive": archive}
 
 
 def _number(value: float | None) -> str:
@@ -439,6 +446,8 @@ def format_report(report: dict[str, Any]) -> str:
     if report["prestage"]:
         p = report["prestage"]
         lines.append(f"pre-staging: up to {_number(p['budget_gb'])} GB in {p['where']} per node: {p['why']}")
+        if p.get("archive"):
+            lines.append(f"pre-staging: {p['archive']}")
     lines.append(f"energy: {report['energy']['text']}")
     if report.get("research"):
         r = report["research"]

@@ -68,6 +68,7 @@ class SiteFacts(_Part):
     node_local_tmp: AbsPath
     node_local_tmp_note: OneLine = ""
     support: OneLine = ""  # where users report a suspect node (the node ledger's report)
+    archive_striping: SiteNote | None = Field(None, description="How to lay out the pre-staging archive (0.5).")
     bind_roots: list[AbsPath] = []
     miopen_cache: AbsPathOrEmpty = ""
     memory_follows_gpus: bool = Field(False, description="Jobs cannot ask for memory; it follows their GPUs.")

@@ -278,8 +278,9 @@ def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
     ]
 
 
-# What a partition without job arrays refuses (refused_here): jobs/sweep.sbatch, scripts/sweep.py
-# and lumi_scaffold.explain say it in the same words.
+# What a partition without job arrays refuses (refused_here): jobs/sweep.sbatch (the
+# arrays_refused macro of project-templates/_shared/slurm.jinja), scripts/sweep.py,
+# lumi_scaffold.explain and lumi-scaffold doctor say it in the same words.
 ARRAYS = "job arrays (the trials of a sweep would break its job limits)"
 
 
@@ -485,15 +486,23 @@ def _caches(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
     ]
 
 
+# The share of a job's memory on a node that the extracted archive may fill, the rest left for
+# training: scripts/lib/prestage.sh checks it (prestage_memory_percent in values.sh) and
+# lumi-scaffold explain prints it, from this one figure.
+PRESTAGE_MEMORY_PERCENT = 75
+
+
 def _prestage(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
-    names = ("prestage_shared_tmp_kb", "prestage_shared_tmp", "prestage_fix")
+    names = ("prestage_memory_percent", "prestage_shared_tmp_kb", "prestage_shared_tmp", "prestage_fix")
     if not answers.get("prestage"):
         return _absent("Pre-staging (scripts/lib/prestage.sh): off.", *names)
     job, site, part = pd.job, pd.site, str(answers.get("partition", pd.partition.name))
     tmp = site.node_local_tmp
     items: list[Item] = [Heading((
         f"Pre-staging (scripts/lib/prestage.sh): the dataset archive, extracted into node-local {tmp}{f' ({site.node_local_tmp_note})' if site.node_local_tmp_note else ''}",
-        cite("on every node, so that training reads it from there, not from the parallel file system. [UG-stor], [WS-09]")))]
+        cite("on every node, so that training reads it from there, not from the parallel file system. [UG-stor], [WS-09]"))),
+        Value("prestage_memory_percent", str(PRESTAGE_MEMORY_PERCENT), (
+            "Percent of the job's memory on each node that the extracted archive may fill; the rest is left for training.",))]
     if job.shared_node_tmp_gb:
         items += [
             Value("prestage_shared_tmp_kb", str(job.shared_node_tmp_gb * 1000000000 // 1024), (
@@ -543,7 +552,8 @@ def venv_framework(pd: PluginData) -> tuple[str, ...]:
     pinned packages, every package whose version the catalogue gives for the image (its pins),
     those a cotainr build installs for the framework, and their FRAMEWORK_COMPANIONS."""
     cotainr = pd.container.cotainr
-    built = cotainr.framework_packages.get(pd.framework.name, []) if cotainr else []
+    built = [*cotainr.framework_packages.get(pd.framework.name, []), *cotainr.pypi_packages.get(pd.framework.name, [])] \
+        if cotainr else []
     names = {*pd.framework.pinned_packages, *pd.pins, *(re.split(r"[^A-Za-z0-9._-]", p, maxsplit=1)[0] for p in built)}
     names |= {companion for name in names for companion in FRAMEWORK_COMPANIONS.get(name, ())}
     return tuple(sorted(names, key=str.lower))

@@ -132,7 +132,7 @@ def test_image_all_reduce_perf_is_preferred_and_tcp_fails_the_job(slurm_cluster_
     assert bench and bench.group(1) == str(tmp_path / "image-bin" / "all_reduce_perf"), log
     assert "allreduce_bench.py" not in log.replace("scripts/lib/allreduce_bench.py instead", "")
     for rank in range(16):
-        path = project / "logs" / f"rccl-{job_id}-rank{rank}.txt"
+        path = tmp_path / "outputs" / "logs" / f"rccl-{job_id}-rank{rank}.txt"
         # On TCP rank 0's watcher may stop the step before another rank has written its log
         # (seen in CI: rank 1's was missing, and once empty); rank 0's own is always there.
         if line == OFI or rank == 0:

@@ -24,7 +24,8 @@ def test_the_readme_says_where_the_project_belongs(template, tmp_path):
     text = " ".join(readme[:readme.index("## 1. ")].split())
     assert "Put it in `/project/project_465000000/${USER}` (project: 50 GB (up to 500 GB), 100k files; for code and venvs" in text
     assert "not in your home directory `/users/${USER}` (20 GB, not expandable" in text
-    assert "`profiles/` (profiler traces of several GB)" in text
+    assert ("the jobs' larger files: RCCL's debug files and the watchdog's heartbeats in its `logs/`, profiler "
+            "traces (several GB) in its `profiles/` [UG-stor]") in text
     assert "Outputs and checkpoints go to `/scratch/project_465000000/${USER}/demo/outputs`" in text
 
 
@@ -38,7 +39,7 @@ def test_doctor_warns_about_a_project_under_home(git_template, tmp_path, monkeyp
     warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning:")]
     assert warnings == [
         f"warning: {inside} is under your home directory {home} (20 GB, not expandable; keep caches and data out of it): "
-        "its venv, logs/ and profiles/ grow there. Fix: commit it and git clone it into "
+        "its venv and logs/ grow there. Fix: commit it and git clone it into "
         "/project/project_465000000/${USER} (project), then create the venv there"]
     assert cli.main(["doctor", str(outside)]) == 0
     out = capsys.readouterr().out

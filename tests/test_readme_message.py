@@ -19,10 +19,11 @@ def _new(template, dest, capsys, *data: str) -> str:
 def test_the_cotainr_build_step_is_in_the_message_as_in_the_readme(template, tmp_path, capsys):
     err = _new(template, tmp_path / "p", capsys, "-d", "account=project_465001234", "-d", "container=cotainr")
     steps = err[err.index("Project p is ready."):].splitlines()
-    assert [s.split("#")[0].strip() for s in steps[2:5]] == [
-        "bash container/build.sh", "bash scripts/setup-venv.sh", "sbatch jobs/smoke-test.sbatch"]
+    # (a cotainr image holds the packages itself: no venv step)
+    assert [s.split("#")[0].strip() for s in steps[2:4]] == ["bash container/build.sh", "sbatch jobs/smoke-test.sbatch"]
     readme = (tmp_path / "p" / "README.md").read_text()
-    assert readme.index("    bash container/build.sh") < readme.index("    bash scripts/setup-venv.sh")
+    assert readme.index("    bash container/build.sh") < readme.index("    sbatch jobs/smoke-test.sbatch")
+    assert "    bash scripts/setup-venv.sh" not in readme and "bash scripts/setup-venv.sh" not in err
     plain = _new(template, tmp_path / "q", capsys, "-d", "account=project_465001234")
     assert "build.sh" not in plain and "pull" not in plain[plain.index("is ready."):]
 

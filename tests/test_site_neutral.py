@@ -189,7 +189,7 @@ def test_rccl_debug_files_variable(template, tmp_path, catalogue, site, env, deb
         project = render(template, tmp_path / "p", container="custom", container_path="/project/x.sif")
     else:
         project = _setonix_project(template, tmp_path, catalogue, container="custom", container_path="/scratch/x.sif")
-    expected = f"{project}/logs/rccl-42-rank3.txt" if debug_file else "none"
+    expected = f"{project}/out/logs/rccl-42-rank3.txt" if debug_file else "none"
     assert _debug_file(project, env) == expected
 
 
@@ -197,7 +197,8 @@ def _debug_file(project, env) -> str:
     """Rank 3's NCCL_DEBUG_FILE after scripts/lib/run.sh with ``env`` ('none' where unset)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "NCCL_")) and "RCCL_DEBUG" not in k}
     result = subprocess.run(["scripts/lib/run.sh", "bash", "-c", 'echo "${NCCL_DEBUG_FILE:-none}"'], cwd=project,
-                            env={**clean, "USER": "tester", "SLURM_JOB_ID": "42", "SLURM_PROCID": "3", **env},
+                            env={**clean, "USER": "tester", "SLURM_JOB_ID": "42", "SLURM_PROCID": "3",
+                                 "LUMI_SCAFFOLD_LOG_DIR": f"{project}/out/logs", **env},
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()[-1]
@@ -212,7 +213,7 @@ def test_the_old_debug_variable_name_comes_from_the_site_data(template, tmp_path
     project = _setonix_project(template, tmp_path, plugin_catalogue(plugin), container="custom",
                                container_path="/scratch/x.sif")
     assert "(`OLD_RCCL_DEBUG=1`, the name before lumi-scaffold 0.3, works too)" in (project / "README.md").read_text()
-    assert _debug_file(project, {"OLD_RCCL_DEBUG": "1"}) == f"{project}/logs/rccl-42-rank3.txt"
+    assert _debug_file(project, {"OLD_RCCL_DEBUG": "1"}) == f"{project}/out/logs/rccl-42-rank3.txt"
 
 
 def test_frontier_projects_cite_frontier_sources_only(template, tmp_path):

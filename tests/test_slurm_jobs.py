@@ -333,8 +333,8 @@ def test_profiler_wraps_only_the_chosen_rank(slurm_cluster, template, tmp_path, 
     assert result.state == "COMPLETED", log
     lines = (tmp_path / "profiler.log").read_text().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rocprofv3 rank=1 --hip-trace --kernel-trace"), lines
-    assert (project / "profiles" / str(job_id) / "rank-1").is_dir()
-    assert not (project / "profiles" / str(job_id) / "rank-0").exists()
+    assert (tmp_path / "outputs" / "profiles" / str(job_id) / "rank-1").is_dir()  # (under the output root)
+    assert not (tmp_path / "outputs" / "profiles" / str(job_id) / "rank-0").exists() and not (project / "profiles").exists()
     assert "done: 10 steps" in log and not (tmp_path / "outputs" / "demo").exists()  # not the training run
     report = json.loads((tmp_path / "outputs" / f"profile-{job_id}" / "reports" / f"{job_id}.json").read_text())
     assert report["kind"] == "profile" and report["ended"] == "finished" and report["steps"]["done"] == 10, report
@@ -590,8 +590,9 @@ def test_two_node_job_stops_when_rccl_falls_back_to_tcp(slurm_cluster_2nodes, te
         assert "rank 0: RCCL uses Slingshot (aws-ofi-rccl plugin, cxi provider) between nodes" in log
     elif lines == [NO_NET_LINE]:
         assert "WARNING: rank 0: RCCL logged no final choice of network within 3 s" in log and "RCCL uses" not in log
-    assert (project / "logs" / f"rccl-{job_id}-rank0.txt").read_text().strip() == line
-    assert sorted(p.name for p in (project / "logs").glob("rccl-*")) == [f"rccl-{job_id}-rank0.txt"]
+    assert (tmp_path / "outputs" / "logs" / f"rccl-{job_id}-rank0.txt").read_text().strip() == line
+    assert sorted(p.name for p in (tmp_path / "outputs" / "logs").glob("rccl-*")) == [f"rccl-{job_id}-rank0.txt"]
+    assert not list((project / "logs").glob("rccl-*"))
     if lines != OFI_LINES:
         return  # (the smoke test's check below is the same for every log line: once is enough)
     (project / "src/demo/smoke_test.py").write_text(FAKE_RCCL)

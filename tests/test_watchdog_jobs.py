@@ -61,7 +61,7 @@ def test_a_hung_rank_stops_the_job_and_a_dying_rank_still_fails_it(slurm_cluster
     else:
         assert re.search(r'File "\S+/train\.py", line \d+ in collective_that_never_returns', log), log
         assert len(re.findall(r"^Current thread 0x|^Thread 0x", log, re.M)) >= 16, log
-    assert (project / "logs" / f"rccl-{job_id}-rank0.txt").exists()  # RCCL's logs stay
+    assert (tmp_path / "outputs" / "logs" / f"rccl-{job_id}-rank0.txt").exists()  # RCCL's logs stay
     assert "done:" not in log
 
 
@@ -143,7 +143,7 @@ def test_a_silent_evaluation_in_a_phase_longer_than_the_progress_limit_completes
     assert "eval: silent for a while" in log and "done: 6 steps" in log and "watchdog: no progress" not in log, log
     assert re.search(r"^watchdog: rank [01] on \S+ imported heartbeat\.py: from now on heartbeats judge", log,
                      re.M), log
-    assert not (project / "logs" / f"heartbeat-{job_id}").exists()
+    assert not (tmp_path / "outputs" / "logs" / f"heartbeat-{job_id}").exists()
 
 
 def test_a_script_that_never_beats_is_judged_by_its_output(slurm_cluster, template, tmp_path, site_root):
@@ -160,7 +160,7 @@ def test_a_script_that_never_beats_is_judged_by_its_output(slurm_cluster, templa
     assert re.search(r"^watchdog: for a time limit of \d+ s on 1 node\(s\): .*OUTPUT_TIMEOUT=\d+ s;", log, re.M), log
     assert "watchdog: a command is judged by its output alone (OUTPUT_TIMEOUT; 0: no limit) until it imports " \
            "heartbeat.py" in log
-    assert not (project / "logs" / f"heartbeat-{job_id}").exists()
+    assert not (tmp_path / "outputs" / "logs" / f"heartbeat-{job_id}").exists()
     # the job's own report (scripts/lib/fault.py), although the script never imported runlog.py
     report = json.loads((Path(env["OUTPUT_ROOT"]) / "demo" / "reports" / f"{job_id}.json").read_text())
     assert report["exit"] == {"status": 0, "cause": "finished"} and report["stopped_by"] is None, report
@@ -208,4 +208,4 @@ def test_rank_0_in_a_long_checkpoint_does_not_time_the_others_out(slurm_cluster,
     log = log_of(project, job_id)
     assert result.state == "COMPLETED", log
     assert "done: 14 steps on 2 process(es)" in log and "Timed out" not in log and "watchdog: no" not in log, log
-    assert not (project / "logs" / f"heartbeat-{job_id}").exists()
+    assert not (tmp_path / "outputs" / "logs" / f"heartbeat-{job_id}").exists()

@@ -31,7 +31,7 @@ def watch_progress(tmp_path: Path, time_limit: str = "01:00:00", nodes: str = "1
 {functions}
 source <(sed -n '/^EVIDENCE_SECONDS=/,/^STOP_SECONDS=/p' '{JOB_SH}')
 scontrol() {{ echo "   RunTime=00:00:01 TimeLimit={time_limit} TimeMin=N/A"; }}
-PROJECT_DIR='{tmp_path}' LIB='{tmp_path}' SLURM_JOB_ID=7 SLURM_JOB_NUM_NODES={nodes} CONTAINER=(true) DRY_RUN=0
+PROJECT_DIR='{tmp_path}' LIB='{tmp_path}' LUMI_SCAFFOLD_LOG_DIR='{tmp_path}' SLURM_JOB_ID=7 SLURM_JOB_NUM_NODES={nodes} CONTAINER=(true) DRY_RUN=0
 {rules}
 watch_progress || exit $?
 echo "collective=$LUMI_SCAFFOLD_COLLECTIVE_TIMEOUT interval=$LUMI_SCAFFOLD_HEARTBEAT_INTERVAL"

@@ -128,9 +128,23 @@ class CotainrSupport(Model):
         "pip gives an extra index no priority over PyPI, whose builds lack ROCm.",
     )
     packages_source: str = Field(default="", description="Source key of pip_index and framework_packages.")
+    pypi_packages: dict[Slug, list[str]] = Field(
+        default_factory=dict,
+        description="Per framework, its packages from PyPI itself, where the ROCm build is published there (0.5; "
+        "JAX: jax[rocm7-local], whose ROCm plugin uses the base image's ROCm); no extra index is involved.",
+    )
+    pypi_source: str = Field(default="", description="Source key of pypi_packages.")
     source: str = ""
 
-    _text = field_validator("base", "source", "packages_source")(check_one_line)
+    _text = field_validator("base", "source", "packages_source", "pypi_source")(check_one_line)
+
+    @field_validator("pypi_packages")
+    @classmethod
+    def _requirements(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for packages in value.values():
+            for package in packages:
+                check_requirement(package)
+        return value
 
     @field_validator("pip_index")
     @classmethod

@@ -115,6 +115,10 @@ class Site(Model):
     support: str = Field(
         "", description="Where users report a suspect node, as the site's documentation names it (a URL or an "
                         "address): the node ledger's report names it. Empty: the report says only what to send.")
+    archive_striping: SiteNote | None = Field(
+        None, description="Pre-staging: how to lay out the one archive every node reads at once on the shared file "
+        "system (LUMI: lfs setstripe, as the AI guide advises [AIG-04]); the README and explain say it where the "
+        "project pre-stages. Leave out where the site does not say.")
     interconnect: str = Field(
         "", description="The network between nodes as prose names it, where images need builds for it (LUMI: "
         "Slingshot: 'a generic wheel lacks the image's ROCm and Slingshot builds'); empty where the site does not say.")
@@ -166,7 +170,7 @@ class Site(Model):
     )
     cache_area: Slug = Field(description="Storage area for framework caches (TORCH_HOME, HF_HOME), never $HOME.")
     project_area: Slug | None = Field(
-        default=None, description="Storage area where a project's checkout belongs (its code, venv, logs/ and profiles/; "
+        default=None, description="Storage area where a project's checkout belongs (its code, venv and Slurm's logs/; "
         "LUMI: project [UG-stor]); the README says so. Leave out where the site does not say.")
     memory_follows_gpus: bool = Field(
         default=False,

@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=../scripts/values.sh
 source scripts/values.sh
+# shellcheck source=../scripts/lib/values-lib.sh
+source scripts/lib/values-lib.sh   # (lmod: `module` with nounset off)
 
 sif="${cotainr_image}"
 if [ -e "${sif}" ]; then
@@ -20,9 +22,9 @@ fi
 # paths, and with the modules as module_reset in values.sh says, then cotainr's.
 unset SINGULARITY_BIND SINGULARITY_BINDPATH APPTAINER_BIND APPTAINER_BINDPATH
 if [ -n "${module_reset}" ]; then
-    module "${module_reset}"
+    lmod "${module_reset}"
 fi
-module load "${cotainr_modules[@]}"
+lmod load "${cotainr_modules[@]}"
 if [ -n "${cotainr_base_image}" ]; then
     # BASE_IMAGE=/path/to/other.sif bash container/build.sh builds on another base image.
     base="${BASE_IMAGE:-${cotainr_base_image}}"

@@ -116,12 +116,12 @@ support='https://lumi-supercomputer.eu/user-support/need-help/'
 # FI_CXI_DEFAULT_CQ_SIZE=131072: larger completion queue avoids CXI queue overruns at scale [WS-2026]
 # (not set) FI_CXI_RDZV_PROTO=alt_read: off: needs the job option --network=disable_rdzv_get (fi_cxi), UNCONFIRMED on LUMI; the 2026 workshop sets it [WS-2026, FI-CXI, OLCF-PT]
 # FI_CXI_RX_MATCH_MODE=hybrid: allow software matching when hardware match entries run out [WS-2026]
-# FI_CXI_RDZV_EAGER_SIZE=0: HPE RCCL tuning for the CXI provider [WS-2026]
-# FI_CXI_RDZV_THRESHOLD=0: HPE RCCL tuning for the CXI provider [WS-2026]
-# FI_CXI_RDZV_GET_MIN=0: HPE RCCL tuning for the CXI provider [WS-2026]
+# (not set) FI_CXI_RDZV_EAGER_SIZE=0: off: one of HPE's rendezvous settings for alt_read, left out with FI_CXI_RDZV_PROTO (the set goes together or not at all) [WS-2026, HPE-RCCL]
+# (not set) FI_CXI_RDZV_THRESHOLD=0: off: one of HPE's rendezvous settings for alt_read, left out with FI_CXI_RDZV_PROTO (the set goes together or not at all) [WS-2026, HPE-RCCL]
+# (not set) FI_CXI_RDZV_GET_MIN=0: off: HPE says to use it with FI_CXI_RDZV_PROTO=alt_read, left out with it (the set goes together or not at all) [WS-2026, HPE-RCCL]
 # FI_CXI_DEFAULT_TX_SIZE=2048: HPE RCCL tuning for the CXI provider [WS-2026]
 # TOKENIZERS_PARALLELISM=false: Hugging Face tokenizers would fork threads into DataLoader workers [WS-ref]
-image_env=('NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3' 'NCCL_NET_GDR_LEVEL=PHB' 'HSA_FORCE_FINE_GRAIN_PCIE=1' 'FI_MR_CACHE_MONITOR=userfaultfd' 'FI_CXI_DISABLE_HOST_REGISTER=1' 'FI_CXI_DEFAULT_CQ_SIZE=131072' 'FI_CXI_RX_MATCH_MODE=hybrid' 'FI_CXI_RDZV_EAGER_SIZE=0' 'FI_CXI_RDZV_THRESHOLD=0' 'FI_CXI_RDZV_GET_MIN=0' 'FI_CXI_DEFAULT_TX_SIZE=2048' 'TOKENIZERS_PARALLELISM=false')
+image_env=('NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3' 'NCCL_NET_GDR_LEVEL=PHB' 'HSA_FORCE_FINE_GRAIN_PCIE=1' 'FI_MR_CACHE_MONITOR=userfaultfd' 'FI_CXI_DISABLE_HOST_REGISTER=1' 'FI_CXI_DEFAULT_CQ_SIZE=131072' 'FI_CXI_RX_MATCH_MODE=hybrid' 'FI_CXI_DEFAULT_TX_SIZE=2048' 'TOKENIZERS_PARALLELISM=false')
 # MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]
 miopen_cache='/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}'
 # Triton's and TorchInductor's kernel caches, off $HOME, node-local. [AIG-I112]
@@ -210,6 +210,8 @@ kernel_cache_dirs=('miopen=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NOD
 
 # Pre-staging (scripts/lib/prestage.sh): the dataset archive, extracted into node-local /tmp (RAM, counted in the job's memory)
 # on every node, so that training reads it from there, not from the parallel file system. [UG-stor], [WS-09]
+# Percent of the job's memory on each node that the extracted archive may fill; the rest is left for training.
+prestage_memory_percent='75'
 # (No limit of its own for jobs on a shared node.)
 prestage_shared_tmp_kb=''
 prestage_shared_tmp=''

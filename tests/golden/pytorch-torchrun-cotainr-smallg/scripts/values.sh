@@ -124,13 +124,10 @@ support='https://lumi-supercomputer.eu/user-support/need-help/'
 # FI_CXI_DISABLE_HOST_REGISTER=1: HPE RCCL tuning for the CXI provider [WS-2026]
 # FI_CXI_DEFAULT_CQ_SIZE=131072: larger completion queue avoids CXI queue overruns at scale [WS-2026]
 # FI_CXI_RX_MATCH_MODE=hybrid: allow software matching when hardware match entries run out [WS-2026]
-# FI_CXI_RDZV_EAGER_SIZE=0: HPE RCCL tuning for the CXI provider [WS-2026]
-# FI_CXI_RDZV_THRESHOLD=0: HPE RCCL tuning for the CXI provider [WS-2026]
-# FI_CXI_RDZV_GET_MIN=0: HPE RCCL tuning for the CXI provider [WS-2026]
 # FI_CXI_DEFAULT_TX_SIZE=2048: HPE RCCL tuning for the CXI provider [WS-2026]
 # TOKENIZERS_PARALLELISM=false: Hugging Face tokenizers would fork threads into DataLoader workers [WS-ref]
 # (not set, a known issue with this image) NCCL_NET_GDR_LEVEL: exporting it (PHB or SYS) can make torch.distributed jobs hang with LAIF images (reported on the ROCm 7.0 ones); leave it unset, RCCL detects the level from the PCI topology; the AI Guide dropped it with no loss of speed [LAIF-I30, AIG-PR97]
-image_env=('NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3' 'HSA_FORCE_FINE_GRAIN_PCIE=1' 'FI_MR_CACHE_MONITOR=userfaultfd' 'FI_CXI_DISABLE_HOST_REGISTER=1' 'FI_CXI_DEFAULT_CQ_SIZE=131072' 'FI_CXI_RX_MATCH_MODE=hybrid' 'FI_CXI_RDZV_EAGER_SIZE=0' 'FI_CXI_RDZV_THRESHOLD=0' 'FI_CXI_RDZV_GET_MIN=0' 'FI_CXI_DEFAULT_TX_SIZE=2048' 'TOKENIZERS_PARALLELISM=false')
+image_env=('NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3' 'HSA_FORCE_FINE_GRAIN_PCIE=1' 'FI_MR_CACHE_MONITOR=userfaultfd' 'FI_CXI_DISABLE_HOST_REGISTER=1' 'FI_CXI_DEFAULT_CQ_SIZE=131072' 'FI_CXI_RX_MATCH_MODE=hybrid' 'FI_CXI_DEFAULT_TX_SIZE=2048' 'TOKENIZERS_PARALLELISM=false')
 # MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]
 miopen_cache='/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}'
 # Triton's and TorchInductor's kernel caches, off $HOME, node-local. [AIG-I112]
@@ -194,6 +191,7 @@ kernel_cache_store='/scratch/project_465000000/${USER}/cache/kernels/demo'
 kernel_cache_dirs=('miopen=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'triton=/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'inductor=/tmp/${USER}-inductor-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')
 
 # Pre-staging (scripts/lib/prestage.sh): off.
+prestage_memory_percent=''
 prestage_shared_tmp_kb=''
 prestage_shared_tmp=''
 prestage_fix=''

@@ -125,15 +125,18 @@ if [ -n "${rank_process}" ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     fi
 fi
 
-# RCCL debug output, one file per rank: submit with RCCL_DEBUG_FILES=1 sbatch ...
+# RCCL debug output, one file per rank, in the output root's logs/ (LUMI_SCAFFOLD_LOG_DIR,
+# from scripts/lib/job.sh): submit with RCCL_DEBUG_FILES=1 sbatch ...
 # (rccl_debug_alias in values.sh: another name for it.)
+log_dir="${LUMI_SCAFFOLD_LOG_DIR:-$(expand "${output_root}")/logs}"
 debug_files="${RCCL_DEBUG_FILES:-0}"
 if [ -n "${rccl_debug_alias}" ] && [ -z "${RCCL_DEBUG_FILES:-}" ]; then
     debug_files="${!rccl_debug_alias:-0}"
 fi
 if [ "${debug_files}" = 1 ]; then
+    mkdir -p "${log_dir}"
     export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET,COLL}"
-    export NCCL_DEBUG_FILE="${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank${RANK:-${SLURM_PROCID:-0}}.txt"
+    export NCCL_DEBUG_FILE="${log_dir}/rccl-${SLURM_JOB_ID}-rank${RANK:-${SLURM_PROCID:-0}}.txt"
 fi
 
 # The network check (net_check in values.sh, with why): in a multi-node step (not on the
@@ -144,7 +147,8 @@ fi
 if [ -n "${net_check}" ] && [ "${RANK:-}" = 0 ] && [ "${SLURM_STEP_NUM_NODES:-1}" -gt 1 ] \
     && [ "${RCCL_NET_CHECK:-1}" = 1 ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET}"
-    export NCCL_DEBUG_FILE="${NCCL_DEBUG_FILE:-${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank0.txt}"
+    mkdir -p "${log_dir}"
+    export NCCL_DEBUG_FILE="${NCCL_DEBUG_FILE:-${log_dir}/rccl-${SLURM_JOB_ID}-rank0.txt}"
     python "${PROJECT_DIR}/scripts/lib/rccl_net.py" watch --pid "$$" --wait "${RCCL_NET_CHECK_WAIT:-900}" \
         --fast "${net_check_fast}" --tcp "${net_check_tcp}" ${net_check_final:+--final "${net_check_final}"} \
         --name "${net_check}" --fix "${net_check_fix}" "${NCCL_DEBUG_FILE}" &   # $$: the training process, after the exec below

@@ -19,7 +19,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../values.sh"
 # It prints the busbw per size, the largest message's and the average, into the job's log
 # and logs/preflight-<job id>.txt, and compares it with the site's published figure
 # (preflight_reference; none: no verdict). RCCL logs its setup to
-# logs/rccl-<job id>-rank<N>.txt, one file per rank (scripts/lib/run.sh); where values.sh names
+# OUTPUT_ROOT/logs/rccl-<job id>-rank<N>.txt, one file per rank (scripts/lib/run.sh); where values.sh names
 # a network check (net_check), the job fails when those logs show that RCCL talks between
 # the nodes over TCP sockets instead.
 preflight_job() {
@@ -97,7 +97,7 @@ preflight_job() {
     # any other final choice than the fast network where net_check_final names RCCL's final
     # choice, fails the job; no choice at all is reported.
     if [ -n "${net_check}" ]; then
-        local rccl_logs=("${PROJECT_DIR}/logs/rccl-${SLURM_JOB_ID}-rank"*.txt) net=0
+        local rccl_logs=("${LUMI_SCAFFOLD_LOG_DIR}/rccl-${SLURM_JOB_ID}-rank"*.txt) net=0
         RCCL_NET_CHECK=0 "${CONTAINER[@]}" "${LIB}/run.sh" python "${LIB}/rccl_net.py" check \
             --fast "${net_check_fast}" --tcp "${net_check_tcp}" ${net_check_final:+--final "${net_check_final}"} \
             --name "${net_check}" --fix "${net_check_fix}" "${rccl_logs[@]}" || net=$?

@@ -27,16 +27,17 @@ while read -r name; do
     unset "${name}"
 done < <(compgen -e | grep -E '^(SINGULARITY|APPTAINER)ENV_' || true)
 if [ "${DRY_RUN}" != 1 ]; then
+    # (lmod, scripts/lib/values-lib.sh: `module` with nounset off, for Lmod 9.2)
     if [ -n "${module_reset}" ]; then
-        module "${module_reset}"
+        lmod "${module_reset}"
     fi
     for step in "${modules[@]}"; do
         read -r verb module directory <<<"${step}"
         case "${verb}" in
-            load) module load "${module}" ;;
-            use) module use "${module}" ;;
+            load) lmod load "${module}" ;;
+            use) lmod use "${module}" ;;
             load-or-use)
-                if module is-avail "${module}" 2>/dev/null; then module load "${module}"; else module use "${directory}"; fi ;;
+                if lmod is-avail "${module}" 2>/dev/null; then lmod load "${module}"; else lmod use "${directory}"; fi ;;
             *) echo "scripts/values.sh: modules: '${step}' is not 'load NAME', 'use DIRECTORY' or 'load-or-use NAME DIRECTORY'" >&2; return 2 ;;
         esac
     done
@@ -98,7 +99,12 @@ if ! [[ "${RUN_NAME}" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
 fi
 RUN_DIR="${OUTPUT_ROOT}/${RUN_NAME}"
 CHECKPOINT_DIR="${RUN_DIR}/checkpoints"
-export DATA_DIR OUTPUT_ROOT RUN_NAME RUN_DIR CHECKPOINT_DIR
+# The jobs' files that grow large or many go under the output root too, not into the
+# project directory, which holds the code and the venv: RCCL's debug files and the
+# watchdog's heartbeats in OUTPUT_ROOT/logs, profiles in OUTPUT_ROOT/profiles. Slurm's own
+# job logs stay in logs/ (#SBATCH --output takes no variables, only %j and the like).
+LUMI_SCAFFOLD_LOG_DIR="${OUTPUT_ROOT}/logs"
+export DATA_DIR OUTPUT_ROOT RUN_NAME RUN_DIR CHECKPOINT_DIR LUMI_SCAFFOLD_LOG_DIR
 
 # Experiment tracking (tracking in values.sh): TRACKING=none sbatch ... leaves a job out.
 if [ -n "${tracking}" ]; then
@@ -441,7 +447,7 @@ watch_progress() {
     fi
     # run.sh names every rank in here; heartbeat.py writes one file per node. STARTED names
     # the ranks' node-local records, so a step never reads an earlier step's.
-    LUMI_SCAFFOLD_HEARTBEAT_DIR="${PROJECT_DIR}/logs/heartbeat-${SLURM_JOB_ID}"
+    LUMI_SCAFFOLD_HEARTBEAT_DIR="${LUMI_SCAFFOLD_LOG_DIR}/heartbeat-${SLURM_JOB_ID}"
     rm -rf "${LUMI_SCAFFOLD_HEARTBEAT_DIR}"
     mkdir -p "${LUMI_SCAFFOLD_HEARTBEAT_DIR}"
     LUMI_SCAFFOLD_HEARTBEAT_STARTED="$(date +%s%N)"
@@ -466,7 +472,7 @@ on_stall() {
     local steps=() step
     mapfile -t steps < <(squeue --noheader --steps --jobs="${SLURM_JOB_ID}" --format='%i %j' 2>/dev/null \
         | awk -v job="${SLURM_JOB_ID}" 'index($1, job ".") == 1 && $1 ~ /\.[0-9]+$/ && $2 != "node-guard" {print $1}' || true)
-    echo "watchdog: the evidence of every rank follows (Flight Recorder dumps, process states, stacks); the collective library's logs stay in logs/" >&2
+    echo "watchdog: the evidence of every rank follows (Flight Recorder dumps, process states, stacks); the collective library's logs stay in ${LUMI_SCAFFOLD_LOG_DIR}" >&2
     LUMI_SCAFFOLD_HELPER=1 timeout "${EVIDENCE_SECONDS}" srun --overlap --nodes="${SLURM_JOB_NUM_NODES:-1}" --ntasks="${SLURM_JOB_NUM_NODES:-1}" \
         --ntasks-per-node=1 "${CONTAINER[@]}" "${LIB}/run.sh" python "${LIB}/watchdog.py" dump --dir "${LUMI_SCAFFOLD_HEARTBEAT_DIR}" \
         || echo "watchdog: could not collect the stacks (above)" >&2
@@ -765,16 +771,16 @@ stop_train() {
 # The profiling job (jobs/profile.sbatch, where the project has a profiler): the training
 # job's shape and launch, scripts/lib/run-profile.sh wrapping rank PROFILE_RANK
 # (profile_rank in values.sh) in the profiler, in the run directory the job file names; the
-# profile goes into profiles/<job id> (.2, .3 ... for more runs in one allocation).
+# profile goes into OUTPUT_ROOT/profiles/<job id> (.2, .3 ... for more runs in one allocation).
 profile_job() {
     report_job profile
     trap 'echo "time limit in $(seconds_left "${profile_signal_lead}") s: the profile will end unfinished" >&2; time_is_up' USR1
     local name="${SLURM_JOB_ID:-0}" n=1 status=0
-    while [ -e "${PROJECT_DIR}/profiles/${name}" ]; do
+    while [ -e "${OUTPUT_ROOT}/profiles/${name}" ]; do
         n=$((n + 1))
         name="${SLURM_JOB_ID:-0}.${n}"
     done
-    PROFILE_DIR="${PROJECT_DIR}/profiles/${name}"
+    PROFILE_DIR="${OUTPUT_ROOT}/profiles/${name}"
     export PROFILE_DIR
     check_ledger
     stage_data

@@ -6,6 +6,8 @@
 # DATASET_ARCHIVE, NODE_TMP and STAGE_DIR); the training script reads STAGE_DIR/data.
 # Checkpoints do not go there: they go to the run directory on the shared file system, so
 # a job that ends early, or on another node, loses none.
+# Every node reads the one archive at the same time: where the site says how to lay it out
+# on the shared file system (striping), the README's training step and lumi-scaffold explain say it.
 set -euo pipefail
 # shellcheck source=../values.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../values.sh"
@@ -22,8 +24,10 @@ need_kb=$(( $(stat -c %s "${DATASET_ARCHIVE}") / 1024 + 1 ))
 avail_kb="$(df -Pk "${STAGE_DIR}" | awk 'NR == 2 {print $4}')"
 # The job's memory on this node: --mem gives SLURM_MEM_PER_NODE, --mem-per-gpu gives SLURM_MEM_PER_GPU (MiB).
 mem_mb="${SLURM_MEM_PER_NODE:-$(( ${SLURM_MEM_PER_GPU:-0} * ${SLURM_GPUS_ON_NODE:-1} ))}"
-budget_kb=$(( mem_mb * 1024 * 3 / 4 ))   # leave a quarter of the job's memory for training
-why="the job may use $(( budget_kb / 1024 )) MiB of its memory for it"
+# The archive may fill prestage_memory_percent of it (values.sh; lumi-scaffold explain says
+# the same); the rest is left for training.
+budget_kb=$(( mem_mb * 1024 * prestage_memory_percent / 100 ))
+why="the job may use $(( budget_kb / 1024 )) MiB (${prestage_memory_percent}%) of its memory for it"
 # On a node shared with other jobs, the partition may give node-local storage a limit of its
 # own, whatever the job's memory (prestage_shared_tmp_kb in values.sh, where it does); jobs
 # with whole nodes (--exclusive) are limited by their memory.

@@ -23,3 +23,20 @@ expand() {
 job_tmpdir() {
     printf '%s' "${node_tmp}/${USER}-tmp-${SLURM_JOB_ID}-${SLURM_NODEID}"
 }
+
+# The environment-modules command `module "$@"`, with nounset off while it runs: Lmod 9.2
+# reads LD_LIBRARY_PATH and LD_PRELOAD unguarded and fails under `set -u` (the job files'
+# set -euo pipefail) where they are unset (TACC/Lmod#835, #839; which Lmod a site runs
+# varies). The caller's nounset setting is restored after; the status is module's.
+lmod() {
+    local nounset=0 status=0
+    if [[ $- == *u* ]]; then
+        nounset=1
+    fi
+    set +u
+    module "$@" || status=$?
+    if [ "${nounset}" = 1 ]; then
+        set -u
+    fi
+    return "${status}"
+}

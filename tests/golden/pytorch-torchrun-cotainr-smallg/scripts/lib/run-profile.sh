@@ -7,8 +7,8 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=../values.sh
-source "${HERE}/../values.sh"
+# shellcheck source=values-lib.sh
+source "${HERE}/values-lib.sh"
 if [ "${launcher}" = torchrun ]; then
     # torchrun starts this script once per worker (--no-python) and sets RANK for it.
     rank="${RANK:?run-profile.sh runs as a torchrun worker, which sets RANK}"
@@ -20,7 +20,7 @@ if [ "${rank}" != "${PROFILE_RANK:-${profile_rank}}" ]; then
     exec "${HERE}/run.sh" "$@"
 fi
 
-output="${PROFILE_DIR:-${HERE}/../profiles/${SLURM_JOB_ID:-manual}}/rank-${rank}"
+output="${PROFILE_DIR:-${OUTPUT_ROOT:-$(expand "${output_root}")}/profiles/${SLURM_JOB_ID:-manual}}/rank-${rank}"
 mkdir -p "${output}"
 echo "rank ${rank}: profiling with ${profiler} into ${output}" >&2
 # The profiler's command before the training's, or its settings for the training's own

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import settings
 from .answers import read_answers, recorded_plugin_data
-from .cli_data import BUNDLED_QUESTIONS, check_data, check_site, parse_data, question_types
+from .cli_data import BUNDLED_QUESTIONS, check_data, check_site, check_unasked, parse_data, question_types
 from .errors import Interrupted, LumiScaffoldError, UsageError, UserMessageError, copier_message, one_line
 
 if TYPE_CHECKING:
@@ -124,6 +124,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     _check_destination(dest)
     check_data(data, question_types(args.template))
     check_site(data)
+    check_unasked(data)
     from .bundle import template_ref
 
     vcs_ref = template_ref(args.template, args.vcs_ref)
@@ -422,7 +423,7 @@ def cmd_template(args: argparse.Namespace) -> int:
 
 
 # lumi_scaffold.reference.PAGES, named here so that `--help` does not import the models.
-REFERENCE_PAGES = ("questions", "models", "plugin-data", "hooks")
+REFERENCE_PAGES = ("questions", "models", "plugin-data", "hooks", "glossary")
 
 
 def cmd_reference(args: argparse.Namespace) -> int:
@@ -494,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_template)
 
     p = sub.add_parser("reference", help="print a reference page offline, as Markdown: every question, the catalogue "
-                                         "models (every field a plugin may give), plugin data, the hooks",
+                                         "models (every field a plugin may give), plugin data, the hooks, the glossary",
                        description="The pages the documentation site makes from the code (docs/index.md), printed "
                                    "from the installed package: lumi-scaffold reference models | less")
     p.add_argument("page", choices=REFERENCE_PAGES)

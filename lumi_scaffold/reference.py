@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import hookspecs, models, plugin_data, plugins, questions
+from .glossary import glossary_page
 
 __all__ = ["PAGES", "pages"]
 
@@ -47,6 +48,7 @@ PAGES = {
     "models": ("reference/models.md", lambda: models_page()),
     "plugin-data": ("reference/plugin-data.md", lambda: plugin_data_page()),
     "hooks": ("reference/hookspecs.md", lambda: hookspecs_page()),
+    "glossary": ("glossary.md", lambda: glossary_page()),
 }
 
 
@@ -273,7 +275,7 @@ def _question(name: str, q: dict, answers: dict[str, Any], cat: plugins.Catalogu
     choices = q.get("choices")
     call = _CALL.match(choices) if isinstance(choices, str) else None
     if call:
-        options = questions.choices(call.group(2), answers, cat)
+        options = questions.choices(call.group(2), answers, cat, whole=True)
         out.append("- **Choices** with the built-in plugins:")
         out += [f"    - `{v}`: {_cell(label.split(': ', 1)[-1])}" for label, v in options.items()]
     elif isinstance(choices, dict):

@@ -255,7 +255,7 @@ def test_the_job_checks_the_image_under_the_variable_when_it_starts(slurm_cluste
 
 
 @pytest.mark.parametrize("answers, line", [
-    (["walltime= 01:00:00"], "Validation error for question 'walltime': ' 01:00:00' is not a Slurm time"),
+    (["walltime=01: 00:00"], "Validation error for question 'walltime': '01: 00:00' is not a Slurm time"),
     (["container=custom", "container_path=/x/$(id).sif"],
      "Validation error for question 'container_path': '/x/$(id).sif' may only contain"),
 ])

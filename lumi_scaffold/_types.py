@@ -117,6 +117,29 @@ def check_abs_path(value: str) -> str:
     return value
 
 
+# A path a user gives as an answer (their image, their dataset archive): letters of any
+# script, digits, spaces and _,./:=+@%-, and ${NAME} references. Every file it reaches
+# quotes it (values.sh in single quotes, the library's expansions in double quotes, the
+# README in backticks), so only these are refused: quotes, $ outside ${NAME}, $(...), `,
+# ;, &, |, <, >, globs, backslashes, ~ and control characters.
+_ANSWER_PATH = re.compile(r"^(?:[^\W]|[ ,./:=+@%-]|\$\{[A-Za-z_][A-Za-z0-9_]*\})*$")
+
+
+def check_answer_path(value: str) -> str:
+    """:func:`check_abs_path` for a path a user answers, or one recorded from such an answer
+    (plugin_data's container path): spaces and non-ASCII letters are allowed too."""
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} must be a path (a string)")
+    value = brace_variable(value)
+    if not _ANSWER_PATH.match(value):
+        raise ValueError(f"{value!r} may only contain letters, digits, spaces, _,./:=+@%- and ${{NAME}} references "
+                         "(no quotes, $(...), ; or globs)")
+    if not value.startswith(("/", "${")):
+        raise ValueError(f"{value!r} must be an absolute path, or start with an environment variable "
+                         "($NAME/... or ${NAME}/...)")
+    return value
+
+
 def brace_variable(value: str) -> str:
     """``$NAME/rest`` written as ``${NAME}/rest``; any other value unchanged."""
     match = _VAR_PREFIX.match(value)

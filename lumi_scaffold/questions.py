@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from ._types import REQUIREMENT, check_abs_path, slurm_time_normal, slurm_time_seconds
+from ._types import REQUIREMENT, check_answer_path, slurm_time_normal, slurm_time_seconds
 from .plugins import Catalogue
 from .models import Partition, Site
 from . import plugin_data as _plugin_data
@@ -152,7 +152,7 @@ def _file_path(value: Any, a: Answers, name: str, suffixes: tuple[str, ...], wha
     is this project's default, so it names a file system of the chosen site."""
     example = default(name, a.raw, a.cat)
     try:
-        check_abs_path(str(value))
+        check_answer_path(str(value))
     except ValueError as exc:
         return f"{exc}. Give the absolute path of {what}, e.g. {example}."
     if not str(value).endswith(suffixes):

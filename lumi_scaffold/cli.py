@@ -15,11 +15,14 @@ be one more runtime dependency with their own multi-line usage errors.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import settings
@@ -298,8 +301,19 @@ def cmd_update(args: argparse.Namespace) -> int:
             "delete the markers and .rej files, then git add and commit."
         )
     if not args.pretend and not args.quiet:
-        print(f"Updated {len(result.changed)} file(s); review with `git diff`, then commit." if result.changed else "Already up to date.")
+        print(updated_advice(result.changed, result.added))
     return 0
+
+
+def updated_advice(changed: list[str], added: list[str]) -> str:
+    """What to do after an update: review the changes, the new files among them too (untracked,
+    `git diff` leaves them out), then commit."""
+    if not changed:
+        return "Already up to date."
+    if not added:
+        return f"Updated {len(changed)} file(s); review with `git diff`, then commit."
+    return (f"Updated {len(changed)} file(s); review with `git diff`, and the {len(added)} new one(s) it does not show "
+            f"(`git status` lists them): {', '.join(added)}; then `git add -A` and commit.")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -520,10 +534,50 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        code: int = args.func(args)
+        with plain_when_piped():
+            code: int = args.func(args)
     except (LumiScaffoldError, KeyboardInterrupt) as exc:
         return report(exc)
     return code
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+class _Plain:
+    """A text stream that leaves out colour codes (Copier's ``create`` lines carry colorama's
+    whatever the stream is)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(_ANSI.sub("", text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def plain_when_piped() -> Iterator[None]:
+    """No colour codes on stdout or stderr where it is not a terminal (``lumi-scaffold new ...
+    | tee``, a log file) or NO_COLOR is set (no-color.org); a terminal keeps Copier's colours."""
+    saved = sys.stdout, sys.stderr
+    no_color = bool(os.environ.get("NO_COLOR"))
+
+    def plain(stream: Any) -> Any:
+        try:
+            tty = stream.isatty()
+        except (AttributeError, ValueError):
+            tty = False
+        return _Plain(stream) if stream is not None and (no_color or not tty) else stream
+
+    sys.stdout, sys.stderr = plain(saved[0]), plain(saved[1])
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def report(exc: LumiScaffoldError | KeyboardInterrupt) -> int:

@@ -363,3 +363,30 @@ def test_answers_are_trimmed_and_written_back_normalised(template, tmp_path):
     answers = (dest / ".copier-answers.yml").read_text()
     assert "\naccount: project_465001234\n" in answers and "\nwalltime: 01:30:00\n" in answers
     assert "\nnodes: 2\n" in answers  # a number, as before 0.5 (copier.yml asks it as text)
+
+
+def test_no_colour_codes_where_the_output_is_not_a_terminal(tmp_path):
+    """`lumi-scaffold new ... | tee log`: Copier's coloured `create` lines arrive without codes."""
+    made = run_cli("new", str(tmp_path / "p"), "--defaults", "-d", "project_name=demo")
+    assert made.returncode == 0, made.stderr
+    assert "create" in made.stderr and "jobs/train.sbatch" in made.stderr
+    assert "\x1b[" not in made.stderr + made.stdout
+
+
+def test_after_an_update_the_advice_names_the_files_it_added(tmp_path, capsys, monkeypatch):
+    """`git diff` does not show new (untracked) files: the advice lists them."""
+    from lumi_scaffold import update
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "kept").write_text("a")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    (repo / "kept").write_text("b")
+    (repo / "scripts").mkdir()
+    (repo / "scripts/new.sh").write_text("c")
+    assert update._changed(repo) == ["kept", "scripts/new.sh"]
+    assert update._changed(repo, untracked_only=True) == ["scripts/new.sh"]
+    advice = cli.updated_advice(["kept", "scripts/new.sh"], ["scripts/new.sh"])
+    assert "`git diff`" in advice and "scripts/new.sh" in advice and "git add -A" in advice
+    assert cli.updated_advice(["kept"], []) == "Updated 1 file(s); review with `git diff`, then commit."

@@ -326,3 +326,16 @@ def test_steps_a_script_did_not_report_are_not_reported_never_0(template, tmp_pa
                              env={**os.environ, "OUTPUT_ROOT": str(out)}, capture_output=True, text=True, check=True)
     steps = [re.split(r" {2,}", line)[4] for line in summary.stdout.splitlines()[2:5]]
     assert steps == ["not reported", "40", "not run yet"], summary.stdout
+
+
+def test_before_you_spend_shows_what_explain_prints_now(template, tmp_path):
+    """docs/before-you-spend.md's sample is the command's output for the answers it names."""
+    from .helpers import REPO
+
+    page = (REPO / "docs" / "before-you-spend.md").read_text()
+    sample = re.search(r"`lumi-scaffold explain my-project` prints:\n\n```text\n(.*?)```\n", page, re.S)
+    assert sample, "the sample is gone"
+    project = render(template, tmp_path / "my-project", project_name="my-project", nodes=2, prestage=True,
+                     account="project_465001234")
+    printed = format_report(explain_project(project)) + "\n"
+    assert printed.replace(str(project), "/project/project_465001234/my-project") == sample.group(1)

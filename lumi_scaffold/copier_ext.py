@@ -125,8 +125,7 @@ def lumi_check(ctx: Context, name: str) -> str:
         # question; an answer refused before it is refused here too (as Copier's ValueError,
         # or, where Copier checks a recorded answer and drops it, by lumi_resolve next).
         pending = [m for given, m in _refused if given is data] if data is not None else []
-        unused = questions.unasked(data, _catalogue()) if isinstance(data, dict) else ""
-        return message or (pending[0] if pending else unused)
+        return message or (pending[0] if pending else "")
     if message and data is not None and name in data:
         # Copier would raise a ValueError (a traceback): the next lumi_* call outside a
         # validator raises it instead, at the latest plugin_data's default (lumi_resolve).
@@ -138,6 +137,11 @@ def lumi_check(ctx: Context, name: str) -> str:
 @pass_context
 def lumi_resolve(ctx: Context) -> dict[str, Any]:
     answers, cat = _answers(ctx), _catalogue()
+    data = _given(ctx)
+    if isinstance(data, dict) and (unused := questions.unasked(data, cat, answers)):
+        # An answer no question asks (profile_rank=3 with no profiler): Copier would drop it
+        # silently (plugin_data, computed, is never validated: its default is where to say so).
+        raise RefusedAnswer(unused)
     try:
         data = assemble.resolve(answers, cat)
     except ValueError:

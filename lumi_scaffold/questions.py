@@ -376,10 +376,11 @@ _NEEDS = {"container_path": "container=custom", "dataset_archive": "prestage=tru
           "profile_rank": "a profiler (e.g. profiler=rocprofv3)"}
 
 
-def unasked(given: Mapping[str, Any], cat: Catalogue) -> str:
+def unasked(given: Mapping[str, Any], cat: Catalogue, answers: Mapping[str, Any] | None = None) -> str:
     """The first answer ``given`` (with -d, --data-file or Copier's data) for a question that
-    these answers do not ask, as a one-line refusal; '' when there is none."""
-    a = Answers(normalised(given), cat)
+    these answers (``answers``, the project's so far, with ``given``) do not ask, as a
+    one-line refusal; '' when there is none."""
+    a = Answers(normalised({**(answers or {}), **given}), cat)
     for name in given:
         q = QUESTIONS.get(name)
         if q is not None and not q.asked(a):

@@ -194,6 +194,7 @@ def test_an_image_made_without_validation_is_refused_at_load(installed, tmp_path
 @pytest.mark.parametrize("answer, line", [
     ("container_path=/x/$(id).sif", "Validation error for question 'container_path': '/x/$(id).sif' may only contain"),
     ("dataset_archive=/x/a'b.tar", "Validation error for question 'dataset_archive': \"/x/a'b.tar\" may only contain"),
+    ("profile_rank=3", "profile_rank='3' applies only with a profiler"),  # no question asks it: refused, not dropped
 ])
 def test_plain_copier_copy_refuses_a_bad_answer_in_one_line(tmp_path, answer, line):
     dest = tmp_path / "demo"

@@ -436,3 +436,14 @@ def test_a_project_on_an_observed_image_is_told_so_at_the_end_of_copy():
     said = [n for n in notices(data, cat) if "observed, not announced" in n]
     assert len(said) == 1 and "[OBS-LAIF]" in said[0] and "lumi-scaffold doctor on a login node" in said[0]
     assert said[0].endswith("lumi-scaffold update -d container=laif-multitorch-20260513")
+
+
+def test_an_answer_no_question_asks_is_refused_with_what_it_needs():
+    from lumi_scaffold.questions import unasked
+
+    cat = get_catalogue()
+    assert "profile_rank='3' applies only with a profiler" in unasked({"profile_rank": "3"}, cat)
+    assert unasked({"profile_rank": "3", "profiler": "rocprofv3"}, cat) == ""
+    assert unasked({"profile_rank": "3"}, cat, {"profiler": "rocprofv3"}) == ""  # an update: the project has one
+    assert "container=custom" in unasked({"container_path": "/p/x.sif"}, cat)
+    assert "prestage=true" in unasked({"dataset_archive": "/p/x.tar"}, cat, {"prestage": False})

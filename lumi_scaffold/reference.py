@@ -52,6 +52,14 @@ PAGES = {
 }
 
 
+def _answer_type(name: str, q: dict[str, Any]) -> str:
+    """The answer's type: copier.yml's, but `int` for a whole number it asks as text
+    (lumi_scaffold.answer_forms)."""
+    from .answer_forms import INT_QUESTIONS
+
+    return "int" if name in INT_QUESTIONS else str(q.get("type", "str"))
+
+
 def pages() -> dict[str, str]:
     """Site path -> Markdown of every generated page."""
     return {path: make() for path, make in PAGES.values()}
@@ -236,7 +244,7 @@ def questions_page(copier_yml: Path | None = None) -> str:
         "and a wrong one is refused with a message that says what to give instead.", "",
         "| Question | Type | Asked |", "|---|---|---|",
     ]
-    parts += [f"| [`{n}`](#{n}) | `{config[n].get('type', 'str')}` | {_asked(config[n])} |" for n in names]
+    parts += [f"| [`{n}`](#{n}) | `{_answer_type(n, config[n])}` | {_asked(config[n])} |" for n in names]
     parts.append("")
     for name in names:
         parts += _question(name, config[name], answers, cat)
@@ -252,7 +260,7 @@ def _asked(question: dict) -> str:
 
 
 def _question(name: str, q: dict, answers: dict[str, Any], cat: plugins.Catalogue) -> list[str]:
-    kind = q.get("type", "str")
+    kind = _answer_type(name, q)
     about = q.get("help") or (_md(plugin_data.__doc__).splitlines()[0] if name == "plugin_data" else "")
     out = [f"## {name}", "", _cell(about), "",
            f"- **Type:** `{kind}`", f"- **Asked:** {_asked(q)}"]

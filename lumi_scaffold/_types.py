@@ -9,9 +9,12 @@ from typing import Annotated, Callable
 
 from pydantic import AfterValidator
 
-# ASCII digits only, the whole string (no spaces, no trailing newline): the value is
-# written verbatim into #SBATCH --time= lines.
-_SLURM_TIME = re.compile(r"(?:([0-9]+)-)?([0-9]{1,2}):([0-9]{2}):([0-9]{2})")
+# The forms sbatch(1) lists for --time: minutes, minutes:seconds, hours:minutes:seconds,
+# days-hours, days-hours:minutes, days-hours:minutes:seconds. ASCII digits only, the whole
+# string (no spaces, no trailing newline): the value is written into #SBATCH --time= lines.
+_SLURM_TIME = re.compile(r"(?:(?P<d>[0-9]+)-(?P<dh>[0-9]+)(?::(?P<dm>[0-9]+)(?::(?P<ds>[0-9]+))?)?"
+                         r"|(?P<h>[0-9]+):(?P<hm>[0-9]+):(?P<hs>[0-9]+)"
+                         r"|(?P<m>[0-9]+)(?::(?P<ms>[0-9]+))?)")
 _SLUG = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 _IDENT = re.compile(r"^[a-z][a-z0-9]*(?:[-.][a-z0-9]+)*$")
 # Characters a plugin-supplied shell word may contain. `${NAME}` references are
@@ -35,16 +38,27 @@ _PYTHON_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def slurm_time_seconds(value: str) -> int:
-    """Seconds in a Slurm time ``[D-]HH:MM:SS``; ValueError when malformed (spaces,
-    newlines and non-ASCII digits included)."""
-    match = _SLURM_TIME.fullmatch(value) if isinstance(value, str) else None
+    """Seconds in a Slurm time, in any form sbatch(1) lists (``90`` is minutes, ``120:00:00``
+    hours, ``2-12`` days and hours); ValueError when malformed (spaces, newlines and
+    non-ASCII digits included)."""
+    match = _SLURM_TIME.fullmatch(value) if isinstance(value, str) and value.isascii() else None
     if not match:
-        raise ValueError(f"{value!r} is not a Slurm time; write D-HH:MM:SS or HH:MM:SS with ASCII digits "
-                         "and no spaces, e.g. 1-12:00:00")
-    days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
-    if minutes > 59 or seconds > 59 or (days and hours > 23):
-        raise ValueError(f"{value!r} is not a Slurm time: minutes and seconds must be below 60")
-    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+        raise ValueError(f"{value!r} is not a Slurm time; write minutes (90), HH:MM:SS (120:00:00) or D-HH:MM:SS "
+                         "(1-12:00:00) with ASCII digits and no spaces")
+    g = {k: int(v) if v else 0 for k, v in match.groupdict().items()}
+    if g["dh"] > 23 or max(g["dm"], g["ds"], g["hm"], g["hs"], g["ms"]) > 59:
+        raise ValueError(f"{value!r} is not a Slurm time: after the first number, hours must be below 24 and "
+                         "minutes and seconds below 60")
+    return (g["d"] * 24 + g["dh"]) * 3600 + g["dm"] * 60 + g["ds"] + g["h"] * 3600 + g["hm"] * 60 + g["hs"] + g["m"] * 60 + g["ms"]
+
+
+def slurm_time_normal(value: str) -> str:
+    """A Slurm time written back as ``HH:MM:SS``, or ``D-HH:MM:SS`` from one day on
+    (``90``: ``01:30:00``; ``120:00:00``: ``5-00:00:00``); ValueError when malformed."""
+    seconds = slurm_time_seconds(value)
+    days, rest = divmod(seconds, 86400)
+    clock = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{clock}" if days else clock
 
 
 def _check_slurm_time(value: str) -> str:
@@ -97,6 +111,29 @@ def check_abs_path(value: str) -> str:
     if not _SHELL_WORD.match(value):
         check_shell_word(given)
         check_shell_word(value)
+    if not value.startswith(("/", "${")):
+        raise ValueError(f"{value!r} must be an absolute path, or start with an environment variable "
+                         "($NAME/... or ${NAME}/...)")
+    return value
+
+
+# A path a user gives as an answer (their image, their dataset archive): letters of any
+# script, digits, spaces and _,./:=+@%-, and ${NAME} references. Every file it reaches
+# quotes it (values.sh in single quotes, the library's expansions in double quotes, the
+# README in backticks), so only these are refused: quotes, $ outside ${NAME}, $(...), `,
+# ;, &, |, <, >, globs, backslashes, ~ and control characters.
+_ANSWER_PATH = re.compile(r"^(?:[^\W]|[ ,./:=+@%-]|\$\{[A-Za-z_][A-Za-z0-9_]*\})*$")
+
+
+def check_answer_path(value: str) -> str:
+    """:func:`check_abs_path` for a path a user answers, or one recorded from such an answer
+    (plugin_data's container path): spaces and non-ASCII letters are allowed too."""
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} must be a path (a string)")
+    value = brace_variable(value)
+    if not _ANSWER_PATH.match(value):
+        raise ValueError(f"{value!r} may only contain letters, digits, spaces, _,./:=+@%- and ${{NAME}} references "
+                         "(no quotes, $(...), ; or globs)")
     if not value.startswith(("/", "${")):
         raise ValueError(f"{value!r} must be an absolute path, or start with an environment variable "
                          "($NAME/... or ${NAME}/...)")

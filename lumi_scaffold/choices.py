@@ -1,4 +1,6 @@
-"""The choices of each question: label -> value, from the answers given so far.
+"""The choices of each question: label -> value, from the answers given so far. The labels
+are whole here (``lumi-scaffold reference questions`` shows them so); the questionnaire cuts
+them to 80 columns (:func:`lumi_scaffold.questions.choices`), so a label says its cost first.
 
 Each function is named in its question's entry of :data:`lumi_scaffold.questions.QUESTIONS`
 (copier.yml's ``lumi_choices``); the labels explain, the values are stored.
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 from . import jobs
 from .defaults import Answers, answered_partition, chosen_image, offered_sites
-from .labels import CONTAINER_LABELS, fit, framework_status, image_label, status_label
+from .labels import CONTAINER_LABELS, framework_status, image_label, status_label
 from .tracking import TRACKERS
 
 __all__ = ["container_choices", "data_location_choices", "framework_choices", "launcher_choices", "partition_choices",
@@ -16,13 +18,13 @@ __all__ = ["container_choices", "data_location_choices", "framework_choices", "l
 
 
 def site_choices(a: Answers) -> dict[str, str]:
-    return {fit(f"{n}: {a.cat.sites[n].title}"): n for n in offered_sites(a.cat)}
+    return {f"{n}: {a.cat.sites[n].title}": n for n in offered_sites(a.cat)}
 
 
 def framework_choices(a: Answers) -> dict[str, str]:
     site, cat = a.site, a.cat
     names = cat.frameworks_for(site.name) if site else []
-    return {fit(f"{n}: {cat.frameworks[n].title}{framework_status(cat, site.name, n) if site else ''}"): n for n in names}
+    return {f"{n}: {cat.frameworks[n].title}{framework_status(cat, site.name, n) if site else ''}": n for n in names}
 
 
 def container_choices(a: Answers) -> dict[str, str]:
@@ -37,13 +39,13 @@ def container_choices(a: Answers) -> dict[str, str]:
             label = f"recommended: follow the catalogue (now {recommended.id})"
         else:
             label = image_label(image.id, status_label(image), image.title) if image else CONTAINER_LABELS[option]
-        out[fit(label)] = option
+        out[label] = option
     return out
 
 
 def partition_choices(a: Answers) -> dict[str, str]:
     parts = a.site.partitions if a.site else []
-    return {fit(f"{p.name}: {p.allocation}, up to {p.max_nodes} nodes, {p.max_walltime}"): p.name for p in parts}
+    return {f"{p.name}: {p.allocation}, up to {p.max_nodes} nodes, {p.max_walltime}": p.name for p in parts}
 
 
 def launcher_choices(a: Answers) -> dict[str, str]:
@@ -59,16 +61,16 @@ def data_location_choices(a: Answers) -> dict[str, str]:
     if not site:
         return {}
     account = str(a.get("account") or "{account}")
-    return {fit(f"{s.name}: {s.resolve(account, site.account.project_of(account))} ({s.note})"): s.name
+    return {f"{s.name}: {s.resolve(account, site.account.project_of(account))} ({s.note})": s.name
             for s in site.storage if s.data}
 
 
 def profiler_choices(a: Answers) -> dict[str, str]:
-    return {fit(f"{n}: {a.cat.profilers[n].title}"): n for n in profilers(a) if n in a.cat.profilers}
+    return {f"{n}: {a.cat.profilers[n].title}": n for n in profilers(a) if n in a.cat.profilers}
 
 
 def tracking_choices(a: Answers) -> dict[str, str]:
-    return {fit(f"{n}: {t.title}"): n for n, t in TRACKERS.items()}
+    return {f"{n}: {t.title}": n for n, t in TRACKERS.items()}
 
 
 def profilers(a: Answers) -> list[str]:

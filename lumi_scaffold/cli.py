@@ -15,16 +15,19 @@ be one more runtime dependency with their own multi-line usage errors.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import settings
 from .answers import read_answers, recorded_plugin_data
-from .cli_data import BUNDLED_QUESTIONS, check_data, check_site, parse_data, question_types
+from .cli_data import BUNDLED_QUESTIONS, check_data, check_site, check_unasked, parse_data, question_types
 from .errors import Interrupted, LumiScaffoldError, UsageError, UserMessageError, copier_message, one_line
 
 if TYPE_CHECKING:
@@ -124,6 +127,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     _check_destination(dest)
     check_data(data, question_types(args.template))
     check_site(data)
+    check_unasked(data)
     from .bundle import template_ref
 
     vcs_ref = template_ref(args.template, args.vcs_ref)
@@ -297,8 +301,19 @@ def cmd_update(args: argparse.Namespace) -> int:
             "delete the markers and .rej files, then git add and commit."
         )
     if not args.pretend and not args.quiet:
-        print(f"Updated {len(result.changed)} file(s); review with `git diff`, then commit." if result.changed else "Already up to date.")
+        print(updated_advice(result.changed, result.added))
     return 0
+
+
+def updated_advice(changed: list[str], added: list[str]) -> str:
+    """What to do after an update: review the changes, the new files among them too (untracked,
+    `git diff` leaves them out), then commit."""
+    if not changed:
+        return "Already up to date."
+    if not added:
+        return f"Updated {len(changed)} file(s); review with `git diff`, then commit."
+    return (f"Updated {len(changed)} file(s); review with `git diff`, and the {len(added)} new one(s) it does not show "
+            f"(`git status` lists them): {', '.join(added)}; then `git add -A` and commit.")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -426,7 +441,7 @@ def cmd_template(args: argparse.Namespace) -> int:
 
 
 # lumi_scaffold.reference.PAGES, named here so that `--help` does not import the models.
-REFERENCE_PAGES = ("questions", "models", "plugin-data", "hooks")
+REFERENCE_PAGES = ("questions", "models", "plugin-data", "hooks", "glossary")
 
 
 def cmd_reference(args: argparse.Namespace) -> int:
@@ -499,7 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_template)
 
     p = sub.add_parser("reference", help="print a reference page offline, as Markdown: every question, the catalogue "
-                                         "models (every field a plugin may give), plugin data, the hooks",
+                                         "models (every field a plugin may give), plugin data, the hooks, the glossary",
                        description="The pages the documentation site makes from the code (docs/index.md), printed "
                                    "from the installed package: lumi-scaffold reference models | less")
     p.add_argument("page", choices=REFERENCE_PAGES)
@@ -524,10 +539,50 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        code: int = args.func(args)
+        with plain_when_piped():
+            code: int = args.func(args)
     except (LumiScaffoldError, KeyboardInterrupt) as exc:
         return report(exc)
     return code
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+class _Plain:
+    """A text stream that leaves out colour codes (Copier's ``create`` lines carry colorama's
+    whatever the stream is)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(_ANSI.sub("", text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def plain_when_piped() -> Iterator[None]:
+    """No colour codes on stdout or stderr where it is not a terminal (``lumi-scaffold new ...
+    | tee``, a log file) or NO_COLOR is set (no-color.org); a terminal keeps Copier's colours."""
+    saved = sys.stdout, sys.stderr
+    no_color = bool(os.environ.get("NO_COLOR"))
+
+    def plain(stream: Any) -> Any:
+        try:
+            tty = stream.isatty()
+        except (AttributeError, ValueError):
+            tty = False
+        return _Plain(stream) if stream is not None and (no_color or not tty) else stream
+
+    sys.stdout, sys.stderr = plain(saved[0]), plain(saved[1])
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def report(exc: LumiScaffoldError | KeyboardInterrupt) -> int:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
+from .answer_forms import INT_QUESTIONS, whole_number_problem
 from .answers import load_yaml
 from .errors import UsageError
 
-__all__ = ["BOOL_QUESTIONS", "BUNDLED_QUESTIONS", "INT_QUESTIONS", "check_data", "check_site", "parse_data", "question_types"]
+__all__ = ["BOOL_QUESTIONS", "BUNDLED_QUESTIONS", "INT_QUESTIONS", "check_data", "check_site", "check_unasked", "parse_data", "question_types",
+           "whole_number_problem"]
 
 
 def parse_data(pairs: list[str], data_file: str | None) -> dict[str, Any]:
@@ -28,10 +29,11 @@ def parse_data(pairs: list[str], data_file: str | None) -> dict[str, Any]:
         if not sep or not name:
             raise UsageError(f"--data {pair!r}: write NAME=VALUE, e.g. --data nodes=2")
         data[name] = value
-    return data
+    # Answers are taken trimmed (lumi_scaffold.questions.normalise), and recorded so; not
+    # project_name, which the templates write as given (its check names the spaces).
+    return {name: value.strip() if isinstance(value, str) and name != "project_name" else value for name, value in data.items()}
 
 
-_WHOLE = re.compile(r"-?[0-9]+")
 _TRUE = {"true", "yes", "y", "on", "1"}
 _FALSE = {"false", "no", "n", "off", "0"}
 
@@ -63,8 +65,10 @@ def question_types(template: str) -> dict[str, str] | None:
         return None
     if not isinstance(config, dict):
         return None
-    return {str(k): str(v.get("type", "str")) if isinstance(v, dict) else "str"
-            for k, v in config.items() if not str(k).startswith("_")}
+    types = {str(k): str(v.get("type", "str")) if isinstance(v, dict) else "str"
+             for k, v in config.items() if not str(k).startswith("_")}
+    # copier.yml asks the whole numbers as text, so that its check answers `yes` (whole_number_problem).
+    return {k: "int" if k in INT_QUESTIONS else v for k, v in types.items()}
 
 
 def check_data(data: dict[str, Any], types: dict[str, str] | None) -> None:
@@ -76,8 +80,8 @@ def check_data(data: dict[str, Any], types: dict[str, str] | None) -> None:
             hint = f"did you mean {close[0]}? " if close else ""
             raise UsageError(f"{name}={value!r}: there is no question {name!r}. Fix: {hint}the questions are {', '.join(types)}")
         kind = (types or {}).get(name) or ("int" if name in INT_QUESTIONS else "bool" if name in BOOL_QUESTIONS else "")
-        if kind == "int" and not (type(value) is int or isinstance(value, str) and _WHOLE.fullmatch(value)):
-            raise UsageError(f"{name}={value!r}: not a whole number. Fix: e.g. --data {name}=1")
+        if kind == "int" and (problem := whole_number_problem(name, value)):
+            raise UsageError(f"{name}={value!r}: {problem}")
         if kind == "bool" and not (type(value) is bool or isinstance(value, str) and value.lower() in _TRUE | _FALSE):
             raise UsageError(f"{name}={value!r}: not a yes/no answer. Fix: --data {name}=true or --data {name}=false")
         if kind == "json" and isinstance(value, str):
@@ -90,7 +94,6 @@ def check_data(data: dict[str, Any], types: dict[str, str] | None) -> None:
                              f"Fix: quote it in the data file, e.g. {name}: \"{value}\"")
 
 
-INT_QUESTIONS = ("nodes", "gpus_per_node", "profile_rank")
 BOOL_QUESTIONS = ("prestage",)
 
 
@@ -104,3 +107,13 @@ def check_site(data: dict[str, Any]) -> None:
     message = check("site", data["site"], data, get_catalogue())
     if message:
         raise UsageError(f"site={data['site']!r}: {message}")
+
+
+def check_unasked(data: dict[str, Any]) -> None:
+    """An answer for a question these answers do not ask (profile_rank without a profiler)
+    is refused (lumi_scaffold.questions.unasked), before Copier drops it silently."""
+    from .plugins import get_catalogue
+    from .questions import unasked
+
+    if message := unasked(data, get_catalogue()):
+        raise UsageError(message)

@@ -35,7 +35,8 @@ def _catalogue() -> plugins.Catalogue:
 
 
 def _answers(ctx: Context) -> dict[str, Any]:
-    return {k: v for k, v in ctx.get_all().items() if not k.startswith("_") and not callable(v)}
+    """The answers so far, as the project uses them (trimmed; lumi_scaffold.questions.normalise)."""
+    return questions.normalised({k: v for k, v in ctx.get_all().items() if not k.startswith("_") and not callable(v)})
 
 
 # Answers given with --data that their validator refused, per Copier worker (its `data`
@@ -99,7 +100,14 @@ def _user_errors(func: Any) -> Any:
 
 @pass_context
 def lumi_choices(ctx: Context, name: str) -> dict[str, Any]:
-    return questions.choices(name, _answers(ctx), _catalogue())
+    """The question's choices; where it is asked (not given with --data), those its check
+    refuses with the answers so far are disabled, with the check's message. A given answer
+    is checked by the validator instead (Copier refuses a disabled choice with a traceback)."""
+    data = _given(ctx)
+    if data is not None and name in data:
+        return questions.choices(name, _answers(ctx), _catalogue())
+    return questions.offered_choices(name, _answers(ctx), _catalogue())
+
 
 
 @pass_context
@@ -129,6 +137,11 @@ def lumi_check(ctx: Context, name: str) -> str:
 @pass_context
 def lumi_resolve(ctx: Context) -> dict[str, Any]:
     answers, cat = _answers(ctx), _catalogue()
+    data = _given(ctx)
+    if isinstance(data, dict) and (unused := questions.unasked(data, cat, answers)):
+        # An answer no question asks (profile_rank=3 with no profiler): Copier would drop it
+        # silently (plugin_data, computed, is never validated: its default is where to say so).
+        raise RefusedAnswer(unused)
     try:
         data = assemble.resolve(answers, cat)
     except ValueError:
@@ -402,6 +415,35 @@ class LumiExtension(Extension):
         environment.globals.update(_GLOBALS, lumi_home_url=home_url())
         environment.filters.update(_FILTERS)
         _share_compiled_code(environment)
+        _normalise_answers(environment)
+
+
+def _normalise_answers(env) -> None:
+    """Every template Copier renders (files, paths, questions' fields, the answers file) sees
+    the answers normalised (lumi_scaffold.questions.normalise: trimmed, whole numbers as
+    ints, walltime as HH:MM:SS), and the answers file records them so; what Copier keeps in
+    memory is untouched. The context-class hook of copier-template-extensions' ContextHook,
+    on a copy of the context's variables."""
+    base = env.context_class
+
+    class LumiContext(base):  # type: ignore[misc, valid-type]
+        def __init__(self, environment, parent, name, blocks, globals=None):
+            if "_copier_conf" in parent:
+                parent = _normalised_context(parent)
+            super().__init__(environment, parent, name, blocks, globals=globals)
+
+    env.context_class = LumiContext
+
+
+def _normalised_context(parent: dict[str, Any]) -> dict[str, Any]:
+    changed = {k: v for k, v in ((k, questions.normalise(k, parent[k])) for k in questions.QUESTIONS if k in parent)
+               if v is not parent[k]}
+    recorded = parent.get("_copier_answers")
+    if isinstance(recorded, dict):
+        answers = {k: questions.normalise(k, v) if k in questions.QUESTIONS else v for k, v in recorded.items()}
+        if any(answers[k] is not recorded[k] for k in answers):
+            changed["_copier_answers"] = answers
+    return {**parent, **changed} if changed else parent
 
 
 # Copier builds a new Jinja environment for every copy (three for an update) and compiles

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from ._types import OneLine, SlurmOption, SlurmTime, matching, slurm_time_seconds
+from ._types import OneLine, SlurmOption, SlurmTime, matching, slurm_time_normal, slurm_time_seconds
 
 if TYPE_CHECKING:
     from .models import NodeLayout, Partition, Site
@@ -118,15 +118,17 @@ class Refusal:
     answer: str
     reason: str
     fixes: tuple[tuple[str, str], ...] = ()
+    hint: str = ""  # what else to do (a sentence), after the answers
 
     def use(self) -> str:
         """The questionnaire's message: the reason and the answers to give instead."""
-        return f"{self.reason}." + (" Use " + " or ".join(f"{n}={v}" for n, v in self.fixes) + "." if self.fixes else "")
+        return (f"{self.reason}." + (" Use " + " or ".join(f"{n}={v}" for n, v in self.fixes) + "." if self.fixes else "")
+                + (f" {self.hint}" if self.hint else ""))
 
     def fix(self, context: str = "") -> str:
         """lint's message for a job file: the reason (with ``context``) and the updates that fix the project."""
-        return f"{self.reason}{context}." + (" Fix: " + ", or ".join(f"lumi-scaffold update -d {n}={v}" for n, v in self.fixes)
-                                    if self.fixes else "")
+        fixes = " Fix: " + ", or ".join(f"lumi-scaffold update -d {n}={v}" for n, v in self.fixes) if self.fixes else ""
+        return f"{self.reason}{context}.{fixes}" + (f"{'.' if fixes else ''} {self.hint}" if self.hint else "")
 
 
 def refusals(site: Site, part: Partition, *, nodes: int, gpus: int, time: str | None = None,
@@ -155,7 +157,11 @@ def refusals(site: Site, part: Partition, *, nodes: int, gpus: int, time: str | 
     limit = part.walltime_limit(nodes)
     if time is not None and slurm_time_seconds(time) > slurm_time_seconds(limit):
         scope = f" for {nodes} node(s)" if part.walltime_bins else ""
-        out.append(Refusal("walltime", f"{time!r} exceeds the {part.name} limit of {limit}{scope}", (("walltime", limit),)))
+        # The project's answer for a longer run (docs/jobs.md, "Chains"), where the partition allows it.
+        chain = (f"For a longer run, CHAIN=N sbatch jobs/train.sbatch queues N jobs of {limit}, each resuming from the "
+                 "last checkpoint." if part.chains else "")
+        out.append(Refusal("walltime", f"{slurm_time_normal(time)!r} exceeds the {part.name} limit of {limit}{scope}",
+                           (("walltime", limit),), chain))
     per_node = memory.per_node_gb(gpus) if memory else None
     if per_node and node.mem_per_node_gb and per_node > node.mem_per_node_gb:
         out.append(Refusal("memory", f"{per_node} GB of memory per node exceed the {node.mem_per_node_gb} GB a {part.name} node has"))

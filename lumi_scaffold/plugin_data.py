@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from ._types import (AbsPath, AbsPathOrEmpty, CpuMask, EnvName, Ident, NameWordOrEmpty, OneLine, Package, PlainNameOrEmpty,
-                     PythonName, Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_abs_path, path_variable)
+                     PythonName, Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_answer_path, path_variable)
 from .errors import PluginDataError
 from .jobs import JOB_KINDS, Binding, Cost, Shape, shape_from_options
 from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
@@ -207,11 +207,12 @@ class ContainerFacts(_Part):
     @field_validator("path")
     @classmethod
     def _path(cls, value: str) -> str:
-        # The catalogue's own check (ContainerImage.path), so render accepts what load accepted.
+        # The answer's check (container_path: spaces and any letters), which takes every path the
+        # catalogue's own check (ContainerImage.path) takes: render accepts what load accepted.
         if re.fullmatch(r"container/[A-Za-z0-9][A-Za-z0-9._-]*\.sif", value):
             return value
         try:
-            return check_abs_path(value)
+            return check_answer_path(value)
         except ValueError as exc:
             raise ValueError(f"{exc}; or container/<name>.sif for a cotainr build") from None
 

@@ -18,22 +18,48 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from ._types import REQUIREMENT, check_abs_path, slurm_time_seconds
+from ._types import REQUIREMENT, check_answer_path, slurm_time_normal, slurm_time_seconds
 from .plugins import Catalogue
 from .models import Partition, Site
 from . import plugin_data as _plugin_data
 from . import choices as _choices, defaults, jobs
+from .answer_forms import INT_QUESTIONS, whole_number_problem
 from .defaults import (CONTAINER_SPECIAL, TEST_SITES, TEST_SITES_ENV, Answers, answered_partition, chosen_image, offered_sites,
                        split_requirements)
 from .labels import LABEL_WIDTH, fit
 from .tracking import TRACKERS
 
 __all__ = ["CONTAINER_SPECIAL", "LABEL_WIDTH", "QUESTIONS", "TEST_SITES", "TEST_SITES_ENV", "Answers", "Placeholder", "Question",
-           "answered_partition", "check", "check_all", "choices", "chosen_image", "default", "fit", "offered_sites", "placeholder_answers",
-           "placeholders", "split_requirements"]
+           "answered_partition", "check", "check_all", "choices", "chosen_image", "default", "fit", "normalise", "normalised",
+           "offered_choices", "offered_sites", "placeholder_answers", "placeholders", "split_requirements", "unasked"]
 
 _PROJECT_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 _ARCHIVE = (".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz")
+
+
+def normalise(name: str, value: Any) -> Any:
+    """An answer as the project uses it: text trimmed (a space typed after an account is not
+    part of it), a whole number as an int (copier.yml asks it as text), a Slurm time in the
+    form the job files write (``90``: ``01:30:00``). The templates, the answers file and
+    every check see this (LumiExtension's context)."""
+    if not isinstance(value, str):
+        return value
+    value = value.strip()
+    if name in INT_QUESTIONS and not whole_number_problem(name, value):
+        return int(value)
+    if name == "walltime":
+        try:
+            return slurm_time_normal(value)
+        except ValueError:
+            return value  # its check says why
+    return value
+
+
+def normalised(answers: Mapping[str, Any]) -> dict[str, Any]:
+    """Every answer normalised (:func:`normalise`)."""
+    return {name: normalise(name, value) for name, value in answers.items()}
+
+
 class Placeholder(NamedTuple):
     """An answer that is still a made-up example: the question, its value, why, and what to give."""
 
@@ -88,7 +114,11 @@ def _site(value: Any, a: Answers) -> str:
 def _account(value: Any, a: Answers) -> str:
     site = a.site
     if site and not site.account.matches(str(value)):
-        return f"{value!r} is not a {site.name} project account (like {site.account.example}). {site.account.help}"
+        # A bare number where the example has a prefix (LUMI: 465001234 for project_465001234).
+        prefix = re.match(r"^(.*?)[0-9]*$", site.account.example).group(1)  # type: ignore[union-attr]
+        guess = f"{prefix}{value}" if prefix and str(value).isdigit() and site.account.matches(f"{prefix}{value}") else ""
+        hint = f" Did you mean {guess}?" if guess else ""
+        return f"{value!r} is not a {site.name} project account (like {site.account.example}).{hint} {site.account.help}"
     return ""
 
 
@@ -122,7 +152,7 @@ def _file_path(value: Any, a: Answers, name: str, suffixes: tuple[str, ...], wha
     is this project's default, so it names a file system of the chosen site."""
     example = default(name, a.raw, a.cat)
     try:
-        check_abs_path(str(value))
+        check_answer_path(str(value))
     except ValueError as exc:
         return f"{exc}. Give the absolute path of {what}, e.g. {example}."
     if not str(value).endswith(suffixes):
@@ -139,6 +169,8 @@ def _max_nodes(site: Site) -> int:
 
 
 def _nodes(value: Any, a: Answers) -> str:
+    if whole := whole_number_problem("nodes", value):
+        return whole
     site = a.site
     n = a.int("nodes", -1)
     top = _max_nodes(site) if site else 1
@@ -158,6 +190,8 @@ def _shape_refusal(a: Answers, part: Partition, *answers: str, time: str | None 
 
 
 def _gpus(value: Any, a: Answers) -> str:
+    if whole := whole_number_problem("gpus_per_node", value):
+        return whole
     site = a.site
     return _shape_refusal(a, answered_partition(a, site), "gpus_per_node") if site else ""
 
@@ -173,6 +207,8 @@ def _partition(value: Any, a: Answers) -> str:
 
 
 def _walltime(value: Any, a: Answers) -> str:
+    if not isinstance(value, str):
+        return f"{value!r} is not a Slurm time: give it as text, e.g. 01:00:00."
     try:
         seconds = slurm_time_seconds(str(value))
     except ValueError as exc:
@@ -221,6 +257,8 @@ def _dataset_archive(value: Any, a: Answers) -> str:
 
 
 def _profile_rank(value: Any, a: Answers) -> str:
+    if whole := whole_number_problem("profile_rank", value):
+        return whole
     ranks = a.int("nodes", 1) * a.int("gpus_per_node", 1)
     r = a.int("profile_rank", -1)
     if not 0 <= r < ranks:
@@ -291,12 +329,14 @@ QUESTIONS = _registry(
 )
 
 
-def choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
-    """Label -> value choices for a question (labels explain, values are stored)."""
+def choices(name: str, answers: Mapping[str, Any], cat: Catalogue, whole: bool = False) -> dict[str, Any]:
+    """Label -> value choices for a question (labels explain, values are stored): each label
+    cut to fit 80 columns with Copier's pointer in front, or ``whole``."""
     q = QUESTIONS.get(name)
     if q is None or q.choices is None:
         raise KeyError(f"no choices for question {name!r}")
-    return q.choices(Answers(answers, cat))
+    labelled = q.choices(Answers(normalised(answers), cat))
+    return labelled if whole else {fit(label): value for label, value in labelled.items()}
 
 
 def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
@@ -310,9 +350,43 @@ def default(name: str, answers: Mapping[str, Any], cat: Catalogue) -> Any:
 def check(name: str, value: Any, answers: Mapping[str, Any], cat: Catalogue) -> str:
     """An error message for an invalid answer, or '' when the value is fine (or the
     question has no check, or is not asked with these answers)."""
-    a = Answers({**answers, name: value}, cat)
+    value = normalise(name, value)
+    a = Answers({**normalised(answers), name: value}, cat)
     q = QUESTIONS.get(name)
     return q.check(value, a) if q and q.check and q.asked(a) else ""
+
+
+def offered_choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> dict[str, Any]:
+    """:func:`choices` as the interactive questionnaire offers them: a choice the question's
+    check refuses with the answers so far (small-g after 10 nodes) is disabled, its reason
+    the check's message, the same line ``-d`` gets (Copier's per-choice validator, shown
+    beside the choice). Where every choice would be refused, none is: the check says why."""
+    offered = choices(name, answers, cat)
+    reasons = {label: check(name, value, answers, cat) for label, value in offered.items()}
+    if all(reasons.values()):
+        return offered
+    # Copier renders a choice's validator once more: the reason stays as it is, raw.
+    return {label: {"value": value, "validator": "{% raw %}" + reasons[label] + "{% endraw %}"} if reasons[label] else value
+            for label, value in offered.items()}
+
+
+# What each question asked only in some cases needs; an answer given for it without that
+# is refused (nothing would use it: profile_rank=3 with no profiler profiles nothing).
+_NEEDS = {"container_path": "container=custom", "dataset_archive": "prestage=true",
+          "profile_rank": "a profiler (e.g. profiler=rocprofv3)"}
+
+
+def unasked(given: Mapping[str, Any], cat: Catalogue, answers: Mapping[str, Any] | None = None) -> str:
+    """The first answer ``given`` (with -d, --data-file or Copier's data) for a question that
+    these answers (``answers``, the project's so far, with ``given``) do not ask, as a
+    one-line refusal; '' when there is none."""
+    a = Answers(normalised({**(answers or {}), **given}), cat)
+    for name in given:
+        q = QUESTIONS.get(name)
+        if q is not None and not q.asked(a):
+            return (f"{name}={given[name]!r} applies only with {_NEEDS.get(name, 'other answers')}, which these answers do "
+                    f"not give, so nothing would use it. Fix: add that answer, or leave {name} out")
+    return ""
 
 
 def check_all(answers: Mapping[str, Any], cat: Catalogue) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import hookspecs, models, plugin_data, plugins, questions
+from .glossary import glossary_page
 
 __all__ = ["PAGES", "pages"]
 
@@ -47,7 +48,16 @@ PAGES = {
     "models": ("reference/models.md", lambda: models_page()),
     "plugin-data": ("reference/plugin-data.md", lambda: plugin_data_page()),
     "hooks": ("reference/hookspecs.md", lambda: hookspecs_page()),
+    "glossary": ("glossary.md", lambda: glossary_page()),
 }
+
+
+def _answer_type(name: str, q: dict[str, Any]) -> str:
+    """The answer's type: copier.yml's, but `int` for a whole number it asks as text
+    (lumi_scaffold.answer_forms)."""
+    from .answer_forms import INT_QUESTIONS
+
+    return "int" if name in INT_QUESTIONS else str(q.get("type", "str"))
 
 
 def pages() -> dict[str, str]:
@@ -234,7 +244,7 @@ def questions_page(copier_yml: Path | None = None) -> str:
         "and a wrong one is refused with a message that says what to give instead.", "",
         "| Question | Type | Asked |", "|---|---|---|",
     ]
-    parts += [f"| [`{n}`](#{n}) | `{config[n].get('type', 'str')}` | {_asked(config[n])} |" for n in names]
+    parts += [f"| [`{n}`](#{n}) | `{_answer_type(n, config[n])}` | {_asked(config[n])} |" for n in names]
     parts.append("")
     for name in names:
         parts += _question(name, config[name], answers, cat)
@@ -250,7 +260,7 @@ def _asked(question: dict) -> str:
 
 
 def _question(name: str, q: dict, answers: dict[str, Any], cat: plugins.Catalogue) -> list[str]:
-    kind = q.get("type", "str")
+    kind = _answer_type(name, q)
     about = q.get("help") or (_md(plugin_data.__doc__).splitlines()[0] if name == "plugin_data" else "")
     out = [f"## {name}", "", _cell(about), "",
            f"- **Type:** `{kind}`", f"- **Asked:** {_asked(q)}"]
@@ -273,7 +283,7 @@ def _question(name: str, q: dict, answers: dict[str, Any], cat: plugins.Catalogu
     choices = q.get("choices")
     call = _CALL.match(choices) if isinstance(choices, str) else None
     if call:
-        options = questions.choices(call.group(2), answers, cat)
+        options = questions.choices(call.group(2), answers, cat, whole=True)
         out.append("- **Choices** with the built-in plugins:")
         out += [f"    - `{v}`: {_cell(label.split(': ', 1)[-1])}" for label, v in options.items()]
     elif isinstance(choices, dict):

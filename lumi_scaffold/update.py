@@ -56,6 +56,7 @@ class UpdateResult:
     changed: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     diff: str = ""
+    added: list[str] = field(default_factory=list)  # new files, untracked: `git diff` does not show them
     notices: list[str] = field(default_factory=list)
 
 
@@ -128,9 +129,9 @@ def _conflicts(project: Path, changed: list[str]) -> list[str]:
     return sorted(found)
 
 
-def _changed(project: Path) -> list[str]:
+def _changed(project: Path, untracked_only: bool = False) -> list[str]:
     lines = _git(project, "status", "--porcelain", "--untracked-files=all", "--", ".").splitlines()
-    return sorted({line[3:].split(" -> ")[-1] for line in lines})
+    return sorted({line[3:].split(" -> ")[-1] for line in lines if not untracked_only or line.startswith("??")})
 
 
 def _is_relative_path(src: str) -> bool:
@@ -215,7 +216,7 @@ def update_project(
     _run_copier_update(project, data or {}, vcs_ref, quiet)
     changed = _changed(project)
     conflicts = _conflicts(project, changed)
-    return UpdateResult(changed=changed, conflicts=conflicts,
+    return UpdateResult(changed=changed, conflicts=conflicts, added=_changed(project, untracked_only=True),
                         notices=project_notices(project) + _layout_05(project, before_05, conflicts))
 
 
@@ -265,11 +266,11 @@ def _pretend(project: Path, data: dict[str, Any], vcs_ref: str | None, had_lib: 
         _git(scratch, "clone", "--quiet", str(top), str(clone))
         target = clone / sub
         _run_copier_update(target, data, vcs_ref, quiet=True)
-        changed = _changed(target)
+        changed, added = _changed(target), _changed(target, untracked_only=True)
         _git(target, "add", "--all", "--", ".")
         diff = _git(target, "diff", "--cached", "--", ".")
         conflicts = _conflicts(target, changed)
-        return UpdateResult(changed=changed, conflicts=conflicts, diff=diff,
+        return UpdateResult(changed=changed, conflicts=conflicts, diff=diff, added=added,
                             notices=project_notices(target) + _layout_05(target, had_lib, conflicts))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

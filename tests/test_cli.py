@@ -89,19 +89,21 @@ BAD_DATA = [
     (["-d", "prestage=maybe"], "prestage='maybe': not a yes/no answer"),
     (["-d", "nodes=2.5"], "nodes='2.5': not a whole number"),
     (["-d", "nodes=٢"], "not a whole number"),
-    (["-d", "nodes= 2"], "not a whole number"),
+    (["-d", "nodes=2 nodes"], "not a whole number"),
     (["-d", "nodes="], "not a whole number"),
     (["-d", "nodes=0"], "nodes: 0 nodes is out of range"),
-    (["-d", "walltime= 01:00:00"], "walltime: ' 01:00:00' is not a Slurm time"),
-    (["-d", "walltime=01:00:00 "], "is not a Slurm time"),
-    (["-d", "walltime=01:00:00\n"], "is not a Slurm time"),
+    (["-d", "walltime=01: 00:00"], "walltime: '01: 00:00' is not a Slurm time"),
+    (["-d", "walltime=01:00:00\n2"], "is not a Slurm time"),
     (["-d", "walltime=０1:00:00"], "is not a Slurm time"),
-    (["-d", "walltime=1-00:00:00\t"], "is not a Slurm time"),
-    (["-d", "walltime=1:00"], "is not a Slurm time"),
-    (["-d", "walltime=00:61:00"], "minutes and seconds must be below 60"),
-    (["-d", "project_name=demo\n"], "is not a valid project name"),
+    (["-d", "walltime=1-00:00:00:00"], "is not a Slurm time"),
+    (["-d", "walltime=1h"], "is not a Slurm time"),
+    (["-d", "walltime=00:61:00"], "minutes and seconds below 60"),
+    (["-d", "walltime=5-00:00:00"], "standard-g limit of 2-00:00:00. Use walltime=2-00:00:00. For a longer run, CHAIN=N sbatch"),
+    (["-d", "project_name=de mo"], "is not a valid project name"),
     (["-d", "project_name=Demo"], "is not a valid project name"),
-    (["-d", "account=project_465001234\n"], "is not a lumi project account"),
+    (["-d", "account=project_465001234\nx"], "is not a lumi project account"),
+    (["-d", "account=465001234"], "is not a lumi project account (like project_465000000). Did you mean project_465001234?"),
+    (["-d", "profile_rank=3"], "profile_rank='3' applies only with a profiler"),
     (["-d", "site=nowhere"], "unknown site 'nowhere'"),
     (["-d", "framework=tensorflow"], "framework: "),
     (["-d", "container=custom", "-d", "container_path=rel.sif"], "must be an absolute path"),
@@ -123,7 +125,7 @@ BAD_FILES = [
     ("prestage: maybe\n", "not a yes/no answer"),
     ("walltime: 3600\n", "walltime=3600: expected text"),
     ("extra_requirements: 12\n", "extra_requirements=12: expected text"),
-    ("walltime: ' 01:00:00'\n", "is not a Slurm time"),
+    ("walltime: '01:00:00 x'\n", "is not a Slurm time"),
     ("- nodes\n", "expected a mapping of question: answer, found list"),
     ("just text\n", "expected a mapping of question: answer, found str"),
     ("", "expected a mapping of question: answer, found NoneType"),
@@ -341,3 +343,50 @@ def test_the_bundled_templates_questions_are_copier_ymls(capsys):
     assert cli.question_types(str(REPO)) == cli.BUNDLED_QUESTIONS == cli.question_types(SOURCE)
     assert cli.main(["new", "p", "--template", SOURCE, "-d", "nod=2", "--defaults"]) == 1  # refused before Copier
     assert "there is no question 'nod'. Fix: did you mean nodes?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("given", "written"), [("90", "01:30:00"), ("120:00:00", "5-00:00:00"), ("45:30", "00:45:30"),
+                                                ("1-12", "1-12:00:00"), ("1-02:30", "1-02:30:00"), ("1-02:03:04", "1-02:03:04")])
+def test_every_slurm_time_form_is_taken_and_written_back_normalised(given, written):
+    from lumi_scaffold._types import slurm_time_normal
+
+    assert slurm_time_normal(given) == written
+
+
+def test_answers_are_trimmed_and_written_back_normalised(template, tmp_path):
+    dest = tmp_path / "p"
+    assert cli.main(["new", str(dest), "--template", str(template), "--defaults", "-q", "-d", "project_name=demo",
+                     "-d", "account= project_465001234 ", "-d", "walltime=90", "-d", "nodes= 2"]) == 0
+    train = (dest / "jobs/train.sbatch").read_text()
+    assert "#SBATCH --time=01:30:00\n" in train and "#SBATCH --nodes=2\n" in train
+    assert "#SBATCH --account=project_465001234\n" in train
+    answers = (dest / ".copier-answers.yml").read_text()
+    assert "\naccount: project_465001234\n" in answers and "\nwalltime: 01:30:00\n" in answers
+    assert "\nnodes: 2\n" in answers  # a number, as before 0.5 (copier.yml asks it as text)
+
+
+def test_no_colour_codes_where_the_output_is_not_a_terminal(tmp_path):
+    """`lumi-scaffold new ... | tee log`: Copier's coloured `create` lines arrive without codes."""
+    made = run_cli("new", str(tmp_path / "p"), "--defaults", "-d", "project_name=demo")
+    assert made.returncode == 0, made.stderr
+    assert "create" in made.stderr and "jobs/train.sbatch" in made.stderr
+    assert "\x1b[" not in made.stderr + made.stdout
+
+
+def test_after_an_update_the_advice_names_the_files_it_added(tmp_path, capsys, monkeypatch):
+    """`git diff` does not show new (untracked) files: the advice lists them."""
+    from lumi_scaffold import update
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "kept").write_text("a")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    (repo / "kept").write_text("b")
+    (repo / "scripts").mkdir()
+    (repo / "scripts/new.sh").write_text("c")
+    assert update._changed(repo) == ["kept", "scripts/new.sh"]
+    assert update._changed(repo, untracked_only=True) == ["scripts/new.sh"]
+    advice = cli.updated_advice(["kept", "scripts/new.sh"], ["scripts/new.sh"])
+    assert "`git diff`" in advice and "scripts/new.sh" in advice and "git add -A" in advice
+    assert cli.updated_advice(["kept"], []) == "Updated 1 file(s); review with `git diff`, then commit."

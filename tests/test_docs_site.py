@@ -63,7 +63,7 @@ def test_site_builds_strictly_with_a_page_per_question_model_and_hook(tmp_path):
     home = (site / "index.html").read_text()
     assert (f'href="{home_url()}"' in home) if home_url() else ("lumi-scaffold/blob/" not in home)
     for page in ("install", "first-project", "updating", "catalogue", "hooks", "performance", "sources",
-                 "plugins", "reference/plugin-data"):
+                 "plugins", "reference/plugin-data", "glossary"):
         assert (site / page / "index.html").is_file(), page
 
 
@@ -228,3 +228,18 @@ def test_the_models_page_lists_every_field_a_plugin_may_give():
                   models.StorageArea, models.EnvModule, models.CotainrSupport):
         for name, field in model.model_fields.items():
             assert f"| `{field.alias or name}` |" in page, (model.__name__, name)
+
+
+def test_the_glossary_defines_the_questionnaires_terms_with_sources_that_exist():
+    from lumi_scaffold.glossary import TERMS
+    from lumi_scaffold.sources import bibliography as load_sources
+
+    page = reference.PAGES["glossary"][1]()
+    for term in ("GCD", "LAIF", "LUST", "cotainr", "observed, not announced", "issue key", "profile rank", "RCCL",
+                 "GPU-hours (billing units)"):
+        assert f"\n## {term}\n" in page, term
+    keys = set(re.findall(r"\[([A-Z][A-Za-z0-9-]+)\]", " ".join(TERMS.values())))
+    assert keys and keys <= set(load_sources()), keys - set(load_sources())
+    # the questionnaire's help and the generated README point at it
+    assert "lumi-scaffold reference glossary" in (REPO / "copier.yml").read_text()
+    assert all("lumi-scaffold reference glossary" in p.read_text() for p in (REPO / "tests" / "golden").glob("*/README.md"))

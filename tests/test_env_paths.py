@@ -193,7 +193,8 @@ def test_an_image_made_without_validation_is_refused_at_load(installed, tmp_path
 
 @pytest.mark.parametrize("answer, line", [
     ("container_path=/x/$(id).sif", "Validation error for question 'container_path': '/x/$(id).sif' may only contain"),
-    ("dataset_archive=/x/a b.tar", "Validation error for question 'dataset_archive': '/x/a b.tar' may only contain"),
+    ("dataset_archive=/x/a'b.tar", "Validation error for question 'dataset_archive': \"/x/a'b.tar\" may only contain"),
+    ("profile_rank=3", "profile_rank='3' applies only with a profiler"),  # no question asks it: refused, not dropped
 ])
 def test_plain_copier_copy_refuses_a_bad_answer_in_one_line(tmp_path, answer, line):
     dest = tmp_path / "demo"
@@ -255,7 +256,7 @@ def test_the_job_checks_the_image_under_the_variable_when_it_starts(slurm_cluste
 
 
 @pytest.mark.parametrize("answers, line", [
-    (["walltime= 01:00:00"], "Validation error for question 'walltime': ' 01:00:00' is not a Slurm time"),
+    (["walltime=01: 00:00"], "Validation error for question 'walltime': '01: 00:00' is not a Slurm time"),
     (["container=custom", "container_path=/x/$(id).sif"],
      "Validation error for question 'container_path': '/x/$(id).sif' may only contain"),
 ])
@@ -366,3 +367,19 @@ def test_the_job_stops_in_one_line_without_its_storage_variable_and_writes_under
     log = log_of(project, job)
     assert result.state == "COMPLETED", log
     assert [p.relative_to(scratch).parts[0] for p in scratch.rglob(f"reports/{job}.json")] == ["local"], log
+
+
+def test_paths_with_spaces_or_other_letters_are_taken_where_every_file_quotes_them(template, tmp_path):
+    """A legal path (a space, a non-ASCII letter) is an answer; each file it reaches quotes it:
+    values.sh (the jobs read it back whole), the job library, the README."""
+    sif, archive = "/scratch/project_465001234/my images/ü.sif", "/scratch/project_465001234/my data/été.tar"
+    project = render(template, tmp_path / "p", container="custom", container_path=sif, prestage=True,
+                     dataset_archive=archive)
+    assert lint_project(project, plugins.get_catalogue()) == []  # bash -n and shellcheck, every shell file
+    read = subprocess.run(["bash", "-c", 'source scripts/lib/values-lib.sh && printf "%s|%s" "$(expand "${image}")" '
+                           '"$(expand "${dataset_archive}")"'], cwd=project, capture_output=True, text=True)
+    assert read.stdout == f"{sif}|{archive}", read.stderr
+    assert f"`{sif}`" in (project / "README.md").read_text()
+    for bad in ('/x/my"image.sif', "/x/$(id).sif", "/x/a;b.sif", "/x/`id`.sif", "/x/*.sif", "~/x.sif", "/x/a\\b.sif"):
+        assert "may only contain" in copier_ext.questions.check("container_path", bad, {"container": "custom"},
+                                                                plugins.get_catalogue()), bad

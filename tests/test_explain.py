@@ -363,3 +363,16 @@ def test_runs_show_the_estimate_beside_the_measured_cost(template, tmp_path, cap
     assert " 0.000 kWh" not in text, text
     assert "energy 2.000 kWh (and 2 job(s) not measured), " in text, text
     assert "energy estimated: no estimate: the data for LUMI gives no sourced figure of a node's power" in text, text
+
+
+def test_before_you_spend_shows_what_explain_prints_now(template, tmp_path):
+    """docs/before-you-spend.md's sample is the command's output for the answers it names."""
+    from .helpers import REPO
+
+    page = (REPO / "docs" / "before-you-spend.md").read_text()
+    sample = re.search(r"`lumi-scaffold explain my-project` prints:\n\n```text\n(.*?)```\n", page, re.S)
+    assert sample, "the sample is gone"
+    project = render(template, tmp_path / "my-project", project_name="my-project", nodes=2, prestage=True,
+                     account="project_465001234")
+    printed = format_report(explain_project(project)) + "\n"
+    assert printed.replace(str(project), "/project/project_465001234/my-project") == sample.group(1)

@@ -300,10 +300,15 @@ def test_modules_are_recorded_in_order_with_the_old_single_module_keys(byo_site)
     assert (laif["module"], laif["module_use"]) == ("lumi-aif-singularity-bindings", "/appl/local/laifs/modules")
 
 
-@pytest.mark.parametrize("walltime", [" 01:00:00", "01:00:00 ", "01:00:00\n", "\t01:00:00", "０1:00:00", "01:٠0:00",
-                                      "1-00:00:00\n", "01:00", "1:00:00:00", "01:60:00", "00:00:00", "", 3600])
-def test_walltime_must_be_ascii_d_hh_mm_ss_and_nothing_else(walltime):
+@pytest.mark.parametrize("walltime", ["01: 00:00", "01:00:00\nx", "０1:00:00", "01:٠0:00", "1h", "1:00:00:00", "01:60:00",
+                                      "1-24", "00:00:00", "0", "", 3600])
+def test_walltime_must_be_an_ascii_slurm_time_and_nothing_else(walltime):
     assert check("walltime", walltime, {**BASE, "walltime": walltime}, get_catalogue())
+
+
+@pytest.mark.parametrize("walltime", [" 01:00:00", "01:00:00\n", "\t90", "90", "01:00", "2-00"])
+def test_walltime_in_any_sbatch_form_with_spaces_around_is_taken(walltime):
+    assert check("walltime", walltime, {**BASE, "walltime": walltime}, get_catalogue()) == ""
 
 
 def test_slurm_time_is_refused_with_spaces_newlines_or_other_digits():
@@ -315,8 +320,9 @@ def test_slurm_time_is_refused_with_spaces_newlines_or_other_digits():
             slurm_time_seconds(bad)
 
 
-def test_a_project_name_with_a_trailing_newline_is_refused():
-    assert "is not a valid project name" in check("project_name", "demo\n", BASE, get_catalogue())
+def test_a_project_name_is_trimmed_and_one_with_a_newline_inside_is_refused():
+    assert "is not a valid project name" in check("project_name", "de\nmo", BASE, get_catalogue())
+    assert check("project_name", " demo\n", BASE, get_catalogue()) == ""
 
 
 def _copier_questions() -> dict:
@@ -347,9 +353,17 @@ def test_choice_labels_fit_80_columns():
 
     cat = get_catalogue()
     wide = [(q, label) for _, _, a in _every_site_and_framework(cat)
-            for q in ("site", "framework", "container", "partition", "launcher", "data_location", "profiler")
+            for q in ("site", "framework", "container", "partition", "launcher", "data_location", "profiler", "tracking")
             for label in choices(q, a, cat) if len(label) > LABEL_WIDTH]
-    assert wide == [] and LABEL_WIDTH <= 74
+    assert wide == [] and LABEL_WIDTH <= 76
+    # What a choice costs stays in its label; the whole label is in `reference questions`.
+    flash = next(label for label, v in choices("data_location", BASE, cat).items() if v == "flash")
+    assert "billed 3x" in flash, flash
+    whole = next(label for label, v in choices("data_location", BASE, cat, whole=True).items() if v == "flash")
+    assert whole.endswith("best for many small reads.)") and len(whole) > LABEL_WIDTH
+    from lumi_scaffold.reference import questions_page
+
+    assert whole.split(": ", 1)[-1] in questions_page()
     labels = choices("container", BASE, cat)
     assert "laif-multitorch-20260225 [legacy; LAIF-I18]: torch 2.9 (2026-02-25)" in labels
     assert "laif-multitorch-20260807 [available; LAIF-I44]: torch 2.10 (2026-08-07)" in labels
@@ -422,3 +436,14 @@ def test_a_project_on_an_observed_image_is_told_so_at_the_end_of_copy():
     said = [n for n in notices(data, cat) if "observed, not announced" in n]
     assert len(said) == 1 and "[OBS-LAIF]" in said[0] and "lumi-scaffold doctor on a login node" in said[0]
     assert said[0].endswith("lumi-scaffold update -d container=laif-multitorch-20260513")
+
+
+def test_an_answer_no_question_asks_is_refused_with_what_it_needs():
+    from lumi_scaffold.questions import unasked
+
+    cat = get_catalogue()
+    assert "profile_rank='3' applies only with a profiler" in unasked({"profile_rank": "3"}, cat)
+    assert unasked({"profile_rank": "3", "profiler": "rocprofv3"}, cat) == ""
+    assert unasked({"profile_rank": "3"}, cat, {"profiler": "rocprofv3"}) == ""  # an update: the project has one
+    assert "container=custom" in unasked({"container_path": "/p/x.sif"}, cat)
+    assert "prestage=true" in unasked({"dataset_archive": "/p/x.tar"}, cat, {"prestage": False})

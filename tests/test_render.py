@@ -36,7 +36,7 @@ def expected_files(a: dict) -> set[str]:
         "logs/.gitkeep",
         "scripts/lib/job.sh", "scripts/lib/sweep.sh", "scripts/lib/SHA256SUMS", "scripts/lib/run.sh", "scripts/setup-venv.sh", "scripts/lib/image_packages.py",
         "scripts/attach.sh", "scripts/lib/watchdog.py", "scripts/lib/rccl_net.py", "scripts/values.sh", "scripts/lib/project_values.py",
-        "scripts/lib/reports.py", "scripts/lib/values-lib.sh", "scripts/lib/nodes.sh",
+        "scripts/lib/reports.py", "scripts/lib/values-lib.sh", "scripts/lib/nodes.sh", "scripts/lib/ledger.py", "scripts/lib/python/sitecustomize.py",
         f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"scripts/lib/python/heartbeat.py",
         f"scripts/lib/python/runlog.py", "scripts/lib/python/jobfiles.py", "scripts/sweep.py", "sweeps/example.txt",
         "pytest.ini", "tests/conftest.py", "tests/test_heartbeat.py", "tests/test_image_packages.py",
@@ -266,11 +266,14 @@ def test_one_gpu_jax_project_has_everything(template, tmp_path):
     assert "/var/spool/slurmd" not in v["binds"]  # single node: no CPE binds
 
 
-def test_skipped_questions_given_as_data_do_not_leak(template, tmp_path):
-    p = render(template, tmp_path / "p", container_path="/evil/x.sif", profile_rank=3, dataset_archive="/x.tar")
-    assert "/evil/x.sif" not in (p / "scripts/values.sh").read_text() + (p / "scripts/lib/job.sh").read_text()
-    assert not (p / "jobs/profile.sbatch").exists() and not (p / "scripts/lib/prestage.sh").exists()
-    assert "/x.tar" not in (p / "README.md").read_text() + (p / "jobs/train.sbatch").read_text()
+def test_skipped_questions_given_as_data_are_refused_not_dropped(template, tmp_path):
+    """An answer no question asks with these answers (Copier would take it and drop it) is
+    refused with what it needs, and nothing is written."""
+    for given, needs in (({"container_path": "/evil/x.sif"}, "container=custom"), ({"profile_rank": 3}, "a profiler"),
+                         ({"dataset_archive": "/x.tar"}, "prestage=true")):
+        with pytest.raises(Exception, match=f"applies only with {re.escape(needs)}"):
+            render(template, tmp_path / "p", **given)
+        assert not (tmp_path / "p").exists()
 
 
 @pytest.mark.parametrize(
@@ -303,7 +306,7 @@ def test_cli_new_reports_bad_answer_cleanly(template, tmp_path):
                                          "Use gpus_per_node=8.")
     assert "Traceback" not in result.stderr and not (tmp_path / "p").exists()
     result = new(str(tmp_path / "p"), "--template", str(template), "--defaults", "-d", "nodes=two", cwd=tmp_path)
-    assert (result.returncode, result.stderr.strip()) == (1, "lumi-scaffold: error: nodes='two': not a whole number. Fix: e.g. --data nodes=1")
+    assert (result.returncode, result.stderr.strip()) == (1, "lumi-scaffold: error: nodes='two': not a whole number. Fix: give one, e.g. nodes=1")
 
 
 def test_cli_new_generates_with_defaults(template, tmp_path):

@@ -306,3 +306,57 @@ def test_positional_arguments_under_the_torchrun_launcher(slurm_cluster, templat
     assert "Epoch 2 | Training snapshot saved at snapshot.pt" in log and (project / "snapshot.pt").is_file(), log
     [torchrun] = [cmd for cmd in container_commands(env) if "torch.distributed.run" in cmd]
     assert torchrun[-len(command) - 2:] == ["--no-python", f"{project}/scripts/lib/run.sh", *command], torchrun
+
+
+# ------------------------------------------------------------------ faults from outside (issue 44)
+
+
+def rank_process(job: int, rank: int) -> int:
+    """The pid of rank ``rank`` of job ``job`` on this host: the Python process whose
+    environment has both (its data loaders' workers have a parent that has them too)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = dict(v.split("=", 1) for v in (entry / "environ").read_bytes().decode(errors="replace").split("\0") if "=" in v)
+            comm = (entry / "comm").read_text().strip()
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if comm.startswith("python") and env.get("SLURM_JOB_ID") == str(job) and env.get("RANK") == str(rank) \
+                and env.get("LOCAL_RANK") is not None:
+            found[int(entry.name)] = parent
+    roots = [pid for pid, parent in found.items() if parent not in found]
+    assert len(roots) == 1, (job, rank, found)
+    return roots[0]
+
+
+@pytest.mark.parametrize("launcher,signal_name", [("srun", "SIGSTOP"), ("torchrun", "SIGKILL"),
+                                                  ("srun", "SIGKILL"), ("torchrun", "SIGSTOP")])
+def test_a_rank_of_a_public_script_frozen_or_killed_from_outside_is_named(slurm_cluster, template, tmp_path, site_root,
+                                                                         launcher, signal_name):
+    """multinode.py knows nothing of our helpers. Once it trains, the test sends rank 1
+    SIGSTOP (a frozen rank: its output stops, the watchdog judges by output) or SIGKILL (a
+    dead rank): the job's fault line names rank 1, under srun and under torchrun."""
+    import os
+    import signal
+
+    project = public_project("multinode", template, tmp_path, launcher=launcher)
+    command = ["python", "distributed/ddp-tutorial-series/multinode.py", "400", "100", "--batch_size", "32"]
+    write_job(project, command)
+    env = job_env(slurm_cluster, tmp_path, site_root, OUTPUT_TIMEOUT="30")
+    job = slurm_cluster.sbatch(["jobs/train.sbatch"], cwd=project, env=env)
+    wait_for(lambda: re.search(r"\[GPU1\] Epoch 2 ", log_of(project, job)), "rank 1's third epoch", timeout=180)
+    os.kill(rank_process(job, 1), getattr(signal, signal_name))
+    result = slurm_cluster.wait(job, timeout=240)
+    log = log_of(project, job)
+    assert result.state == "FAILED", log
+    if signal_name == "SIGSTOP":
+        assert re.search(r"^fault: hang \(output stall\): rank 1 on \S+ .*; process state: rank 1 on \S+ stopped", log,
+                         re.M), log
+    elif launcher == "torchrun":
+        assert re.search(r"^fault: rank died: rank 1 on \S+ \(torchrun: local_rank 1 exited with -9 SIGKILL\)", log,
+                         re.M), log
+    else:
+        assert re.search(r"^fault: rank died: rank 1 on \S+ \(Killed\)", log, re.M), log

@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import UserMessageError
 from .known_issues import project_issues, shared_node_notes
-from .jobs import JOB_KINDS, Shape
+from .jobs import JOB_KINDS, Shape, refusals
 from .plugin_data import PluginData
 from .plugins import get_catalogue
 from .tracking import TRACKERS
@@ -181,6 +181,19 @@ def _hang(run: DryRun, per_hour: float | None, at_limit: float | None, unit: str
             "output_limit_first": bool(output and output["limit_first"]), "rows": rows}
 
 
+def _refused(data: PluginData, shape: Shape) -> str:
+    """Why the partition, as the site's data has it now, refuses the job's nodes or time limit
+    (the questionnaire's rules, lumi_scaffold.jobs.refusals; a project made before a rule, or
+    whose site data changed since): '' where it fits or the site is not installed."""
+    site = get_catalogue().sites.get(data.site.name)
+    part = site.partition(data.partition.name) if site else None
+    if site is None or part is None:
+        return ""
+    found = [r for r in refusals(site, part, nodes=shape.nodes, gpus=shape.gpus_per_node, time=shape.time)
+             if r.answer in ("nodes", "walltime")]
+    return "; ".join(f"Slurm will refuse it: {r.fix()}" for r in found)
+
+
 def _cores(mask: str) -> str:
     """A hex CPU mask as core ranges: 0x00fe -> '1-7'."""
     bits = int(mask, 16)
@@ -282,7 +295,7 @@ def explain_project(project: Path | str) -> dict[str, Any]:
                        cost.unit if cost else "") if kind.watchdog else None,
             step=runs[name].steps[-1] if runs[name].steps else "", step_error=runs[name].error,
             sweeps=_sweeps(project, cost.at_limit if cost else None) if name == "sweep" else [],
-            refused=refused_here(data, ARRAYS) if name == "sweep" and not data.partition.arrays else ""))
+            refused=refused_here(data, ARRAYS) if name == "sweep" and not data.partition.arrays else _refused(data, shape)))
     train = data.job.cost.get("train")
     return {
         "project": str(project),

@@ -376,3 +376,20 @@ def test_before_you_spend_shows_what_explain_prints_now(template, tmp_path):
                      account="project_465001234")
     printed = format_report(explain_project(project)) + "\n"
     assert printed.replace(str(project), "/project/project_465001234/my-project") == sample.group(1)
+
+
+def test_a_job_the_partition_now_refuses_is_said_to_be_refused(template, tmp_path, monkeypatch):
+    """A project whose answers the questionnaire took (4 nodes on small-g), on a site whose data
+    now allows 2 nodes there: explain says Slurm will refuse the job, with the questionnaire's
+    reason and the update that fixes it, instead of pricing it silently."""
+    from lumi_scaffold.plugins import get_catalogue
+
+    project = render(template, tmp_path / "p", partition="small-g", nodes=4)
+    assert all(not j["refused"] for j in explain_project(project)["jobs"] if j["kind"] == "train")
+    site = get_catalogue().sites["lumi"]
+    smaller = [p.model_copy(update={"max_nodes": 2}) if p.name == "small-g" else p for p in site.partitions]
+    monkeypatch.setitem(get_catalogue().sites, "lumi", site.model_copy(update={"partitions": smaller}))
+    train = job(explain_project(project), "train")
+    assert train["refused"] == ("Slurm will refuse it: small-g allows at most 2 nodes, not 4. Fix: lumi-scaffold update "
+                                "-d partition=standard-g, or lumi-scaffold update -d nodes=2"), train["refused"]
+    assert f"  refused: {train['refused']}" in format_report(explain_project(project))

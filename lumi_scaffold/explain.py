@@ -16,11 +16,11 @@ from typing import Any
 
 from .errors import UserMessageError
 from .known_issues import project_issues, shared_node_notes
-from .jobs import JOB_KINDS, Shape, refusals
+from .jobs import JOB_KINDS, PRESTAGE_MEMORY_PERCENT, Shape, refusals
 from .plugin_data import PluginData
 from .plugins import get_catalogue
 from .tracking import TRACKERS
-from .values import ARRAYS, PRESTAGE_MEMORY_PERCENT, refused_here
+from .values import ARRAYS, refused_here
 
 TRACKING_HINT = "lumi-scaffold update -d tracking=<" + "|".join(t for t in TRACKERS if t != "none") + "> adds a tracker"
 
@@ -164,7 +164,7 @@ def _hang(run: DryRun, per_hour: float | None, at_limit: float | None, unit: str
         # A time limit shorter than the watchdog's allowance ends a hang first (the profile job's).
         return (at_limit, True) if at_limit is not None and billed >= at_limit else (billed, False)
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key, name, when in HANG_ROWS:
         if key not in limits or not limits[key]:
             continue

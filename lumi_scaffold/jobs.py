@@ -336,6 +336,11 @@ def cost(shape: Shape, part: Partition, node: NodeLayout) -> Cost | None:
 # larger (docs/jobs.md, "What a hang costs").
 WATCHDOG_RULE = {"startup_timeout": (6, 180, 2, 1800), "progress_timeout": (3, 60, 0, 1200),
                  "phase_timeout": (6, 180, 0, 3600), "output_timeout": (20, 300, 0, 7200)}
+# The share of a job's memory on a node that the extracted archive may fill, the rest left for
+# training: scripts/lib/prestage.sh checks it (prestage_memory_percent in values.sh) and
+# lumi-scaffold explain prints it, from this one figure.
+PRESTAGE_MEMORY_PERCENT = 75
+
 # How long a node with evidence against it stays in the project's node ledger (scripts/lib/
 # ledger.py), days: long enough for a chain of 48-hour jobs and the site's answer to a report,
 # short enough that a node the site repaired comes back by itself. A choice of this

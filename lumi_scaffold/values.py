@@ -24,7 +24,7 @@ from typing import Any
 
 from .plugin_data import PluginData, storage_variables
 from . import command
-from .jobs import LEDGER_DAYS, WATCHDOG_RULE
+from .jobs import LEDGER_DAYS, PRESTAGE_MEMORY_PERCENT, WATCHDOG_RULE
 from .tracking import TRACKING_DEFAULTS
 
 HEADER = """\
@@ -234,15 +234,11 @@ def _billing(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], s
         items.append(Value(f"billing_{kind}", f"{cost.per_hour / shape.nodes:g} {cost.unit}", (
             f"{kind}: {cost.rule}{f' [{cost.source}]' if cost.source else ''}",)))
     counters = pd.site.energy_counters
-    if counters:
-        why: tuple[str, ...] = (
-            "Energy, for the job report: the directory of the nodes' energy counters (in joules), read on every node",
-            f"at each job's start and end, outside the container (scripts/lib/nodes.sh){f' [{counters.source}]' if counters.source else ''}.",
-            "ENERGY_COUNTERS=... sbatch ... reads another; ENERGY_COUNTERS= none.")
-    else:
-        why = ("Energy, for the job report: the site's data names no energy counters on its nodes, so the",
-               "report says 'not measured'; ENERGY_COUNTERS=/path sbatch ... reads a directory of them.")
-    items.append(Value("energy_counters", counters.text if counters else "", why))
+    source = f" [{counters.source}]" if counters and counters.source else ""
+    items.append(Value("energy_counters", counters.text if counters else "", (
+        "Energy, for the job report: the directory of the nodes' energy counters (joules), read on every node at each",
+        f"job's start and end, outside the container (scripts/lib/nodes.sh){source}; '': the site's data names none,",
+        "and the report says 'not measured'. ENERGY_COUNTERS=/path sbatch ... reads another.")))
     return items
 
 
@@ -271,16 +267,14 @@ def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
                  "time limit: (percent of it, floor in seconds, seconds per node added to the floor, cap in seconds).",
                  "A job file or the environment may set one in seconds (0: off): PROGRESS_TIMEOUT=600 sbatch ...")),
         *(Value(name, tuple(map(str, rule))) for name, rule in WATCHDOG_RULE.items()),
-        Value("ledger_days", str(LEDGER_DAYS), ("Days a node with evidence against it stays in the project's node",
-                                                "ledger (scripts/lib/ledger.py), excluded by every job; 0: no ledger.")),
+        Value("ledger_days", str(LEDGER_DAYS), ("Days a node with evidence against it stays in the node ledger (0: none).",)),
         Value("support", pd.site.support, (f"Where {pd.site.title} takes the report of a suspect node (the ledger prints one).",)
               if pd.site.support else ("The site's data names no place to report a suspect node.",)),
     ]
 
 
-# What a partition without job arrays refuses (refused_here): jobs/sweep.sbatch (the
-# arrays_refused macro of project-templates/_shared/slurm.jinja), scripts/sweep.py,
-# lumi_scaffold.explain and lumi-scaffold doctor say it in the same words.
+# What a partition without job arrays refuses (refused_here): jobs/sweep.sbatch (slurm.jinja's
+# arrays_refused), scripts/sweep.py, explain and doctor say it in the same words.
 ARRAYS = "job arrays (the trials of a sweep would break its job limits)"
 
 
@@ -484,12 +478,6 @@ def _caches(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
         Value("kernel_cache_dirs", tuple(f"{c.name}={c.path}" for c in caches), (
             "Each cache's name and its node-local directory (the same directories as scripts/lib/run.sh's).",)),
     ]
-
-
-# The share of a job's memory on a node that the extracted archive may fill, the rest left for
-# training: scripts/lib/prestage.sh checks it (prestage_memory_percent in values.sh) and
-# lumi-scaffold explain prints it, from this one figure.
-PRESTAGE_MEMORY_PERCENT = 75
 
 
 def _prestage(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:

@@ -39,7 +39,7 @@ def test_builtin_lumi_site_validates(lumi_data):
         (lambda d: d["node"]["cpu_masks"].__setitem__(0, "fe"), "must be a non-zero hex number"),
         (lambda d: d["node"].__setitem__("cpus_per_gpu", 8), "needs more than the 56 usable cores"),
         (lambda d: d["partitions"][0].__setitem__("max_nodes", 0), "greater than 0"),
-        (lambda d: d["partitions"][1].__setitem__("max_walltime", "72:00"), "is not a Slurm time"),
+        (lambda d: d["partitions"][1].__setitem__("max_walltime", "72 hours"), "is not a Slurm time"),
         (lambda d: d.__setitem__("partial_node_partition", "standard-g"), "must be a by-resource partition when the site has one"),
         (lambda d: d.__setitem__("whole_node_partition", "gpu"), "is not one of the partitions"),
         (lambda d: d["account"].__setitem__("example", "proj_1"), "does not match pattern"),

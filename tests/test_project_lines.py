@@ -14,7 +14,7 @@ from lumi_scaffold import cli, doctor, lint, plugins
 from lumi_scaffold.answers import read_answers
 from lumi_scaffold.explain import explain_project
 from lumi_scaffold.plugin_data import validate_plugin_data
-from lumi_scaffold.values import PRESTAGE_MEMORY_PERCENT
+from lumi_scaffold.jobs import PRESTAGE_MEMORY_PERCENT
 
 from .helpers import render, values
 

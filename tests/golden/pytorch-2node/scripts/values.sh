@@ -74,9 +74,9 @@ billing_smoke='0.5 GPU-hours'
 billing_sweep='4 GPU-hours'
 # train: 4 GPU-hours per node-hour, whole nodes [UG-bill]
 billing_train='4 GPU-hours'
-# Energy, for the job report: the directory of the nodes' energy counters (in joules), read on every node
-# at each job's start and end, outside the container (scripts/lib/nodes.sh) [HPE-PM, AS-1385].
-# ENERGY_COUNTERS=... sbatch ... reads another; ENERGY_COUNTERS= none.
+# Energy, for the job report: the directory of the nodes' energy counters (joules), read on every node at each
+# job's start and end, outside the container (scripts/lib/nodes.sh) [HPE-PM, AS-1385]; '': the site's data names none,
+# and the report says 'not measured'. ENERGY_COUNTERS=/path sbatch ... reads another.
 energy_counters='/sys/cray/pm_counters'
 
 # How the training and profiling ranks start (make_step in scripts/lib/job.sh):
@@ -107,8 +107,7 @@ startup_timeout=('6' '180' '2' '1800')
 progress_timeout=('3' '60' '0' '1200')
 phase_timeout=('6' '180' '0' '3600')
 output_timeout=('20' '300' '0' '7200')
-# Days a node with evidence against it stays in the project's node
-# ledger (scripts/lib/ledger.py), excluded by every job; 0: no ledger.
+# Days a node with evidence against it stays in the node ledger (0: none).
 ledger_days='7'
 # Where LUMI-G (MI250X, Slingshot-11, Singularity) takes the report of a suspect node (the ledger prints one).
 support='https://lumi-supercomputer.eu/user-support/need-help/'

@@ -88,7 +88,8 @@ def test_a_gloo_timeout_is_a_hang_named_by_the_rank_behind(fault, tmp_path, caps
                            heartbeats=hb, chain=2)
     line = capsys.readouterr().out.strip()
     assert line.startswith("fault: hang (collective timeout): rank 3 on nid005001 after step 4 "), line
-    assert "Flight Recorder: none for gloo" in line and "heartbeats: rank(s) 3 at step 4, the others at step 5" in line
+    assert "Flight Recorder: none (only a NCCL/RCCL process group of PyTorch has one" in line
+    assert "heartbeats: rank(s) 3 at step 4, the others at step 5" in line
     assert decision == {"cause": "collective timeout", "decision": "resume-elsewhere", "exclude": "nid005001",
                         "reason": decision["reason"]}
     assert report["stopped_by"]["cause"] == "collective timeout" and report["stopped_by"]["hang"] is True

@@ -120,6 +120,22 @@ def test_jobs_report_their_energy_and_leave_nothing_on_the_nodes(slurm_cluster_l
     assert f"energy: job {job}: not measured: the site names no energy counters" in log, log
     assert not (project / f"logs/nodes-{job}").exists()
 
+    # The same job on one node (sbatch --nodes=1), cancelled, on nodes with counters: the batch
+    # shell reads and cleans its own node, with no helper step and no guard.
+    counters = fake_counters(tmp_path / "pm_counters-one-node")
+    job = cluster.sbatch(["--nodes=1", "jobs/train.sbatch"], cwd=project,
+                         env={**env, "FAKE_TRAIN_SECONDS": "300", "ENERGY_COUNTERS": str(counters)})
+    deadline = time.monotonic() + 180
+    while log_of(project, job).count("wrote its node-local files") < 2:
+        assert time.monotonic() < deadline, log_of(project, job)
+        time.sleep(1)
+    assert [d for d in left_on_nodes(node_tmp, job) if "-tmp-" in d], left_on_nodes(node_tmp, job)
+    cluster.run(["scancel", str(job)], check=True)
+    assert cluster.wait(job, timeout=120).state == "CANCELLED"
+    assert left_on_nodes(node_tmp, job) == [], left_on_nodes(node_tmp, job)
+    energy = json.loads((reports / f"{job}.json").read_text())["energy"]
+    assert energy["nodes"].keys() == {"nid005000"} and energy["joules"] == USED["energy"], energy
+
 
 # ------------------------------------------------------------------ parsing (pure Python)
 

@@ -272,9 +272,10 @@ report_job() {
 # sbatch ... reads another) and a guard task waits on every node; end_nodes reads them again
 # and removes the job's node-local directories (TMPDIR, the staged data, the kernel caches').
 # When Slurm ends the job first (scancel, the time limit), every node's guard does that, and
-# the batch shell cleans its own node as it exits. KEEP_NODE_TMP=1 sbatch ... keeps them.
+# the batch shell cleans its own node as it exits. A one-node job does all of it from the
+# batch shell, on its own node. KEEP_NODE_TMP=1 sbatch ... keeps them.
 start_nodes() {
-    NODE_GUARD_PID=""
+    NODE_GUARD_PID="" NODES_HERE=0
     ENERGY_COUNTERS="${ENERGY_COUNTERS-${energy_counters}}"
     LUMI_SCAFFOLD_NODE_RECORDS="${PROJECT_DIR}/logs/nodes-${SLURM_JOB_ID:-0}"
     export ENERGY_COUNTERS LUMI_SCAFFOLD_NODE_RECORDS
@@ -284,6 +285,15 @@ start_nodes() {
     trap 'bash "${LIB}/nodes.sh" clean' EXIT
     rm -rf "${LUMI_SCAFFOLD_NODE_RECORDS}"
     mkdir -p "${LUMI_SCAFFOLD_NODE_RECORDS}"
+    if [ "${SLURM_JOB_NUM_NODES:-1}" = 1 ]; then
+        # One node, the batch shell's own: read and cleaned from here (the EXIT trap too), with
+        # no helper step and no guard.
+        NODES_HERE=1
+        if [ -n "${ENERGY_COUNTERS}" ]; then
+            bash "${LIB}/nodes.sh" start || echo "energy: the counters were not read (above): not measured" >&2
+        fi
+        return 0
+    fi
     if [ -n "${ENERGY_COUNTERS}" ]; then
         per_node bash "${LIB}/nodes.sh" start || echo "energy: the counters were not read (above): not measured" >&2
     fi
@@ -294,6 +304,11 @@ start_nodes() {
 # At the job's end: every node's counters read and its directories removed, then the energy
 # into the job report.
 end_nodes() {
+    if [ "${NODES_HERE:-0}" = 1 ]; then
+        bash "${LIB}/nodes.sh" end
+        report_energy
+        return 0
+    fi
     if [ -z "${NODE_GUARD_PID:-}" ]; then
         return 0
     fi
@@ -753,7 +768,9 @@ stop_train() {
             waited=$(( waited + 1 ))
         done
     fi
-    if [ -n "${NODE_GUARD_PID:-}" ]; then   # (Slurm's SIGTERM: the guards read the counters and clean)
+    if [ "${NODES_HERE:-0}" = 1 ]; then   # (one node, the batch shell's: read and cleaned from here)
+        bash "${LIB}/nodes.sh" end || true
+    elif [ -n "${NODE_GUARD_PID:-}" ]; then   # (Slurm's SIGTERM: the guards read the counters and clean)
         if [ "$1" != TERM ]; then   # (Ctrl-C, a closed terminal: the allocation still runs steps)
             per_node bash "${LIB}/nodes.sh" end || true
         fi
@@ -762,7 +779,7 @@ stop_train() {
     if [ -z "${FAULT_DECISION:-}" ]; then   # (not when the step had ended and the job had said why)
         job_outcome "${status}" "$1"
     fi
-    if [ -n "${NODE_GUARD_PID:-}" ]; then
+    if [ -n "${NODE_GUARD_PID:-}" ] || [ "${NODES_HERE:-0}" = 1 ]; then
         report_energy
     fi
     exit "${status}"

@@ -328,11 +328,7 @@ wait_guards() {
 # The energy each node used (scripts/lib/python/jobfiles.py, from the nodes' records) into
 # the job report, and one line; the records go.
 report_energy() {
-    local python=(python3)
-    if ! command -v python3 >/dev/null 2>&1; then
-        python=(env LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${LIB}/run.sh" python)
-    fi
-    "${python[@]}" "${LIB}/python/jobfiles.py" energy --run-dir "${RUN_DIR}" --job "${SLURM_JOB_ID:-0}" \
+    helper_python "${LIB}/python/jobfiles.py" energy --run-dir "${RUN_DIR}" --job "${SLURM_JOB_ID:-0}" \
         --records "${LUMI_SCAFFOLD_NODE_RECORDS}" --counters "${ENERGY_COUNTERS}" --nodes "${SLURM_JOB_NUM_NODES:-1}" \
         || echo "energy: scripts/lib/python/jobfiles.py failed (above): not measured" >&2
     rm -rf "${LUMI_SCAFFOLD_NODE_RECORDS}"

@@ -33,3 +33,55 @@ def test_a_hit_names_this_calls_files_and_a_changed_sourced_file_is_a_miss(tmp_p
     (two / "scripts" / "lib.sh").write_text("VALUE=2\nunused=$1\n")  # reachable by `source`: a new run
     assert shellcheck([two / "run.sh"], cwd=two) == lint.shellcheck([two / "run.sh"], cwd=two)
     assert len(calls) == 2
+
+
+def _counted(calls: list[list[str]]):
+    """lint.shellcheck, noting the names of the files of each run in ``calls``."""
+    def counted(files, *, cwd=None):
+        calls.append([Path(f).name for f in files])
+        return lint.shellcheck(files, cwd=cwd)
+
+    return counted
+
+
+def _values_project(root: Path, assignment: str) -> Path:
+    (root / "scripts").mkdir(parents=True)
+    (root / "scripts" / "values.sh").write_text(f"#!/bin/bash\n# shellcheck disable=SC2034\n{{\n# what it is\n{assignment}\n}}\n")
+    (root / "scripts" / "run.sh").write_text('#!/bin/bash\n# shellcheck source=values.sh\nsource "$(dirname "$0")/values.sh"\n'
+                                              'echo "$name"\n')
+    return root
+
+
+def test_a_sourced_values_file_is_seen_by_its_names_and_each_file_by_itself(tmp_path):
+    calls: list[list[str]] = []
+    shellcheck = memo_shellcheck(_counted(calls), {})
+    files = ["scripts/run.sh", "scripts/values.sh"]
+    one = _values_project(tmp_path / "one", "name='a'")
+    assert shellcheck([one / f for f in files], cwd=one) == []
+    # Another value for the same name: run.sh sees the same, values.sh itself is linted again.
+    two = _values_project(tmp_path / "two", "name='$b'")
+    assert shellcheck([two / f for f in files], cwd=two) == lint.shellcheck([two / f for f in files], cwd=two)
+    assert calls == [["run.sh", "values.sh"], ["values.sh"]]
+    # The name as an array: what run.sh sees has changed (SC2128), both are linted.
+    three = _values_project(tmp_path / "three", "name=('a' 'b')")
+    found = shellcheck([three / f for f in files], cwd=three)
+    assert found == lint.shellcheck([three / f for f in files], cwd=three) and "SC2128" in "".join(found), found
+    assert calls[-1] == ["run.sh", "values.sh"]
+
+
+def test_a_file_that_no_source_line_names_is_not_seen_unless_a_source_cannot_be_told(tmp_path):
+    calls: list[list[str]] = []
+    shellcheck = memo_shellcheck(_counted(calls), {})
+    one, two = _project(tmp_path / "one", "VALUE=1\n"), _project(tmp_path / "two", "VALUE=1\n")
+    (one / "other.sh").write_text("#!/bin/bash\necho one\n")
+    (two / "other.sh").write_text("#!/bin/bash\necho two $1\n")
+    shellcheck([one / "run.sh", one / "other.sh"], cwd=one)
+    assert shellcheck([two / "run.sh", two / "other.sh"], cwd=two) == lint.shellcheck([two / "run.sh", two / "other.sh"], cwd=two)
+    assert calls == [["run.sh", "other.sh"], ["other.sh"]]
+    # A source line whose file cannot be told (no directive, no file of that name): every file counts.
+    # The same file in both, but other.sh differs between them.
+    for project in (one, two):
+        (project / "dynamic.sh").write_text('#!/bin/bash\nsource "$1"\necho here\n')
+    shellcheck([one / "dynamic.sh"], cwd=one)
+    shellcheck([two / "dynamic.sh"], cwd=two)
+    assert calls[-2:] == [["dynamic.sh"], ["dynamic.sh"]]

@@ -38,6 +38,8 @@ SCRIPT = textwrap.dedent("""
     from lumi_scaffold import plugins
     from lumi_scaffold.lint import lint_project
     from lumi_scaffold.testing import render_project
+    from tests.lint_memo import install_in_process
+    install_in_process(sys.argv[-1])
 
     template, out, cases = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
     cat = plugins.get_catalogue()
@@ -72,12 +74,12 @@ def released(request, tmp_path_factory) -> tuple[Path, str]:
     return target, RELEASED[request.param]
 
 
-def test_the_plugins_as_released_before_render_and_lint_with_this_sdk(released, tmp_path):
+def test_the_plugins_as_released_before_render_and_lint_with_this_sdk(released, tmp_path, _shellcheck_memo_dir):
     released, version = released
     env = {k: v for k, v in os.environ.items() if k not in (plugins.ENV_DISABLE, plugins.ENV_LOAD)}
     env["PYTHONPATH"] = os.pathsep.join([str(released), str(REPO)])
     result = subprocess.run([sys.executable, "-c", SCRIPT, str(template_copy(tmp_path / "template")), str(tmp_path),
-                             json.dumps(CASES)], env=env, capture_output=True, text=True, timeout=300)
+                             json.dumps(CASES), str(_shellcheck_memo_dir)], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert all(Path(module).is_relative_to(released) for module in report["modules"]), report["modules"]
@@ -171,6 +173,8 @@ LMOD_SCRIPT = textwrap.dedent("""
     from lumi_scaffold import plugins
     from lumi_scaffold.lint import lint_project
     from lumi_scaffold.testing import render_project
+    from tests.lint_memo import install_in_process
+    install_in_process(sys.argv[-1])
 
     answers = {"project_name": "demo", "site": "frontier", "account": "abc123", "framework": "pytorch"}
     project = render_project(sys.argv[1], Path(sys.argv[2]) / "lmod", answers)
@@ -179,7 +183,7 @@ LMOD_SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_a_0_2_site_whose_modules_are_lmod_name_version_renders(tmp_path):
+def test_a_0_2_site_whose_modules_are_lmod_name_version_renders(tmp_path, _shellcheck_memo_dir):
     """The Frontier plugin as released with 0.2, its modules written as Lmod's name/version
     (a third party's 0.2 site loaded `singularity/4.1.0-slurm`): it loaded cleanly under
     0.3, then every copy failed (`container.module: must be a plain name`)."""
@@ -196,8 +200,8 @@ def test_a_0_2_site_whose_modules_are_lmod_name_version_renders(tmp_path):
                    check=True, capture_output=True, text=True)
     env = {k: v for k, v in os.environ.items() if k not in (plugins.ENV_DISABLE, plugins.ENV_LOAD)}
     env["PYTHONPATH"] = os.pathsep.join([str(target), str(REPO)])
-    result = subprocess.run([sys.executable, "-c", LMOD_SCRIPT, str(template_copy(tmp_path / "template")), str(tmp_path)],
-                            env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-c", LMOD_SCRIPT, str(template_copy(tmp_path / "template")), str(tmp_path),
+                             str(_shellcheck_memo_dir)], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert Path(report["module"]).is_relative_to(target)

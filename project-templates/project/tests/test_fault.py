@@ -297,3 +297,25 @@ def test_a_cancelled_job_says_so_and_its_report_records_it(fault, tmp_path, caps
     assert fault.classify("", 130, 0, "INT") == ("cancelled", {"detail": "SIGINT: Ctrl-C"})
     assert fault.classify("", 143, 1, "TERM")[0] == "time limit"
 
+
+
+def test_stacks_from_faulthandler_and_from_py_spy_name_the_rank_elsewhere(fault):
+    """The watchdog gives each rank's stacks as faulthandler wrote them, or as py-spy dumps
+    them where the image has py-spy; either way the innermost frame of the main thread is
+    compared (py-spy's header as py-spy 0.4 prints it, here on the local Slurm)."""
+    def faulthandler(rank, function, line):
+        return (f"watchdog: stacks of rank{rank}@nid005000 (pid 10{rank}) follow\n"
+                f'Current thread 0x00007f (most recent call first):\n  File "/p/src/demo/{function}.py", line {line} in '
+                f"{function}\n  File \"/p/src/demo/train.py\", line 9 in <module>\n")
+
+    def py_spy(rank, function, line):
+        return (f"watchdog: stacks of rank{rank}@nid005001 (pid 20{rank}), py-spy dump:\n"
+                f"Process 20{rank}: python -u src/demo/train.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
+                f'Thread 20{rank} (idle): "MainThread"\n    {function} (demo/{function}.py:{line})\n'
+                "    <module> (demo/train.py:9)\n")
+
+    text = faulthandler(0, "all_reduce", 30) + faulthandler(1, "all_reduce", 30) + py_spy(2, "all_reduce", 30) \
+        + py_spy(3, "load_batch", 12)
+    assert fault.odd_stacks(text) == ([3], "stacks: rank(s) 3 in load_batch (load_batch.py:12), the other 3 in "
+                                           "all_reduce (all_reduce.py:30)")
+    assert fault.odd_stacks(py_spy(0, "main", 4) + py_spy(1, "main", 4)) == ([], "stacks: every rank in main (main.py:4)")

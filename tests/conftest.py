@@ -19,24 +19,6 @@ os.environ[TEST_SITES_ENV] = "1"
 pytest_plugins = ["tests.slurm.fixtures"] if (Path(__file__).parent / "slurm" / "fixtures.py").exists() else []
 
 
-@pytest.fixture(scope="session")
-def _shellcheck_memo_dir(tmp_path_factory) -> Path:
-    """The shellcheck memo's directory, shared by the xdist workers (beside their own base
-    temporary directories)."""
-    base = tmp_path_factory.getbasetemp()
-    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shellcheck-memo"
-
-
-@pytest.fixture(autouse=True)
-def _shellcheck_memo(monkeypatch, _shellcheck_memo_dir):
-    """Each file's shellcheck run once per suite (tests/lint_memo.py)."""
-    from lumi_scaffold import lint
-
-    from .lint_memo import SharedMemo, memo_shellcheck
-
-    monkeypatch.setattr(lint, "shellcheck", memo_shellcheck(lint.shellcheck, SharedMemo(_shellcheck_memo_dir)))
-
-
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch, tmp_path_factory):
     """No user Copier settings, no plugin switches from the developer's shell."""

@@ -213,3 +213,14 @@ def install_in_process(directory: str) -> None:
     from lumi_scaffold import lint
 
     lint.shellcheck = memo_shellcheck(lint.shellcheck, SharedMemo(Path(directory)))
+
+
+MEMO_ENV = "LUMI_SCAFFOLD_TESTS_LINT_MEMO"
+
+
+def pytest_configure(config) -> None:
+    """As a pytest plugin (`-p tests.lint_memo`) in a pytest the suite starts (a plugin
+    package's own tests in a fresh venv): its lints through the suite's memo, the directory
+    in LUMI_SCAFFOLD_TESTS_LINT_MEMO."""
+    if os.environ.get(MEMO_ENV):
+        install_in_process(os.environ[MEMO_ENV])

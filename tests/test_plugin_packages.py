@@ -24,6 +24,7 @@ from lumi_scaffold.questions import check, choices
 from lumi_scaffold.testing import check_conformance, isolated_catalogue, plugin_catalogue, plugin_matrix, render_project
 
 from .helpers import REPO, values, write_plugin_dist
+from .lint_memo import MEMO_ENV
 from .venvs import nested_venv
 
 FRONTIER, DEEPSPEED = "lumi-site-frontier", "lumi-framework-deepspeed"
@@ -210,22 +211,24 @@ def _pip_install(python: Path, package: Path) -> None:
                    check=True, capture_output=True, text=True)
 
 
-def _pytest(python: Path, tests: Path) -> subprocess.CompletedProcess:
+def _pytest(python: Path, tests: Path, memo: Path) -> subprocess.CompletedProcess:
+    """The plugin's own tests, with the suite's shellcheck memo (tests/lint_memo.py) as a plugin."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    return subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests)],
+    env.update({MEMO_ENV: str(memo), "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))})
+    return subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.lint_memo", str(tests)],
                           capture_output=True, text=True, env=env, cwd=tests.parent)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["site", "framework"])
-def test_new_plugin_package_installs_and_passes_its_tests(venv, tmp_path, kind):
+def test_new_plugin_package_installs_and_passes_its_tests(venv, tmp_path, kind, _shellcheck_memo_dir):
     dest = tmp_path / "plugin"
     assert cli.main(["new-plugin", str(dest), "--defaults", "-q", "-d", f"kind={kind}", "-d", "name=demo"]) == 0
     package = f"lumi_{kind}_demo"
     assert (dest / "pyproject.toml").read_text().count(f'lumi-{kind}-demo = "{package}"') == 1
     _pip_install(venv, dest)
     shutil.copytree(dest / "tests", tmp_path / "tests")  # run them away from the source tree
-    result = _pytest(venv, tmp_path / "tests")
+    result = _pytest(venv, tmp_path / "tests", _shellcheck_memo_dir)
     assert result.returncode == 0, result.stdout[-3000:]
     assert re.search(r"\b3 passed\b", result.stdout), result.stdout[-500:]
     # The framework's conformance ran its example (check_example: no warning that it could
@@ -261,11 +264,11 @@ def test_tutorial_error_message_is_the_real_one(tmp_path):
 
 
 @pytest.mark.slow
-def test_tutorial_plugin_installs_and_works_as_written(venv, tmp_path, template):
+def test_tutorial_plugin_installs_and_works_as_written(venv, tmp_path, template, _shellcheck_memo_dir):
     source = shutil.copytree(TUTORIAL, tmp_path / "source", ignore=shutil.ignore_patterns("build", "*.egg-info"))
     _pip_install(venv, source)  # from a copy: building writes build/ and *.egg-info beside the sources
     shutil.copytree(TUTORIAL / "tests", tmp_path / "tests")
-    result = _pytest(venv, tmp_path / "tests")
+    result = _pytest(venv, tmp_path / "tests", _shellcheck_memo_dir)
     assert result.returncode == 0 and re.search(r"\b3 passed\b", result.stdout), result.stdout[-3000:]
 
     def cli(*args: str) -> subprocess.CompletedProcess:

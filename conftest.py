@@ -1,0 +1,27 @@
+"""The repository's own test runs (tests/ and the example plugins' tests under plugins/):
+what every test shares. A plugin's tests run from its own directory do not see this file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def _shellcheck_memo_dir(tmp_path_factory) -> Path:
+    """The shellcheck memo's directory, shared by the xdist workers (beside their own base
+    temporary directories)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shellcheck-memo"
+
+
+@pytest.fixture(autouse=True)
+def _shellcheck_memo(monkeypatch, _shellcheck_memo_dir):
+    """Each file's shellcheck run once per suite (tests/lint_memo.py)."""
+    from lumi_scaffold import lint
+
+    from tests.lint_memo import SharedMemo, memo_shellcheck
+
+    monkeypatch.setattr(lint, "shellcheck", memo_shellcheck(lint.shellcheck, SharedMemo(_shellcheck_memo_dir)))

@@ -316,6 +316,11 @@ def _inside(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
     return [
         Heading(("Inside the container (scripts/lib/run.sh, every rank).",)),
         Value("image_env", tuple(env), tuple(env_comment) or ("(No interconnect or runtime settings for this site.)",)),
+        Value("env_refused", tuple(f"{left.name}: {left.why}{f' [{left.source}]' if left.source else ''}"
+                                   for left in pd.env_left_out), (
+            "Settings a job refuses to start with, as \"NAME: why\": a known issue with this image (above);",
+            "KNOWN_ISSUES=ignore sbatch ... starts anyway.") if pd.env_left_out else (
+            "(No setting is known to be bad with this image: a job refuses none.)",)),
         Value("miopen_cache", pd.site.miopen_cache, (
             (cite("MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]"),)
             if pd.site.miopen_cache else ("(The site keeps no MIOpen cache of its own.)",))),
@@ -350,7 +355,12 @@ def _network(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], s
 def _absent(heading: str, *names: str | tuple[str]) -> list[Item]:
     """The values of a part this project does not have: a heading that says so, and each
     name empty ('' or, for a name given as a 1-tuple, an empty list)."""
-    return [Heading((heading,)), *(Value(n[0], ()) if isinstance(n, tuple) else Value(n, "") for n in names)]
+    return [Heading((heading,)), *_empty(*names)]
+
+
+def _empty(*names: str | tuple[str]) -> list[Item]:
+    """Each name empty ('' or, for a name given as a 1-tuple, an empty list)."""
+    return [Value(n[0], ()) if isinstance(n, tuple) else Value(n, "") for n in names]
 
 
 # Where the preflight looks for rccl-tests' all_reduce_perf in the image, in order.
@@ -375,7 +385,8 @@ def _preflight(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str],
     names = (("preflight_all_reduce_perf",), ("preflight_options",), "preflight_benchmark", ("preflight_benchmark_args",),
              "preflight_framework", "preflight_reference", "preflight_reference_size", "preflight_reference_tolerance",
              "preflight_reference_nodes", "preflight_reference_column", "preflight_reference_args",
-             "preflight_reference_shape", "preflight_reference_source", ("preflight_mpi",))
+             "preflight_reference_shape", "preflight_reference_source", "preflight_reference_image",
+             ("preflight_reference_env",), ("preflight_mpi",))
     if not pd.job.slurm.get("preflight"):
         return _absent("The network preflight (jobs/preflight.sbatch): none in a one-node project.", *names)
     job, site, ref = pd.job, pd.site, pd.site.allreduce_reference
@@ -414,12 +425,15 @@ def _preflight(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str],
         return items + [
             Heading((f"No published all-reduce figure for {site.display_name or site.name} is known here: the job prints its",
                      "bandwidth with no verdict; compare it with your own earlier runs.")),
-            *(Value(n, "") for n in names[5:-1])]
-    measured = ((f"Measured as it was (all_reduce_perf with these options{f', {ref.nodes} nodes' if ref.nodes else ''}), "
-                 "the job prints its share", "of it and fails below it; otherwise it prints one WARNING line with both "
-                 "figures, no verdict.") if ref.benchmark_args else
+            *_empty(*names[5:-1])]
+    where = f"in the image {ref.image}" if ref.image else "outside any container"
+    measured = ((f"Measured as it was (all_reduce_perf with these options{f', {ref.nodes} nodes' if ref.nodes else ''}, "
+                 f"{where}{', with its settings' if ref.env else ''}),", "the job prints its share of it and fails below "
+                 "it; otherwise it prints one WARNING line with both figures, no verdict.") if ref.benchmark_args else
                 ("The reference does not say which all_reduce_perf options it was measured with: the job",
                  "prints one WARNING line with both figures, no verdict."))
+    if ref.benchmark_args and not ref.image:
+        measured += ("A job runs in a container, so it gets no verdict against this figure: its own is printed beside it.",)
     return items + [
         Heading((f"The preflight's reference: {ref.busbw_gbs:g} GB/s {ref.column} busbw"
                  f"{f' at {ref.size_bytes} bytes' if ref.size_bytes else ''}{f' on {ref.nodes} nodes' if ref.nodes else ''}, "
@@ -433,6 +447,10 @@ def _preflight(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str],
             "all_reduce_perf's options it was measured with ('': not known).",)),
         Value("preflight_reference_shape", ref.shape),
         Value("preflight_reference_source", ref.source),
+        Value("preflight_reference_image", ref.image, (
+            "The image it was measured in ('': outside any container): a verdict only in that image.",)),
+        Value("preflight_reference_env", tuple(f"{k}={v}" for k, v in ref.env.items()), (
+            "The settings it was measured with: a verdict only where the benchmark ran with each of them.",)),
     ]
 
 

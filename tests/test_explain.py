@@ -393,3 +393,32 @@ def test_a_job_the_partition_now_refuses_is_said_to_be_refused(template, tmp_pat
     assert train["refused"] == ("Slurm will refuse it: small-g allows at most 2 nodes, not 4. Fix: lumi-scaffold update "
                                 "-d partition=standard-g, or lumi-scaffold update -d nodes=2"), train["refused"]
     assert f"  refused: {train['refused']}" in format_report(explain_project(project))
+
+
+def test_a_setting_known_to_be_bad_with_the_image_stops_the_job_before_its_step_and_explain_says_why(
+        template, tmp_path, monkeypatch, capsys):
+    """NCCL_NET_GDR_LEVEL, which LUMI projects on LAIF images leave unset [LAIF-I30], set in
+    the shell the jobs are submitted from: the job file stops before its step (here its dry
+    run, as explain runs it), naming the setting, the reason and how to start anyway;
+    KNOWN_ISSUES=ignore starts it."""
+    import subprocess
+
+    p = render(template, tmp_path / "p", nodes=2, profiler="rocprofv3")
+    env = {**__import__("os").environ, "LUMI_SCAFFOLD_DRY_RUN": "1", "SLURM_SUBMIT_DIR": str(p),
+           "NCCL_NET_GDR_LEVEL": "PHB"}
+    for job_file in ("jobs/train.sbatch", "jobs/profile.sbatch"):
+        stopped = subprocess.run(["bash", job_file], cwd=p, env=env, capture_output=True, text=True, timeout=60)
+        assert stopped.returncode == 2 and "step: srun" not in stopped.stdout, stopped.stdout + stopped.stderr
+        assert stopped.stderr.splitlines()[-1] == (
+            "NCCL_NET_GDR_LEVEL=PHB is set, and it is known to be bad with this image: exporting it (PHB or SYS) can "
+            "make torch.distributed jobs hang with LAIF images (reported on the ROCm 7.0 ones); leave it unset, RCCL "
+            "detects the level from the PCI topology; the AI Guide dropped it with no loss of speed [LAIF-I30, "
+            "AIG-PR97]. Fix: unset NCCL_NET_GDR_LEVEL (in the shell you submit from, or the job file), or "
+            "KNOWN_ISSUES=ignore sbatch ... to start anyway")
+        started = subprocess.run(["bash", job_file], cwd=p, env={**env, "KNOWN_ISSUES": "ignore"}, capture_output=True,
+                                 text=True, timeout=60)
+        assert started.returncode == 0 and "step: srun" in started.stdout, started.stdout + started.stderr
+    monkeypatch.setenv("NCCL_NET_GDR_LEVEL", "PHB")
+    assert cli.main(["explain", str(p)]) == 0
+    assert "step: not known (LUMI_SCAFFOLD_DRY_RUN=1 bash jobs/train.sbatch failed (status 2): NCCL_NET_GDR_LEVEL=PHB " \
+           "is set, and it is known to be bad with this image" in capsys.readouterr().out

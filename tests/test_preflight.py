@@ -109,6 +109,12 @@ REFERENCE = ("the reference 85 GB/s (2 nodes x 8 GCDs, half, measured with the s
              "outside a container) [RF-RCCL]")
 
 
+# How a LUMI job differs from where LUMI's reference was measured [RF-RCCL]: the stand-in
+# image (tests/jobs.py's job_env), and two settings the project does not export.
+ELSEWHERE = ("in the image image.sif, the reference outside any container; NCCL_ENABLE_DMABUF_SUPPORT unset, the "
+             "reference NCCL_ENABLE_DMABUF_SUPPORT=1; NCCL_NET_GDR_LEVEL unset, the reference NCCL_NET_GDR_LEVEL=3")
+
+
 # OFI-then-Socket is judged by the same check (project-templates/project/tests/test_rccl_net.py)
 # and stops a training job on the local Slurm (tests/test_slurm_jobs.py): one 2-node job less here.
 @pytest.mark.parametrize("line, busbw, state", [
@@ -120,9 +126,20 @@ def test_image_all_reduce_perf_is_preferred_and_tcp_fails_the_job(slurm_cluster_
     """A LUMI project on 2 nodes x 8 GPUs (LAIF image): the image's all_reduce_perf runs as
     one MPI job (srun --mpi=pmi2) with the options of LUMI's own RCCL check, RCCL logs one
     file per rank, and the job reports the bandwidth, and fails when RCCL's final choice is
-    not the cxi provider [WS-09]. Measured as that check measures, it fails below its 85 GB/s
-    of in-place busbw at 128 MiB on 2 nodes, less 5 % (80.75 GB/s) [RF-RCCL]."""
+    not the cxi provider [WS-09]. LUMI's check measured its 85 GB/s of in-place busbw at
+    128 MiB on 2 nodes outside any container, with settings the job lacks [RF-RCCL]: in the
+    image, both figures and no verdict. A site whose figure was measured in this image with
+    settings the job has (here: the project's values.sh says so) gets one: it fails below
+    85 GB/s less 5 % (80.75 GB/s)."""
     project = render(template, tmp_path / "p", nodes=2)
+    if busbw == "80.50":
+        values = project / "scripts/values.sh"
+        text = values.read_text()
+        for name, value in (("image", "'image.sif'"), ("env", "('NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3')")):
+            text, found = re.subn(rf"^preflight_reference_{name}=.*$", f"preflight_reference_{name}={value}", text,
+                                  flags=re.M)
+            assert found == 1, text
+        values.write_text(text)
     env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_RCCL_LINE=line, FAKE_BUSBW_128M=busbw)
     env.update(image_with_all_reduce_perf(tmp_path, env))
     job_id, result = run_job(slurm_cluster_2nodes, project, env, "jobs/preflight.sbatch", timeout=300)
@@ -150,10 +167,14 @@ def test_image_all_reduce_perf_is_preferred_and_tcp_fails_the_job(slurm_cluster_
         assert "preflight: 2 nodes, 16 ranks (16 in the benchmark's table)" in log, log
         assert "preflight: bus bandwidth 1024 MiB: 19.75 GB/s (largest message), average 19.2500 GB/s" in log, log
         assert "preflight: RCCL uses Slingshot (aws-ofi-rccl plugin, cxi provider) between nodes" in log, log
-        percent = round(100 * float(busbw) / 85)
-        assert f"preflight: bus bandwidth at 128 MiB (in-place): {float(busbw):g} GB/s, {percent}% of {REFERENCE}" in log
+        if state == "FAILED":  # (measured as the reference: its share of it)
+            assert f"preflight: bus bandwidth at 128 MiB (in-place): 80.5 GB/s, 95% of {REFERENCE}" in log
     if state == "COMPLETED":
-        assert "preflight: PASS (at least 80.75 GB/s: 5 % below the reference)" in log
+        warning = [line for line in log.splitlines() if line.startswith("WARNING: preflight: no verdict:")]
+        assert warning == [f"WARNING: preflight: no verdict: 81.18 GB/s in-place busbw at 128 MiB beside {REFERENCE}, "
+                           "the in-place busbw of all_reduce_perf -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5 "
+                           f"-d half: this run differs ({ELSEWHERE})."], log
+        assert "PASS" not in log and "FAIL" not in log
     elif line == OFI:
         assert f"ERROR: preflight: FAIL: 80.5 GB/s at 128 MiB is below 80.75 GB/s (5 % below {REFERENCE})" in log
     else:
@@ -176,7 +197,8 @@ def test_arguments_of_your_own_give_both_figures_and_no_verdict(slurm_cluster_2n
     warning = [line for line in log.splitlines() if line.startswith("WARNING: preflight: no verdict:")]
     assert warning == [f"WARNING: preflight: no verdict: 40 GB/s in-place busbw at 128 MiB beside {REFERENCE}, the "
                        "in-place busbw of all_reduce_perf -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5 -d half: "
-                       "this run differs (options -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5 -d half -n 5)."], log
+                       "this run differs (options -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5 -d half -n 5; "
+                       f"{ELSEWHERE})."], log
     assert "PASS" not in log and "FAIL" not in log
 
 
@@ -202,7 +224,7 @@ def test_an_option_the_image_lacks_is_left_out_with_no_verdict(slurm_cluster_2no
     assert result.state == "COMPLETED", log
     assert f"preflight: {tmp_path}/image-bin/all_reduce_perf has no -R option: left out" in log
     assert "# fake all_reduce_perf -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -n 80 -w 5 -d half NCCL_DEBUG_SUBSYS" in log
-    assert "this run differs (options -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -n 80 -w 5 -d half)." in log
+    assert f"this run differs (options -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -n 80 -w 5 -d half; {ELSEWHERE})." in log
     assert "PASS" not in log
 
 

@@ -4,9 +4,9 @@ the network check and its reference figures."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_serializer, model_validator
 
 from .._types import AbsPath, EnvName, NameWord, Slug, check_requirement, check_one_line
 from .base import ExtraOption, Model, check_unique
@@ -251,8 +251,46 @@ class AllreduceReference(Model):
         "in-place [RF-RCCL]).",
     )
 
+    image: str = Field(
+        default="",
+        description="The container image the figure was measured in (its file name, e.g. "
+        "lumi-multitorch-u24r64f21m43t29-20250827_144347.sif); the preflight gives its verdict only in that image. "
+        "Empty: measured outside any container, with the system's ROCm and RCCL (or not said): no verdict in a container.",
+    )
+    env: dict[EnvName, str] = Field(
+        default_factory=dict,
+        description="The RCCL and libfabric settings it was measured with (NCCL_NET_GDR_LEVEL: '3'); the preflight "
+        "gives its verdict only where its benchmark ran with each of them.",
+    )
+
     _text = field_validator("shape", "source")(check_one_line)
     _plain = field_validator("shape", "source")(_echoable)
+
+    @field_validator("image")
+    @classmethod
+    def _file_name(cls, value: str) -> str:
+        if value and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", value):
+            raise ValueError(f"{value!r}: the image's file name only (letters, digits, . _ + -), no directory")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _plain_values(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, setting in value.items():
+            if not re.fullmatch(r"[A-Za-z0-9._,:/+-]*", setting):
+                raise ValueError(f"{name}={setting!r}: a plain value only (letters, digits, . _ , : / + -; it is written "
+                                 "into a shell script)")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _without_unsaid(self, handler: Any) -> dict[str, Any]:
+        # A reference that names no image or settings dumps as before they existed (recorded plugin_data).
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in ("image", "env"):
+                if not data.get(key):
+                    data.pop(key, None)
+        return data
 
     @field_validator("benchmark_args")
     @classmethod

@@ -118,6 +118,8 @@ support='https://lumi-supercomputer.eu/user-support/need-help/'
 # FI_CXI_RX_MATCH_MODE=hybrid: allow software matching when hardware match entries run out [WS-2026]
 # FI_CXI_DEFAULT_TX_SIZE=2048: HPE RCCL tuning for the CXI provider [WS-2026]
 image_env=('NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3' 'NCCL_NET_GDR_LEVEL=PHB' 'HSA_FORCE_FINE_GRAIN_PCIE=1' 'FI_MR_CACHE_MONITOR=userfaultfd' 'FI_CXI_DISABLE_HOST_REGISTER=1' 'FI_CXI_DEFAULT_CQ_SIZE=131072' 'FI_CXI_RX_MATCH_MODE=hybrid' 'FI_CXI_DEFAULT_TX_SIZE=2048')
+# (No setting is known to be bad with this image: a job refuses none.)
+env_refused=()
 # MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]
 miopen_cache='/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}'
 kernel_cache_env=()
@@ -147,6 +149,8 @@ preflight_reference_column=''
 preflight_reference_args=''
 preflight_reference_shape=''
 preflight_reference_source=''
+preflight_reference_image=''
+preflight_reference_env=()
 preflight_mpi=()
 
 # Profiling (jobs/profile.sbatch): none in this project.

@@ -299,6 +299,32 @@ def test_busbw_framework_table_has_one_column(rccl_net, tmp_path, capsys):
     assert "this run differs (allreduce_bench.py, not all_reduce_perf)" in err
 
 
+def test_busbw_verdict_only_in_the_reference_image_with_its_settings(rccl_net, tmp_path, capsys, monkeypatch):
+    """The job's image (its file name) and the settings the benchmark ran with (this
+    process's environment, as the preflight runs it) must be the reference's too."""
+    table = tmp_path / "preflight.txt"
+    table.write_text(TABLE)
+    ran = ["--benchmark", "all_reduce_perf", f"--ran={REF_ARGS}", "--job-nodes", "2"]
+    where = ["--reference-image=site-image.sif", "--reference-env=NCCL_NET_GDR_LEVEL=3"]
+
+    def differs(*args: str) -> str:
+        assert rccl_net.main(["busbw", *BUSBW, *ran, *args, str(table)]) == 0
+        out, err = capsys.readouterr()
+        assert not out and err.count("\n") == 1, (out, err)
+        return err.split("this run differs (")[1].rstrip(").\n")
+
+    monkeypatch.setenv("NCCL_NET_GDR_LEVEL", "3")
+    assert rccl_net.main(["busbw", *BUSBW, *ran, *where, "--image=/appl/images/site-image.sif", str(table)]) == 0
+    assert "preflight: PASS" in capsys.readouterr().out
+    assert differs(*where, "--image=/scratch/mine.sif") == "in the image mine.sif, the reference in site-image.sif"
+    assert differs("--image=/appl/images/site-image.sif") == ("in the image site-image.sif, the reference outside any "
+                                                              "container")
+    monkeypatch.setenv("NCCL_NET_GDR_LEVEL", "PHB")
+    assert differs(*where, "--image=site-image.sif") == "NCCL_NET_GDR_LEVEL=PHB, the reference NCCL_NET_GDR_LEVEL=3"
+    monkeypatch.delenv("NCCL_NET_GDR_LEVEL")
+    assert differs(*where, "--image=site-image.sif") == "NCCL_NET_GDR_LEVEL unset, the reference NCCL_NET_GDR_LEVEL=3"
+
+
 def test_busbw_reference_without_options_gives_no_verdict(rccl_net, tmp_path, capsys):
     """A site reference that does not say how it was measured (a plugin written before
     lumi-scaffold 0.4, without benchmark_args): the figure beside it, no verdict."""

@@ -200,6 +200,7 @@ make_step() {
 }
 # The job file's COMMAND and WORKDIR (the project directory where it names none), checked.
 check_command() {
+    check_known_issues
     if [ "${#COMMAND[@]}" = 0 ]; then
         echo "COMMAND is empty: name what every rank runs in the job file, e.g. COMMAND=(python -u src/${package}/train.py)" >&2
         exit 2
@@ -209,6 +210,18 @@ check_command() {
         echo "WORKDIR='${WORKDIR}' is not a directory: the job file names where COMMAND starts" >&2
         exit 2
     fi
+}
+# A setting known to be bad with this image (env_refused in values.sh), set in the job's
+# environment (the submitting shell, the job file), stops the job before its step starts.
+check_known_issues() {
+    local refused name
+    for refused in "${env_refused[@]}"; do
+        name="${refused%%:*}"
+        if [ -n "${!name+set}" ] && [ "${KNOWN_ISSUES:-}" != ignore ]; then
+            echo "${name}=${!name} is set, and it is known to be bad with this image: ${refused#*: }. Fix: unset ${name} (in the shell you submit from, or the job file), or KNOWN_ISSUES=ignore sbatch ... to start anyway" >&2
+            exit 2
+        fi
+    done
 }
 # Prints STEP as a line to copy into a shell in an allocation, after the variables it needs.
 print_step() {

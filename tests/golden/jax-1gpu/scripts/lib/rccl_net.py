@@ -11,8 +11,10 @@ and the preflight's bus-bandwidth verdict. Standard library; run by the image's 
       (exit 4) or none within SECONDS (exit 3) is reported and PID runs on.
   python scripts/lib/rccl_net.py busbw --reference GBS --size BYTES ... TABLE
       all_reduce_perf's bus bandwidth at BYTES against a published figure, judged only where
-      this run measured as the figure was measured (the same program, options, column and
-      node count): exit 1 below it; otherwise one WARNING line with both figures, exit 0.
+      this run measured as the figure was measured (the same program, options, column, node
+      count, image and --reference-env settings, these read from this process's environment,
+      which is the benchmark's): exit 1 below it; otherwise one WARNING line with both
+      figures, exit 0.
 
 The rule, with --final (NCCL's `Using network <name>`, which RCCL prints once per communicator
 once ncclNetInit has set its network: the plugin first, then IB, then sockets): each final
@@ -221,6 +223,16 @@ def busbw(args: argparse.Namespace) -> int:
         differs.append(f"options {args.ran}")
     if args.nodes and args.job_nodes != args.nodes:
         differs.append(f"{args.job_nodes} nodes, not {args.nodes}")
+    if args.image is not None:
+        image = os.path.basename(args.image)
+        if image != args.reference_image:
+            where = f"in {args.reference_image}" if args.reference_image else "outside any container"
+            differs.append(f"{f'in the image {image}' if image else 'outside any container'}, the reference {where}")
+    for setting in args.reference_env:
+        name, _, value = setting.partition("=")
+        if os.environ.get(name) != value:
+            here = f"{name}={os.environ[name]}" if name in os.environ else f"{name} unset"
+            differs.append(f"{here}, the reference {name}={value}")
     table = read(args.table)
     got = busbw_at(table, args.size, args.column)
     column = args.column
@@ -275,6 +287,10 @@ def main(argv: list[str]) -> int:
     command.add_argument("--benchmark", default="all_reduce_perf", help="the program that printed the table")
     command.add_argument("--ran", default="", help="the options the benchmark ran with, as one string")
     command.add_argument("--reference-args", default="", help="the reference's options, as one string ('': no verdict)")
+    command.add_argument("--image", help="this job's image (path or file name; '': none; absent: not compared)")
+    command.add_argument("--reference-image", default="", help="the reference's image file name ('': no container)")
+    command.add_argument("--reference-env", action="append", default=[], metavar="NAME=VALUE",
+                         help="a setting the reference was measured with (again for each)")
     command.add_argument("table", help="the benchmark's output")
     args = parser.parse_args(argv)
     return {"check": check, "watch": watch, "busbw": busbw}[args.command](args)

@@ -28,6 +28,7 @@ preflight_job() {
     local report="${PROJECT_DIR}/logs/preflight-${SLURM_JOB_ID}.txt"
     local bench="${ALL_REDUCE_PERF:-}" benchmark usage option name value status=0
     local bench_args=() command=() mpi=()
+    check_known_issues   # (scripts/lib/job.sh)
     start_nodes   # (scripts/lib/job.sh: every node's energy, and nothing of the job left on them)
     if [ -z "${bench}" ]; then
         # shellcheck disable=SC2016  # expanded by the bash in the image
@@ -81,12 +82,18 @@ preflight_job() {
     else
         echo "preflight: bus bandwidth ${largest} (largest message), average ${average} GB/s"
         if [ -n "${preflight_reference}" ]; then
+            # (in the image, with the job's settings: what the benchmark ran with)
+            local setting settings=()
+            for setting in "${preflight_reference_env[@]}"; do
+                settings+=("--reference-env=${setting}")
+            done
             LUMI_SCAFFOLD_HELPER=1 "${CONTAINER[@]}" "${LIB}/run.sh" python "${LIB}/rccl_net.py" busbw \
                 --reference "${preflight_reference}" --size "${preflight_reference_size}" \
                 --tolerance "${preflight_reference_tolerance}" --nodes "${preflight_reference_nodes}" \
                 --job-nodes "${SLURM_JOB_NUM_NODES}" --column "${preflight_reference_column}" \
                 --benchmark "${benchmark}" --ran="${bench_args[*]}" \
                 ${preflight_reference_args:+"--reference-args=${preflight_reference_args}"} \
+                --image="${SIF}" --reference-image="${preflight_reference_image}" "${settings[@]}" \
                 --shape "${preflight_reference_shape}" --source "${preflight_reference_source}" "${report}" || status=1
         else
             echo "preflight: no published all-reduce figure for ${site} to compare with (no verdict)"

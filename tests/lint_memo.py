@@ -55,7 +55,7 @@ def _values_names(text: str) -> str | None:
     return "\n".join([*lines[:start + 1], *seen, "}"])
 
 
-def _seen(path: Path, rel: str) -> str:
+def _visible_text(path: Path, rel: str) -> str:
     if rel.replace(os.sep, "/").endswith("scripts/values.sh"):
         names = _values_names(path.read_text(encoding="utf-8", errors="replace"))
         if names is not None:
@@ -119,7 +119,7 @@ class _Tree:
 
     def seen(self, rel: str) -> str:
         if rel not in self._seen:
-            self._seen[rel] = _seen(self.files[rel], rel)
+            self._seen[rel] = _visible_text(self.files[rel], rel)
         return self._seen[rel]
 
     def key(self, rel: str) -> tuple[str, tuple[tuple[str, str], ...]]:

@@ -56,11 +56,12 @@ ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):\n(?:.*\n){0,3}?
 # scripts/lib/watchdog.py dump: a rank that can answer nothing, and the stacks it had written
 FROZEN = re.compile(r"^watchdog: rank (\d+) \(pid \d+\) on (\S+) is ([^:]+): it can give no stacks$", re.M)
 # (faulthandler's, written by the rank: innermost frame first)
-STACKS = re.compile(r"^watchdog: stacks of rank(\d+)@\S+ \(pid \d+\) follow\n(?:Current thread|Thread) [^\n]*\n"
-                    r'\s*File "([^"]+)", line (\d+) in (\S+)', re.M)
+STACKS = re.compile(r"^watchdog: stacks of rank(?P<rank>\d+)@\S+ \(pid \d+\) follow\n(?:Current thread|Thread) [^\n]*\n"
+                    r'\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)', re.M)
 # (py-spy dump's, where the image has py-spy: a header, then each thread, innermost frame first)
-PYSPY_STACKS = re.compile(r"^watchdog: stacks of rank(\d+)@\S+ \(pid \d+\), py-spy dump:\n(?:(?!watchdog: ).*\n){0,4}?"
-                          r"Thread [^\n]*\n\s+(\S+) \(([^\n]+):(\d+)\)\n", re.M)
+PYSPY_STACKS = re.compile(r"^watchdog: stacks of rank(?P<rank>\d+)@\S+ \(pid \d+\), py-spy dump:\n"
+                          r"(?:(?!watchdog: ).*\n){0,4}?Thread [^\n]*\n\s+(?P<function>\S+) \((?P<path>[^\n]+):(?P<line>\d+)\)\n",
+                          re.M)
 NO_PIPE = "watchdog: Flight Recorder: no rank on"
 # scripts/lib/watchdog.py's lines when it stops a step, and rccl_net.py's when it stops a job on TCP
 STALL = re.compile(r"^watchdog: no progress for .*?last progress: rank (\d+) on (\S+) \(step (-?\d+)"
@@ -248,10 +249,8 @@ def odd_stacks(text):
     rank's main thread; the ranks in a frame fewer share than the one most share are named
     when all the others are in that one frame (where they wait for them)."""
     where = {}
-    for rank, path, number, function in STACKS.findall(text):
-        where[int(rank)] = "{} ({}:{})".format(function, os.path.basename(path), number)
-    for rank, function, path, number in PYSPY_STACKS.findall(text):
-        where[int(rank)] = "{} ({}:{})".format(function, os.path.basename(path), number)
+    for match in [*STACKS.finditer(text), *PYSPY_STACKS.finditer(text)]:
+        where[int(match["rank"])] = "{} ({}:{})".format(match["function"], os.path.basename(match["path"]), match["line"])
     if len(where) < 2:
         return [], ""
     frames = {}

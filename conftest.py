@@ -25,3 +25,17 @@ def _shellcheck_memo(monkeypatch, _shellcheck_memo_dir):
     from tests.lint_memo import SharedMemo, memo_shellcheck
 
     monkeypatch.setattr(lint, "shellcheck", memo_shellcheck(lint.shellcheck, SharedMemo(_shellcheck_memo_dir)))
+
+
+@pytest.fixture(autouse=True)
+def _copier_shortcuts_for_plugin_matrices(request, monkeypatch):
+    """check_conformance's renders (lumi_scaffold.testing.render_many) with the render
+    matrix's Copier shortcuts (tests/copier_shortcuts.py), except in tests/test_render.py,
+    which compares them with plain Copier."""
+    if request.node.path.name == "test_render.py":
+        return
+    from lumi_scaffold import testing
+
+    from tests.copier_shortcuts import render_many
+
+    monkeypatch.setattr(testing, "render_many", render_many)

@@ -23,6 +23,7 @@ from lumi_scaffold.lint import lint_project
 from lumi_scaffold.questions import check, choices
 from lumi_scaffold.testing import check_conformance, isolated_catalogue, plugin_catalogue, plugin_matrix, render_project
 
+from .copier_shortcuts import ENV as SHORTCUTS_ENV
 from .helpers import REPO, values, write_plugin_dist
 from .lint_memo import MEMO_ENV
 from .venvs import nested_venv
@@ -212,11 +213,14 @@ def _pip_install(python: Path, package: Path) -> None:
 
 
 def _pytest(python: Path, tests: Path, memo: Path) -> subprocess.CompletedProcess:
-    """The plugin's own tests, with the suite's shellcheck memo (tests/lint_memo.py) as a plugin."""
+    """The plugin's own tests, with the suite's shellcheck memo (tests/lint_memo.py) and Copier
+    shortcuts (tests/copier_shortcuts.py) as plugins."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env.update({MEMO_ENV: str(memo), "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))})
-    return subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.lint_memo", str(tests)],
-                          capture_output=True, text=True, env=env, cwd=tests.parent)
+    env.update({MEMO_ENV: str(memo), SHORTCUTS_ENV: "1",
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))})
+    return subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.lint_memo",
+                           "-p", "tests.copier_shortcuts", str(tests)], capture_output=True, text=True, env=env,
+                          cwd=tests.parent)
 
 
 @pytest.mark.slow

@@ -24,14 +24,15 @@ __all__ = ["affected_image_issues", "as_plugin_data", "nodes_of", "notices", "pr
 
 
 def split_env(settings: Iterable[EnvSetting], nodes: int, generation: str) -> tuple[list[EnvSetting], list[dict[str, str]]]:
-    """The settings a project exports, and those a known issue leaves out (name, why, source)."""
+    """The settings a project exports, and those a known issue leaves out (name, value, why, source)."""
     kept, left_out = [], []
     for setting in settings:
         issue = next((i for i in setting.known_issues if i.affects(nodes, generation)), None)
         if issue is None:
             kept.append(setting)
         else:
-            left_out.append(dict(name=setting.name, why=f"{issue.title}; {issue.instead}", source=issue.source))
+            left_out.append(dict(name=setting.name, value=setting.value, why=f"{issue.title}; {issue.instead}",
+                                 source=issue.source))
     return kept, left_out
 
 

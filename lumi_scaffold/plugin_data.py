@@ -231,6 +231,7 @@ class EnvLeftOut(_Part):
     """A site or framework setting not exported in this project, and why (a known issue)."""
 
     name: EnvName
+    value: str = ""  # (the value left out; '' in data recorded before lumi-scaffold 0.5)
     why: OneLine
     source: OneLine = ""
 

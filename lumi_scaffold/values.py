@@ -19,13 +19,13 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from .plugin_data import PluginData, storage_variables
 from . import command
 from .jobs import LEDGER_DAYS, PRESTAGE_MEMORY_PERCENT, WATCHDOG_RULE
 from .tracking import TRACKING_DEFAULTS
+from .values_items import Heading, Item, Value, _absent, word
 
 HEADER = """\
 # This project's values, read by scripts/lib/job.sh and scripts/lib/run.sh (the jobs' library,
@@ -38,31 +38,6 @@ HEADER = """\
 
 # The environment variable of each kernel cache the site keeps (plugin_data.kernel_caches).
 KERNEL_CACHE_ENV = {"triton": "TRITON_CACHE_DIR", "inductor": "TORCHINDUCTOR_CACHE_DIR"}
-
-
-@dataclass(frozen=True)
-class Value:
-    """One ``name=value`` line, with the comment lines above it."""
-
-    name: str
-    value: str | tuple[str, ...]
-    comment: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Heading:
-    """A blank line and a comment that starts a group of values."""
-
-    text: tuple[str, ...]
-
-
-Item = Value | Heading
-
-
-def word(value: Any) -> str:
-    """One shell word in single quotes (always, so that every value reads the same)."""
-    text = str(value)
-    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def render(items: Iterable[Item]) -> str:
@@ -94,8 +69,10 @@ def project_values(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[s
     """Every value of the project, in the order the file shows them. ``cite`` keeps the
     citations the project's site cites (lumi_scaffold.sources.cite for its site)."""
     items: list[Item] = []
-    for part in (_site, _image, _modules, _binds, _storage, _tracking, _billing, _launch, _inside, _network,
-                 _preflight, _profiler, _sweep, _caches, _prestage, _venv, _attach, _cotainr):
+    from .values_network import network, preflight  # (they build on this module's items)
+
+    for part in (_site, _image, _modules, _binds, _storage, _tracking, _billing, _launch, _inside, network,
+                 preflight, _profiler, _sweep, _caches, _prestage, _venv, _attach, _cotainr):
         items += part(answers, pd, cite)
     return items
 
@@ -316,10 +293,11 @@ def _inside(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
     return [
         Heading(("Inside the container (scripts/lib/run.sh, every rank).",)),
         Value("image_env", tuple(env), tuple(env_comment) or ("(No interconnect or runtime settings for this site.)",)),
-        Value("env_refused", tuple(f"{left.name}: {left.why}{f' [{left.source}]' if left.source else ''}"
-                                   for left in pd.env_left_out), (
-            "Settings a job refuses to start with, as \"NAME: why\": a known issue with this image (above);",
-            "KNOWN_ISSUES=ignore sbatch ... starts anyway.") if pd.env_left_out else (
+        Value("env_refused", tuple(f"{left.name}{f'={left.value}' if left.value else ''}: {left.why}"
+                                   f"{f' [{left.source}]' if left.source else ''}" for left in pd.env_left_out), (
+            "Settings left out above for a known issue with this image, as \"NAME=VALUE: why\": a job whose",
+            "environment has one stops before it starts anything (KNOWN_ISSUES=ignore sbatch ... starts it),",
+            "and one with another value of NAME is warned of.") if pd.env_left_out else (
             "(No setting is known to be bad with this image: a job refuses none.)",)),
         Value("miopen_cache", pd.site.miopen_cache, (
             (cite("MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]"),)
@@ -331,126 +309,6 @@ def _inside(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
         Value("rccl_debug_alias", pd.site.rccl_debug_alias, (
             "Another name RCCL_DEBUG_FILES=1 answers to (its name before lumi-scaffold 0.3).",)
             if pd.site.rccl_debug_alias else ()),
-    ]
-
-
-def _network(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
-    check = pd.site.rccl_check
-    if check is None:
-        return _absent("The network check: none for this site.", "net_check", "net_check_fast", "net_check_tcp",
-                       "net_check_final", "net_check_fix")
-    return [
-        Heading((f"The network check (scripts/lib/rccl_net.py): between nodes RCCL must use {check.name}; when it",
-                 f"cannot, it falls back to TCP sockets, several times slower, with no error.{f' [{check.source}]' if check.source else ''}",
-                 "RCCL_NET_CHECK=0 sbatch ... skips it.")),
-        Value("net_check", check.name),
-        Value("net_check_fast", check.fast),
-        Value("net_check_tcp", check.tcp),
-        Value("net_check_final", check.final or "", (
-            "The line after which RCCL keeps its network ('' : the last network line decides).",)),
-        Value("net_check_fix", check.fix),
-    ]
-
-
-def _absent(heading: str, *names: str | tuple[str]) -> list[Item]:
-    """The values of a part this project does not have: a heading that says so, and each
-    name empty ('' or, for a name given as a 1-tuple, an empty list)."""
-    return [Heading((heading,)), *_empty(*names)]
-
-
-def _empty(*names: str | tuple[str]) -> list[Item]:
-    """Each name empty ('' or, for a name given as a 1-tuple, an empty list)."""
-    return [Value(n[0], ()) if isinstance(n, tuple) else Value(n, "") for n in names]
-
-
-# Where the preflight looks for rccl-tests' all_reduce_perf in the image, in order.
-ALL_REDUCE_PERF = ("/usr/libexec/rccl-tests/all_reduce_perf", "all_reduce_perf")
-# all_reduce_perf's options where the reference names none, and the ones allreduce_bench.py takes.
-ALL_REDUCE_DEFAULT_ARGS = ("-b", "1M", "-e", "1G", "-f", "2")
-ALLREDUCE_BENCH_OPTIONS = ("-b", "-e", "-f", "-n", "-w", "-d")
-
-
-def _option_words(args: Iterable[str]) -> list[str]:
-    """Command-line words as one word per option with its value ("-b 2M")."""
-    out: list[str] = []
-    for word in args:
-        if word.startswith("-") or not out:
-            out.append(word)
-        else:
-            out[-1] += f" {word}"
-    return out
-
-
-def _preflight(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
-    names = (("preflight_all_reduce_perf",), ("preflight_options",), "preflight_benchmark", ("preflight_benchmark_args",),
-             "preflight_framework", "preflight_reference", "preflight_reference_size", "preflight_reference_tolerance",
-             "preflight_reference_nodes", "preflight_reference_column", "preflight_reference_args",
-             "preflight_reference_shape", "preflight_reference_source", "preflight_reference_image",
-             ("preflight_reference_env",), ("preflight_mpi",))
-    if not pd.job.slurm.get("preflight"):
-        return _absent("The network preflight (jobs/preflight.sbatch): none in a one-node project.", *names)
-    job, site, ref = pd.job, pd.site, pd.site.allreduce_reference
-    ref_args = list(ref.benchmark_args) if ref and ref.benchmark_args else list(ALL_REDUCE_DEFAULT_ARGS)
-    perf_args = ref_args if "-g" in ref_args else ref_args + ["-g", "1"]  # one GPU per task unless the reference says
-    bench_args = [w for words in _option_words(ref_args) if words.split()[0] in ALLREDUCE_BENCH_OPTIONS for w in words.split()]
-    if job.cpu_bind:
-        ranks = "each bound to its GPU's cores as the training ranks are (--cpu-bind masks)"
-    else:
-        ranks = f"with {site.cpus_per_gpu} cores each, placed by Slurm"
-    torchrun = " Training starts one torchrun per node instead." if answers.get("launcher") == "torchrun" else ""
-    laif = " (where LAIF images install it, not on PATH [LAIF-R])" if cite("[LAIF-R]") else ""
-    bench = "scripts/lib/allreduce_bench.py" if job.allreduce_bench else ""
-    what = {"jax": "JAX: psum over all devices", "torch": "torch.distributed.all_reduce"}.get(job.allreduce_bench, "")
-    items: list[Item] = [
-        Heading(("The network preflight (jobs/preflight.sbatch, preflight_job in scripts/lib/preflight.sh): one task",
-                 f"per GPU, {ranks}.{torchrun}")),
-        Value("preflight_all_reduce_perf", ALL_REDUCE_PERF, (
-            f"rccl-tests' all_reduce_perf, looked up in the image in this order when the job starts{laif};",
-            "ALL_REDUCE_PERF=/path sbatch ... names another, ALL_REDUCE_PERF=none skips it.")),
-        Value("preflight_options", tuple(_option_words(perf_args)), (
-            f"all_reduce_perf's options, one option and its value a word{' (as the reference below)' if ref and ref.benchmark_args else ''}",
-            "(-g 1: one GPU per task); the job's arguments come after them. An option the image's",
-            "all_reduce_perf does not know (an older rccl-tests) is left out, and there is no verdict then.")),
-        Value("preflight_benchmark", bench, (
-            (f"Without all_reduce_perf: the project's benchmark ({what}), which prints the same table.",)
-            if bench else (f"Without all_reduce_perf the job stops: {pd.framework.title} has no benchmark in this project.",))),
-        Value("preflight_benchmark_args", ("--framework", job.allreduce_bench, *bench_args) if bench else (), (
-            "Its options: the framework, then all_reduce_perf's -b -e -f -n -w -d of the ones above.",) if bench else ()),
-        Value("preflight_framework", pd.framework.title, ("The framework, for the job's messages.",)),
-        Value("preflight_mpi", tuple(pd.container.mpi_srun_options), (
-            "How the image's MPI programs (all_reduce_perf) get their ranks from srun (none: started without them,",
-            "and a table of one-rank runs is refused).",)),
-    ]
-    if ref is None:
-        return items + [
-            Heading((f"No published all-reduce figure for {site.display_name or site.name} is known here: the job prints its",
-                     "bandwidth with no verdict; compare it with your own earlier runs.")),
-            *_empty(*names[5:-1])]
-    where = f"in the image {ref.image}" if ref.image else "outside any container"
-    measured = ((f"Measured as it was (all_reduce_perf with these options{f', {ref.nodes} nodes' if ref.nodes else ''}, "
-                 f"{where}{', with its settings' if ref.env else ''}),", "the job prints its share of it and fails below "
-                 "it; otherwise it prints one WARNING line with both figures, no verdict.") if ref.benchmark_args else
-                ("The reference does not say which all_reduce_perf options it was measured with: the job",
-                 "prints one WARNING line with both figures, no verdict."))
-    if ref.benchmark_args and not ref.image:
-        measured += ("A job runs in a container, so it gets no verdict against this figure: its own is printed beside it.",)
-    return items + [
-        Heading((f"The preflight's reference: {ref.busbw_gbs:g} GB/s {ref.column} busbw"
-                 f"{f' at {ref.size_bytes} bytes' if ref.size_bytes else ''}{f' on {ref.nodes} nodes' if ref.nodes else ''}, "
-                 f"{ref.tolerance * 100:g} % below allowed", f"({ref.shape}) [{ref.source}].", *measured)),
-        Value("preflight_reference", f"{ref.busbw_gbs:g}", ("GB/s of busbw.",)),
-        Value("preflight_reference_size", str(ref.size_bytes or 0), ("The message size in bytes (0: the largest message).",)),
-        Value("preflight_reference_tolerance", str(ref.tolerance), ("How far below it still passes (a fraction).",)),
-        Value("preflight_reference_nodes", str(ref.nodes or 0), ("The node count it was measured on (0: not known).",)),
-        Value("preflight_reference_column", ref.column, ("The busbw column of all_reduce_perf's table.",)),
-        Value("preflight_reference_args", " ".join(perf_args) if ref.benchmark_args else "", (
-            "all_reduce_perf's options it was measured with ('': not known).",)),
-        Value("preflight_reference_shape", ref.shape),
-        Value("preflight_reference_source", ref.source),
-        Value("preflight_reference_image", ref.image, (
-            "The image it was measured in ('': outside any container): a verdict only in that image.",)),
-        Value("preflight_reference_env", tuple(f"{k}={v}" for k, v in ref.env.items()), (
-            "The settings it was measured with: a verdict only where the benchmark ran with each of them.",)),
     ]
 
 

@@ -397,10 +397,11 @@ def test_a_job_the_partition_now_refuses_is_said_to_be_refused(template, tmp_pat
 
 def test_a_setting_known_to_be_bad_with_the_image_stops_the_job_before_its_step_and_explain_says_why(
         template, tmp_path, monkeypatch, capsys):
-    """NCCL_NET_GDR_LEVEL, which LUMI projects on LAIF images leave unset [LAIF-I30], set in
-    the shell the jobs are submitted from: the job file stops before its step (here its dry
-    run, as explain runs it), naming the setting, the reason and how to start anyway;
-    KNOWN_ISSUES=ignore starts it."""
+    """NCCL_NET_GDR_LEVEL=PHB, which LUMI projects on LAIF images leave unset [LAIF-I30], set
+    in the shell the jobs are submitted from: the job file stops first (here its dry run, as
+    explain runs it), naming the setting, the reason and how to start anyway;
+    KNOWN_ISSUES=ignore starts it; another value is warned of. (The order, before the chain
+    and the staging, and the preflight's stop: tests/test_preflight.py.)"""
     import subprocess
 
     p = render(template, tmp_path / "p", nodes=2, profiler="rocprofv3")
@@ -413,11 +414,17 @@ def test_a_setting_known_to_be_bad_with_the_image_stops_the_job_before_its_step_
             "NCCL_NET_GDR_LEVEL=PHB is set, and it is known to be bad with this image: exporting it (PHB or SYS) can "
             "make torch.distributed jobs hang with LAIF images (reported on the ROCm 7.0 ones); leave it unset, RCCL "
             "detects the level from the PCI topology; the AI Guide dropped it with no loss of speed [LAIF-I30, "
-            "AIG-PR97]. Fix: unset NCCL_NET_GDR_LEVEL (in the shell you submit from, or the job file), or "
-            "KNOWN_ISSUES=ignore sbatch ... to start anyway")
+            "AIG-PR97]. Fix: unset NCCL_NET_GDR_LEVEL in the shell you submit from, or KNOWN_ISSUES=ignore sbatch ... "
+            "to start anyway")
         started = subprocess.run(["bash", job_file], cwd=p, env={**env, "KNOWN_ISSUES": "ignore"}, capture_output=True,
                                  text=True, timeout=60)
         assert started.returncode == 0 and "step: srun" in started.stdout, started.stdout + started.stderr
+        # another value than the one the issue is about: warned of, and the job starts
+        other = subprocess.run(["bash", job_file], cwd=p, env={**env, "NCCL_NET_GDR_LEVEL": "LOC"}, capture_output=True,
+                               text=True, timeout=60)
+        assert other.returncode == 0 and "step: srun" in other.stdout, other.stdout + other.stderr
+        assert ("WARNING: NCCL_NET_GDR_LEVEL=LOC is set; with this image NCCL_NET_GDR_LEVEL=PHB is known to be bad: "
+                "exporting it (PHB or SYS)") in other.stderr, other.stderr
     monkeypatch.setenv("NCCL_NET_GDR_LEVEL", "PHB")
     assert cli.main(["explain", str(p)]) == 0
     assert "step: not known (LUMI_SCAFFOLD_DRY_RUN=1 bash jobs/train.sbatch failed (status 2): NCCL_NET_GDR_LEVEL=PHB " \

@@ -111,7 +111,7 @@ REFERENCE = ("the reference 85 GB/s (2 nodes x 8 GCDs, half, measured with the s
 
 # How a LUMI job differs from where LUMI's reference was measured [RF-RCCL]: the stand-in
 # image (tests/jobs.py's job_env), and two settings the project does not export.
-ELSEWHERE = ("in the image image.sif, the reference outside any container; NCCL_ENABLE_DMABUF_SUPPORT unset, the "
+ELSEWHERE = ("in the image image.sif, the reference in no image it names; NCCL_ENABLE_DMABUF_SUPPORT unset, the "
              "reference NCCL_ENABLE_DMABUF_SUPPORT=1; NCCL_NET_GDR_LEVEL unset, the reference NCCL_NET_GDR_LEVEL=3")
 
 
@@ -241,3 +241,22 @@ def test_all_reduce_perf_started_without_mpi_is_refused(slurm_cluster_2nodes, te
     log = log_of(project, job_id)
     assert result.state == "FAILED", log
     assert "ERROR: the benchmark ran as 1 group(s), not one of 16 ranks" in log and "ALL_REDUCE_PERF=none" in log
+
+
+def test_a_setting_known_to_be_bad_with_the_image_stops_jobs_before_they_queue_or_stage(slurm_cluster_2nodes, template,
+                                                                                         tmp_path, site_root):
+    """NCCL_NET_GDR_LEVEL=PHB in the submitting shell, which a LAIF image's known issue leaves
+    out of the project [LAIF-I30]: the preflight stops before its benchmark, and a chain of
+    2 with pre-staging stops before it queues its next job or stages anything."""
+    project = render(template, tmp_path / "p", nodes=2, prestage=True)
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_RCCL_LINE=OFI, NCCL_NET_GDR_LEVEL="PHB")
+    env.update(image_with_all_reduce_perf(tmp_path, env))
+    for job_file, extra in (("jobs/preflight.sbatch", {}), ("jobs/train.sbatch", {"CHAIN": "2"})):
+        job_id = slurm_cluster_2nodes.sbatch([job_file], cwd=project, env={**env, **extra})
+        result = slurm_cluster_2nodes.wait(job_id, timeout=120)
+        log = log_of(project, job_id)
+        assert result.state == "FAILED", log
+        assert "NCCL_NET_GDR_LEVEL=PHB is set, and it is known to be bad with this image: exporting it (PHB or SYS)" \
+               in log, log
+        # (no archive is given: staging would fail with its own "prestage: ..." line)
+        assert "step:" not in log and "chain:" not in log and "prestage:" not in log, log

@@ -110,3 +110,27 @@ def test_preflight_finds_rccl_tests_in_usr_libexec_before_the_path(template, tmp
     if both.returncode != 0:
         pytest.skip(f"no private mount namespace here: {both.stderr.strip()}")
     assert both.stdout == "/usr/libexec/rccl-tests/all_reduce_perf\n"
+
+
+def test_a_reference_measured_in_an_image_is_written_for_the_preflight(template, tmp_path, monkeypatch):
+    """A site whose figure was measured in one of its images, with settings: values.sh holds
+    both for the preflight's verdict, and says so; bad data is refused naming the field."""
+    from pydantic import ValidationError
+
+    from .helpers import render, values
+
+    cat = get_catalogue()
+    data = copy.deepcopy(cat.sites["lumi"].model_dump())
+    data["allreduce_reference"].update(image="lumi-multitorch-x.sif", env={"NCCL_NET_GDR_LEVEL": "3"})
+    monkeypatch.setitem(cat.sites, "lumi", Site.model_validate(data))
+    project = render(template, tmp_path / "p", nodes=2)
+    got = values(project)
+    assert (got["preflight_reference_image"], got["preflight_reference_env"]) == ("lumi-multitorch-x.sif",
+                                                                                  ["NCCL_NET_GDR_LEVEL=3"])
+    assert "2 nodes, in the image lumi-multitorch-x.sif, with its settings)," in (project / "scripts/values.sh").read_text()
+    for field, bad, said in (("image", "/appl/x.sif", "the image's file name only"),
+                             ("env", {"NCCL_NET_GDR_LEVEL": "3; rm -rf ~"}, "a plain value only")):
+        wrong = copy.deepcopy(data)
+        wrong["allreduce_reference"][field] = bad
+        with pytest.raises(ValidationError, match=said):
+            Site.model_validate(wrong)

@@ -255,7 +255,8 @@ class AllreduceReference(Model):
         default="",
         description="The container image the figure was measured in (its file name, e.g. "
         "lumi-multitorch-u24r64f21m43t29-20250827_144347.sif); the preflight gives its verdict only in that image. "
-        "Empty: measured outside any container, with the system's ROCm and RCCL (or not said): no verdict in a container.",
+        "Empty: none named (outside any container, with the system's ROCm and RCCL, or not said): a job, which runs in "
+        "a container, gets no verdict.",
     )
     env: dict[EnvName, str] = Field(
         default_factory=dict,

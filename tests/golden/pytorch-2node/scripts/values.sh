@@ -127,9 +127,10 @@ support='https://lumi-supercomputer.eu/user-support/need-help/'
 # TOKENIZERS_PARALLELISM=false: Hugging Face tokenizers would fork threads into DataLoader workers [WS-ref]
 # (not set, a known issue with this image) NCCL_NET_GDR_LEVEL: exporting it (PHB or SYS) can make torch.distributed jobs hang with LAIF images (reported on the ROCm 7.0 ones); leave it unset, RCCL detects the level from the PCI topology; the AI Guide dropped it with no loss of speed [LAIF-I30, AIG-PR97]
 image_env=('NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3' 'HSA_FORCE_FINE_GRAIN_PCIE=1' 'FI_MR_CACHE_MONITOR=userfaultfd' 'FI_CXI_DISABLE_HOST_REGISTER=1' 'FI_CXI_DEFAULT_CQ_SIZE=131072' 'FI_CXI_RX_MATCH_MODE=hybrid' 'FI_CXI_DEFAULT_TX_SIZE=2048' 'TOKENIZERS_PARALLELISM=false')
-# Settings a job refuses to start with, as "NAME: why": a known issue with this image (above);
-# KNOWN_ISSUES=ignore sbatch ... starts anyway.
-env_refused=('NCCL_NET_GDR_LEVEL: exporting it (PHB or SYS) can make torch.distributed jobs hang with LAIF images (reported on the ROCm 7.0 ones); leave it unset, RCCL detects the level from the PCI topology; the AI Guide dropped it with no loss of speed [LAIF-I30, AIG-PR97]')
+# Settings left out above for a known issue with this image, as "NAME=VALUE: why": a job whose
+# environment has one stops before it starts anything (KNOWN_ISSUES=ignore sbatch ... starts it),
+# and one with another value of NAME is warned of.
+env_refused=('NCCL_NET_GDR_LEVEL=PHB: exporting it (PHB or SYS) can make torch.distributed jobs hang with LAIF images (reported on the ROCm 7.0 ones); leave it unset, RCCL detects the level from the PCI topology; the AI Guide dropped it with no loss of speed [LAIF-I30, AIG-PR97]')
 # MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]
 miopen_cache='/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}'
 # Triton's and TorchInductor's kernel caches, off $HOME, node-local. [AIG-I112]
@@ -170,9 +171,9 @@ preflight_mpi=('--mpi=pmi2')
 
 # The preflight's reference: 85 GB/s in-place busbw at 134217728 bytes on 2 nodes, 5 % below allowed
 # (2 nodes x 8 GCDs, half, measured with the system ROCm and aws-ofi-rccl outside a container) [RF-RCCL].
-# Measured as it was (all_reduce_perf with these options, 2 nodes, outside any container, with its settings),
+# Measured as it was (all_reduce_perf with these options, 2 nodes, with its settings),
 # the job prints its share of it and fails below it; otherwise it prints one WARNING line with both figures, no verdict.
-# A job runs in a container, so it gets no verdict against this figure: its own is printed beside it.
+# It names no image it was measured in, and a job runs in one: no verdict, its figure beside it.
 # GB/s of busbw.
 preflight_reference='85'
 # The message size in bytes (0: the largest message).
@@ -187,7 +188,7 @@ preflight_reference_column='in-place'
 preflight_reference_args='-b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5 -d half'
 preflight_reference_shape='2 nodes x 8 GCDs, half, measured with the system ROCm and aws-ofi-rccl outside a container'
 preflight_reference_source='RF-RCCL'
-# The image it was measured in ('': outside any container): a verdict only in that image.
+# The image it was measured in (its file name; '': none named): a verdict only in that image.
 preflight_reference_image=''
 # The settings it was measured with: a verdict only where the benchmark ran with each of them.
 preflight_reference_env=('NCCL_ENABLE_DMABUF_SUPPORT=1' 'NCCL_NET_GDR_LEVEL=3')

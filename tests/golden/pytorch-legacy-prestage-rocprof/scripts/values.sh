@@ -163,9 +163,9 @@ preflight_mpi=()
 
 # The preflight's reference: 85 GB/s in-place busbw at 134217728 bytes on 2 nodes, 5 % below allowed
 # (2 nodes x 8 GCDs, half, measured with the system ROCm and aws-ofi-rccl outside a container) [RF-RCCL].
-# Measured as it was (all_reduce_perf with these options, 2 nodes, outside any container, with its settings),
+# Measured as it was (all_reduce_perf with these options, 2 nodes, with its settings),
 # the job prints its share of it and fails below it; otherwise it prints one WARNING line with both figures, no verdict.
-# A job runs in a container, so it gets no verdict against this figure: its own is printed beside it.
+# It names no image it was measured in, and a job runs in one: no verdict, its figure beside it.
 # GB/s of busbw.
 preflight_reference='85'
 # The message size in bytes (0: the largest message).
@@ -180,7 +180,7 @@ preflight_reference_column='in-place'
 preflight_reference_args='-b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5 -d half'
 preflight_reference_shape='2 nodes x 8 GCDs, half, measured with the system ROCm and aws-ofi-rccl outside a container'
 preflight_reference_source='RF-RCCL'
-# The image it was measured in ('': outside any container): a verdict only in that image.
+# The image it was measured in (its file name; '': none named): a verdict only in that image.
 preflight_reference_image=''
 # The settings it was measured with: a verdict only where the benchmark ran with each of them.
 preflight_reference_env=('NCCL_ENABLE_DMABUF_SUPPORT=1' 'NCCL_NET_GDR_LEVEL=3')

@@ -314,11 +314,10 @@ def test_busbw_verdict_only_in_the_reference_image_with_its_settings(rccl_net, t
         return err.split("this run differs (")[1].rstrip(").\n")
 
     monkeypatch.setenv("NCCL_NET_GDR_LEVEL", "3")
-    assert rccl_net.main(["busbw", *BUSBW, *ran, *where, "--image=/appl/images/site-image.sif", str(table)]) == 0
+    assert rccl_net.main(["busbw", *BUSBW, *ran, *where, "--image=/images/site-image.sif", str(table)]) == 0
     assert "preflight: PASS" in capsys.readouterr().out
     assert differs(*where, "--image=/scratch/mine.sif") == "in the image mine.sif, the reference in site-image.sif"
-    assert differs("--image=/appl/images/site-image.sif") == ("in the image site-image.sif, the reference outside any "
-                                                              "container")
+    assert differs("--image=/images/site-image.sif") == "in the image site-image.sif, the reference in no image it names"
     monkeypatch.setenv("NCCL_NET_GDR_LEVEL", "PHB")
     assert differs(*where, "--image=site-image.sif") == "NCCL_NET_GDR_LEVEL=PHB, the reference NCCL_NET_GDR_LEVEL=3"
     monkeypatch.delenv("NCCL_NET_GDR_LEVEL")

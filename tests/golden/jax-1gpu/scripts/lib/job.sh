@@ -200,7 +200,6 @@ make_step() {
 }
 # The job file's COMMAND and WORKDIR (the project directory where it names none), checked.
 check_command() {
-    check_known_issues
     if [ "${#COMMAND[@]}" = 0 ]; then
         echo "COMMAND is empty: name what every rank runs in the job file, e.g. COMMAND=(python -u src/${package}/train.py)" >&2
         exit 2
@@ -211,16 +210,22 @@ check_command() {
         exit 2
     fi
 }
-# A setting known to be bad with this image (env_refused in values.sh), set in the job's
-# environment (the submitting shell, the job file), stops the job before its step starts.
+# The job's first check: a setting that a known issue of this image left out of the project
+# (env_refused in values.sh: NAME=VALUE: why), set to that value in the job's environment
+# (the shell it was submitted from), stops the job before it queues, stages or starts
+# anything; another value of it is only warned of.
 check_known_issues() {
-    local refused name
+    local refused setting name
     for refused in "${env_refused[@]}"; do
-        name="${refused%%:*}"
-        if [ -n "${!name+set}" ] && [ "${KNOWN_ISSUES:-}" != ignore ]; then
-            echo "${name}=${!name} is set, and it is known to be bad with this image: ${refused#*: }. Fix: unset ${name} (in the shell you submit from, or the job file), or KNOWN_ISSUES=ignore sbatch ... to start anyway" >&2
+        setting="${refused%%: *}"
+        name="${setting%%=*}"
+        if [ -z "${!name+set}" ] || [ "${KNOWN_ISSUES:-}" = ignore ]; then
+            continue
+        elif [[ "${setting}" == *=* ]] && [ "${!name}" = "${setting#*=}" ]; then
+            echo "${name}=${!name} is set, and it is known to be bad with this image: ${refused#*: }. Fix: unset ${name} in the shell you submit from, or KNOWN_ISSUES=ignore sbatch ... to start anyway" >&2
             exit 2
         fi
+        echo "WARNING: ${name}=${!name} is set; with this image ${setting} is known to be bad: ${refused#*: }" >&2
     done
 }
 # Prints STEP as a line to copy into a shell in an allocation, after the variables it needs.
@@ -556,6 +561,7 @@ job_file() {
 # warning) cancels the rest; a job the watchdog stopped is replaced, once per chain, by one
 # without the node that stalled (on evidence against it).
 train_job() {
+    check_known_issues
     report_job train
     chain="${CHAIN:-1}"
     if ! [[ "${chain}" =~ ^[1-9][0-9]{0,2}$ ]]; then
@@ -799,6 +805,7 @@ stop_train() {
 # (profile_rank in values.sh) in the profiler, in the run directory the job file names; the
 # profile goes into OUTPUT_ROOT/profiles/<job id> (.2, .3 ... for more runs in one allocation).
 profile_job() {
+    check_known_issues
     report_job profile
     trap 'echo "time limit in $(seconds_left "${profile_signal_lead}") s: the profile will end unfinished" >&2; time_is_up' USR1
     local name="${SLURM_JOB_ID:-0}" n=1 status=0
@@ -830,6 +837,7 @@ profile_job() {
 
 # The smoke test (jobs/smoke-test.sbatch): COMMAND as one task, in the container, through run.sh.
 smoke_job() {
+    check_known_issues
     check_command
     STEP=(srun --kill-on-bad-exit=1 --chdir="${WORKDIR}" "${CONTAINER[@]}" "${LIB}/run.sh" "${COMMAND[@]}" "$@")
     print_step

@@ -226,8 +226,8 @@ def busbw(args: argparse.Namespace) -> int:
     if args.image is not None:
         image = os.path.basename(args.image)
         if image != args.reference_image:
-            where = f"in {args.reference_image}" if args.reference_image else "outside any container"
-            differs.append(f"{f'in the image {image}' if image else 'outside any container'}, the reference {where}")
+            where = f"in {args.reference_image}" if args.reference_image else "in no image it names"
+            differs.append(f"{f'in the image {image}' if image else 'in no image'}, the reference {where}")
     for setting in args.reference_env:
         name, _, value = setting.partition("=")
         if os.environ.get(name) != value:
@@ -288,7 +288,7 @@ def main(argv: list[str]) -> int:
     command.add_argument("--ran", default="", help="the options the benchmark ran with, as one string")
     command.add_argument("--reference-args", default="", help="the reference's options, as one string ('': no verdict)")
     command.add_argument("--image", help="this job's image (path or file name; '': none; absent: not compared)")
-    command.add_argument("--reference-image", default="", help="the reference's image file name ('': no container)")
+    command.add_argument("--reference-image", default="", help="the reference's image file name ('': none named)")
     command.add_argument("--reference-env", action="append", default=[], metavar="NAME=VALUE",
                          help="a setting the reference was measured with (again for each)")
     command.add_argument("table", help="the benchmark's output")

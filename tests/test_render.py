@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -197,17 +198,40 @@ CANONICAL = {
 }
 
 
+def _copied_as_they_are() -> dict[str, set[str]]:
+    """The sha256 of each file the template copies as it is (no .jinja), by the name it gets
+    in a project (a conditional name's condition left out)."""
+    found: dict[str, set[str]] = {}
+    for path in (REPO / "project-templates" / "project").rglob("*"):
+        if path.is_file() and not path.name.endswith(".jinja"):
+            name = re.sub(r"\{%.*?%\}", "", path.name)
+            found.setdefault(name, set()).add(hashlib.sha256(path.read_bytes()).hexdigest())
+    return found
+
+
 @pytest.mark.parametrize("name", sorted(CANONICAL))
 def test_golden_project(template, tmp_path, name):
+    """The project as rendered: each file the template renders, whole, in tests/golden/NAME/;
+    each file it copies as it is (the runtime library, the project's tests), by its sha256
+    in tests/golden/NAME.copied (their text is the template's own: a change to one is one
+    line per golden, and the template's diff is the one to read)."""
     project = render(template, tmp_path / name, **CANONICAL[name])
     tree = {k: v.replace(str(template).encode(), b"TEMPLATE") for k, v in read_tree(project).items()}
+    sources = _copied_as_they_are()
+    copied = {rel: digest for rel, data in tree.items()
+              if (digest := hashlib.sha256(data).hexdigest()) in sources.get(Path(rel).name, ())}
+    rendered = {rel: data for rel, data in tree.items() if rel not in copied}
+    manifest = "".join(f"{digest}  {rel}\n" for rel, digest in sorted(copied.items()))
     golden = GOLDEN / name
     if UPDATE_GOLDEN:
         shutil.rmtree(golden, ignore_errors=True)
-        for rel, data in tree.items():
+        for rel, data in rendered.items():
             (golden / rel).parent.mkdir(parents=True, exist_ok=True)
             (golden / rel).write_bytes(data)
-    assert tree == read_tree(golden), f"rerun with LUMI_SCAFFOLD_UPDATE_GOLDEN=1 and review `git diff tests/golden/{name}`"
+        (GOLDEN / f"{name}.copied").write_text(manifest)
+    again = f"rerun with LUMI_SCAFFOLD_UPDATE_GOLDEN=1 and review `git diff tests/golden/{name}*`"
+    assert rendered == read_tree(golden), again
+    assert manifest == (GOLDEN / f"{name}.copied").read_text(), again
 
 
 def test_two_node_pytorch_project_has_everything(template, tmp_path):

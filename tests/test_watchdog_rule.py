@@ -125,8 +125,9 @@ def test_the_pytorch_examples_timeout_reaches_process_groups_made_later(tmp_path
     collective_timeout() makes the job's timeout that default (gloo, one process)."""
     pytest.importorskip("torch")
     example = Path(__file__).resolve().parent / "golden" / "pytorch-2node" / "src" / "demo"
+    library = Path(__file__).resolve().parents[1] / "project-templates/project/scripts/lib/python"  # (copied as it is)
     code = f"""import sys, os, torch
-sys.path[:0] = [{str(example)!r}, {str(example.parents[1] / "scripts/lib/python")!r}]
+sys.path[:0] = [{str(example)!r}, {str(library)!r}]
 import train
 import torch.distributed as dist
 dist.init_process_group("gloo", rank=0, world_size=1, timeout=train.collective_timeout())

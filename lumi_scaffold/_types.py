@@ -217,3 +217,10 @@ NameWordOrEmpty = Annotated[str, AfterValidator(_name_word_or_empty)]
 # capitals and _ there): the same type at plugin load and in plugin_data.
 SlurmName = Annotated[str, AfterValidator(_check_plain_name)]
 
+
+# The Slurm options lumi-scaffold writes itself: jobs.Shape.options() from the answers, and
+# the job templates' --output and --signal. A site, partition or image may not give them
+# again (models.base's ExtraOption); any other option is theirs (jobs.Shape.extra). Here, in
+# the bottom layer, so that the models need nothing of jobs.py.
+OWN_OPTIONS = ("job-name", "account", "partition", "time", "nodes", "ntasks-per-node", "gpus-per-node", "gres",
+               "cpus-per-task", "mem", "mem-per-gpu", "exclusive", "qos", "output", "signal")

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from ._types import OneLine, SlurmOption, SlurmTime, matching, slurm_time_normal, slurm_time_seconds
+from ._types import OWN_OPTIONS, OneLine, SlurmOption, SlurmTime, matching, slurm_time_normal, slurm_time_seconds
 
 if TYPE_CHECKING:
     from .models import NodeLayout, Partition, Site
@@ -185,13 +185,6 @@ def memory_rule(site: Site, node: NodeLayout, gpus: int) -> Memory:
 # A value written after --name= in an #SBATCH line (the job name, account, partition, QOS).
 SlurmValue = Annotated[str, AfterValidator(matching(
     re.compile(r"^[A-Za-z0-9_.,:@%+-]*$"), "{!r} may only contain letters, digits and _ . , : @ % + -"))]
-
-
-# The options lumi-scaffold writes itself: Shape.options() from the answers, and the job
-# templates' --output and --signal. A site, partition or image may not give them again
-# (models.ExtraOption); any other option is theirs (Shape.extra).
-OWN_OPTIONS = ("job-name", "account", "partition", "time", "nodes", "ntasks-per-node", "gpus-per-node", "gres",
-               "cpus-per-task", "mem", "mem-per-gpu", "exclusive", "qos", "output", "signal")
 
 
 class Shape(_Record):

@@ -77,24 +77,47 @@ ENTRY_POINTS = {"cli", "copier_ext", "testing"}  # what the user, Copier and plu
 
 
 def imports_of_the_package() -> dict[str, set[str]]:
-    """Each lumi_scaffold module and the package modules it imports, at the top or inside
-    a function (a lazy import closes a cycle too)."""
+    """Each lumi_scaffold module, subpackages' included (``models.base``; a package by its
+    name), and the package modules it imports, at the top or inside a function (a lazy
+    import closes a cycle too). An import of a name from a package counts as an import of
+    the package (its __init__), one of a submodule as that submodule's."""
     package = REPO / "lumi_scaffold"
-    names = {p.stem for p in package.glob("*.py")}
+
+    def dotted(path: Path) -> str:
+        parts = path.relative_to(package).with_suffix("").parts
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    modules = {dotted(p): p for p in package.rglob("*.py") if dotted(p)}
+
+    def resolve(base: list[str], names: list[str]) -> set[str]:
+        where = ".".join(base)
+        found = {f"{where}.{n}" if where else n for n in names}
+        return {m for m in found if m in modules} or ({where} if where in modules else set())
+
     graph: dict[str, set[str]] = {}
-    for name in names:
-        found = set()
-        for node in ast.walk(ast.parse((package / f"{name}.py").read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                found |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+    for name, path in modules.items():
+        here = name.split(".")[:-1] if path.name != "__init__.py" else name.split(".")
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = here[:len(here) - node.level + 1] + (node.module.split(".") if node.module else [])
+                found |= resolve(base, [a.name for a in node.names])
             elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lumi_scaffold"):
-                parts = node.module.split(".")
-                found |= {parts[1]} if len(parts) > 1 else {a.name for a in node.names}
+                found |= resolve(node.module.split(".")[1:], [a.name for a in node.names])
             elif isinstance(node, ast.Import):
-                found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("lumi_scaffold.")}
-        graph[name] = found & names - {name}
+                found |= {a.name.split(".", 1)[1] for a in node.names if a.name.startswith("lumi_scaffold.")} & set(modules)
+        graph[name] = found - {name}
     return graph
 
+
+def test_the_models_import_only_the_bottom_layer():
+    """models/ (the data plugins give) imports nothing above _types.py (issue 43: it
+    imported jobs.OWN_OPTIONS, the rules module above it)."""
+    graph = imports_of_the_package()
+    assert {"models", "models.base", "models.site"} <= set(graph) and "models.base" in graph["models.site"]
+    above = {(name, dep) for name, deps in graph.items() if name.startswith("models")
+             for dep in deps if not dep.startswith("models") and dep != "_types"}
+    assert above == set()
 
 
 def test_no_module_of_the_package_is_over_600_lines():

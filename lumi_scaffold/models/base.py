@@ -7,8 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_serializer
 
-from ..jobs import OWN_OPTIONS
-from .._types import EnvName, ShellWord, Slug, SlurmOption, check_shell_word, check_one_line
+from .._types import OWN_OPTIONS, EnvName, ShellWord, Slug, SlurmOption, check_shell_word, check_one_line
 
 __all__ = ["EnvSetting", "ExtraOption", "JobShape", "KnownIssue", "Model", "ProfilerEnvSetting", "ProfilerWord", "check_unique"]
 
@@ -113,7 +112,7 @@ class ProfilerEnvSetting(EnvSetting):
 
 
 def _not_own_option(value: str) -> str:
-    """A site's option that lumi-scaffold does not write itself (jobs.OWN_OPTIONS)."""
+    """A site's option that lumi-scaffold does not write itself (_types.OWN_OPTIONS)."""
     if value.split("=")[0] in [f"--{name}" for name in OWN_OPTIONS]:
         raise ValueError(f"{value!r}: {value.split('=')[0]} comes from the project's answers; give only other options")
     return value

@@ -31,8 +31,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, Field
 
+from .models.base import Model  # (recorded in plugin_data: unknown keys are errors, frozen)
 from ._types import OWN_OPTIONS, OneLine, SlurmOption, SlurmTime, matching, slurm_time_normal, slurm_time_seconds
 
 if TYPE_CHECKING:
@@ -45,13 +46,7 @@ MemoryForm = Literal["per-node", "per-gpu", "follows-gpus", "none"]
 Binding = Literal["masks", "slurm", "torchrun-numa", "torchrun-shared-node", "torchrun-own-image", "torchrun-image"]
 
 
-class _Record(BaseModel):
-    """Recorded in plugin_data: unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Memory(_Record):
+class Memory(Model):
     """The memory a job asks for on each node: a form and an amount in GB."""
 
     form: MemoryForm = Field(description="per-node (--mem), per-gpu (--mem-per-gpu), follows-gpus (the site gives "
@@ -187,7 +182,7 @@ SlurmValue = Annotated[str, AfterValidator(matching(
     re.compile(r"^[A-Za-z0-9_.,:@%+-]*$"), "{!r} may only contain letters, digits and _ . , : @ % + -"))]
 
 
-class Shape(_Record):
+class Shape(Model):
     """One job's request, as structured values. ``options()`` renders it."""
 
     name: SlurmValue = Field(description="--job-name")
@@ -289,7 +284,7 @@ def binding(launcher: str, whole_node: bool, numa_binding: bool, own_image: bool
     return "torchrun-own-image" if own_image else "torchrun-image"
 
 
-class Cost(_Record):
+class Cost(Model):
     """What one job of a kind is billed, by the partition's rule, at its time limit."""
 
     unit: OneLine

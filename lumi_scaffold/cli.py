@@ -33,8 +33,6 @@ from .errors import Interrupted, LumiScaffoldError, UsageError, UserMessageError
 if TYPE_CHECKING:
     from .plugin_data import PluginData
 
-TEMPLATE_ENV = settings.TEMPLATE
-
 
 def default_template() -> str:
     """$LUMI_SCAFFOLD_TEMPLATE, else this source checkout, else the template bundled in the

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lumi_scaffold import bundle, cli
+from lumi_scaffold import bundle, cli, settings
 
 from .helpers import DEFAULTS, template_copy
 from .wheels import commit, git
@@ -24,7 +24,7 @@ def home(tmp_path, monkeypatch) -> Path:
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file")  # no network: git may read local files only
-    monkeypatch.delenv(cli.TEMPLATE_ENV, raising=False)
+    monkeypatch.delenv(settings.TEMPLATE, raising=False)
     return home
 
 
@@ -66,7 +66,7 @@ def answers(project: Path) -> dict[str, str]:
 def test_outside_a_checkout_the_default_template_is_the_bundled_one(monkeypatch, tmp_path, home):
     monkeypatch.setattr(cli, "__file__", str(tmp_path / "site-packages" / "lumi_scaffold" / "cli.py"))
     assert cli.default_template() == bundle.SOURCE == "~/.cache/lumi-scaffold/template.bundle"
-    monkeypatch.setenv(cli.TEMPLATE_ENV, "gh:someone/fork")
+    monkeypatch.setenv(settings.TEMPLATE, "gh:someone/fork")
     assert cli.default_template() == "gh:someone/fork"
 
 

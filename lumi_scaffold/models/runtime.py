@@ -176,7 +176,12 @@ class CotainrSupport(Model):
 
     @property
     def build_from(self) -> str:
-        """The `cotainr build` option that names the base: --system=... or --base-image=..."""
+        """Deprecated (nothing in lumi-scaffold uses it; container/build.sh reads
+        cotainr_system and cotainr_base_image from values.sh); removed in 0.6."""
+        import warnings
+
+        warnings.warn("CotainrSupport.build_from is deprecated and is removed in lumi-scaffold 0.6: use system or "
+                      "base_image", DeprecationWarning, stacklevel=2)
         return f"--system={self.system}" if self.system else f"--base-image={self.base_image}"
 
 

@@ -25,7 +25,7 @@ from .plugin_data import PluginData, storage_variables
 from . import command
 from .jobs import LEDGER_DAYS, PRESTAGE_MEMORY_PERCENT, WATCHDOG_RULE
 from .tracking import TRACKING_DEFAULTS
-from .values_items import Heading, Item, Value, _absent, word
+from .values_items import Heading, Item, Value, absent, word
 
 HEADER = """\
 # This project's values, read by scripts/lib/job.sh and scripts/lib/run.sh (the jobs' library,
@@ -316,7 +316,7 @@ def _profiler(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], 
     p = pd.profiler
     names = ("profiler", "profile_rank", ("profiler_command",), ("profiler_env",))
     if p.kind == "none" or answers.get("profiler", "none") == "none":
-        return _absent("Profiling (jobs/profile.sbatch): none in this project.", *names)
+        return absent("Profiling (jobs/profile.sbatch): none in this project.", *names)
     command = tuple(p.command) if p.kind == "command" else ()
     env = tuple(f"{e.name}={e.value}" for e in p.env) if p.kind != "command" else ()
     return [
@@ -338,7 +338,7 @@ def _profiler(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], 
 def _caches(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     caches = pd.kernel_caches
     if not caches:
-        return _absent("Kernel caches carried from job to job (scripts/lib/caches.sh): none for this site and framework.",
+        return absent("Kernel caches carried from job to job (scripts/lib/caches.sh): none for this site and framework.",
                        "kernel_cache_store", ("kernel_cache_dirs",))
     titles = [c.title for c in caches]
     names = titles[0] if len(titles) == 1 else f"{', '.join(titles[:-1])} and {titles[-1]}"
@@ -359,7 +359,7 @@ def _caches(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
 def _prestage(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     names = ("prestage_memory_percent", "prestage_shared_tmp_kb", "prestage_shared_tmp", "prestage_fix")
     if not answers.get("prestage"):
-        return _absent("Pre-staging (scripts/lib/prestage.sh): off.", *names)
+        return absent("Pre-staging (scripts/lib/prestage.sh): off.", *names)
     job, site, part = pd.job, pd.site, str(answers.get("partition", pd.partition.name))
     tmp = site.node_local_tmp
     items: list[Item] = [Heading((
@@ -446,7 +446,7 @@ def _cotainr(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], s
     names = ("cotainr_image", ("cotainr_modules",), "cotainr_base_image", "cotainr_system", ("cotainr_srun",))
     c = pd.container.cotainr
     if c is None or answers.get("container") != "cotainr":
-        return _absent("Building the image with cotainr (container/build.sh): not in this project.", *names)
+        return absent("Building the image with cotainr (container/build.sh): not in this project.", *names)
     partition = c.build_partition or pd.job.smoke_partition
     cpus = c.build_cpus or pd.site.cpus_per_gpu
     srun = [f"--account={answers.get('account', '')}", f"--partition={partition}"]

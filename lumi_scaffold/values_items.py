@@ -32,12 +32,12 @@ def word(value: Any) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def _absent(heading: str, *names: str | tuple[str]) -> list[Item]:
+def absent(heading: str, *names: str | tuple[str]) -> list[Item]:
     """The values of a part this project does not have: a heading that says so, and each
     name empty ('' or, for a name given as a 1-tuple, an empty list)."""
-    return [Heading((heading,)), *_empty(*names)]
+    return [Heading((heading,)), *empty(*names)]
 
 
-def _empty(*names: str | tuple[str]) -> list[Item]:
+def empty(*names: str | tuple[str]) -> list[Item]:
     """Each name empty ('' or, for a name given as a 1-tuple, an empty list)."""
     return [Value(n[0], ()) if isinstance(n, tuple) else Value(n, "") for n in names]

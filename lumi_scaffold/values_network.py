@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .plugin_data import PluginData
-from .values_items import Heading, Item, Value, _absent, _empty
+from .values_items import Heading, Item, Value, absent, empty
 
 
 def network(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     check = pd.site.rccl_check
     if check is None:
-        return _absent("The network check: none for this site.", "net_check", "net_check_fast", "net_check_tcp",
+        return absent("The network check: none for this site.", "net_check", "net_check_fast", "net_check_tcp",
                        "net_check_final", "net_check_fix")
     return [
         Heading((f"The network check (scripts/lib/rccl_net.py): between nodes RCCL must use {check.name}; when it",
@@ -53,7 +53,7 @@ def preflight(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], 
              "preflight_reference_shape", "preflight_reference_source", "preflight_reference_image",
              ("preflight_reference_env",), ("preflight_mpi",))
     if not pd.job.slurm.get("preflight"):
-        return _absent("The network preflight (jobs/preflight.sbatch): none in a one-node project.", *names)
+        return absent("The network preflight (jobs/preflight.sbatch): none in a one-node project.", *names)
     job, site, ref = pd.job, pd.site, pd.site.allreduce_reference
     ref_args = list(ref.benchmark_args) if ref and ref.benchmark_args else list(ALL_REDUCE_DEFAULT_ARGS)
     perf_args = ref_args if "-g" in ref_args else ref_args + ["-g", "1"]  # one GPU per task unless the reference says
@@ -90,7 +90,7 @@ def preflight(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], 
         return items + [
             Heading((f"No published all-reduce figure for {site.display_name or site.name} is known here: the job prints its",
                      "bandwidth with no verdict; compare it with your own earlier runs.")),
-            *_empty(*names[5:-1])]
+            *empty(*names[5:-1])]
     where = f", in the image {ref.image}" if ref.image else ""
     measured: tuple[str, ...] = ((f"Measured as it was (all_reduce_perf with these options{f', {ref.nodes} nodes' if ref.nodes else ''}"
                  f"{where}{', with its settings' if ref.env else ''}),", "the job prints its share of it and fails below "

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 
 import pytest
 import yaml
@@ -402,10 +404,8 @@ def test_a_setting_known_to_be_bad_with_the_image_stops_the_job_before_its_step_
     explain runs it), naming the setting, the reason and how to start anyway;
     KNOWN_ISSUES=ignore starts it; another value is warned of. (The order, before the chain
     and the staging, and the preflight's stop: tests/test_preflight.py.)"""
-    import subprocess
-
     p = render(template, tmp_path / "p", nodes=2, profiler="rocprofv3")
-    env = {**__import__("os").environ, "LUMI_SCAFFOLD_DRY_RUN": "1", "SLURM_SUBMIT_DIR": str(p),
+    env = {**os.environ, "LUMI_SCAFFOLD_DRY_RUN": "1", "SLURM_SUBMIT_DIR": str(p),
            "NCCL_NET_GDR_LEVEL": "PHB"}
     for job_file in ("jobs/train.sbatch", "jobs/profile.sbatch"):
         stopped = subprocess.run(["bash", job_file], cwd=p, env=env, capture_output=True, text=True, timeout=60)

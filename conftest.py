@@ -28,14 +28,28 @@ def _shellcheck_memo(monkeypatch, _shellcheck_memo_dir):
 
 
 @pytest.fixture(autouse=True)
-def _copier_shortcuts_for_plugin_matrices(request, monkeypatch):
-    """check_conformance's renders (lumi_scaffold.testing.render_many) with the render
-    matrix's Copier shortcuts (tests/copier_shortcuts.py), except in tests/test_render.py,
-    which compares them with plain Copier."""
+def _copier_shortcuts(request, monkeypatch):
+    """Every fresh copy a test makes in its own process (lumi_scaffold.testing.render_project,
+    `lumi-scaffold new` run in-process, check_conformance's render_many) with the render
+    matrix's Copier shortcuts (tests/copier_shortcuts.py): the same bytes in about half the
+    time. Not in tests/test_render.py, which renders with plain Copier (its goldens) and
+    compares the two; not for a copy into a directory that has files, nor for an update."""
     if request.node.path.name == "test_render.py":
         return
+    import copier
+
     from lumi_scaffold import testing
 
-    from tests.copier_shortcuts import render_many
+    from tests.copier_shortcuts import active, copier_shortcuts, render_many
 
+    plain = copier.run_copy
+
+    def run_copy(src_path, dst_path=".", *args, **kwargs):
+        dst = Path(dst_path)
+        if active() or (dst.exists() and any(dst.iterdir())):
+            return plain(src_path, dst_path, *args, **kwargs)
+        with copier_shortcuts():
+            return plain(src_path, dst_path, *args, **kwargs)
+
+    monkeypatch.setattr(copier, "run_copy", run_copy)
     monkeypatch.setattr(testing, "render_many", render_many)

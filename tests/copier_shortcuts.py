@@ -182,6 +182,11 @@ def copier_shortcuts() -> Iterator[list[str]]:
 
 
 
+def active() -> bool:
+    """Whether the shortcuts are taken now (in this process)."""
+    return isinstance(importlib.import_module("lumi_scaffold.copier_ext")._FILTERS.get("lumi_yaml"), _AnswersByEntry)
+
+
 def _renders_to_itself(env, text: str) -> bool:
     """True when Jinja would render ``text`` as it is: no delimiter of any kind, and no
     newline that the environment would change (a trailing one dropped, or \n rewritten)."""

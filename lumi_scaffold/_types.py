@@ -5,7 +5,7 @@ accepted and the other way round."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Callable
+from typing import Annotated, Callable, Literal
 
 from pydantic import AfterValidator
 
@@ -35,6 +35,11 @@ _SLURM_OPTION = re.compile(r"^--[a-z][a-z-]*(?:=[A-Za-z0-9_.,:@%+-]+)?$")
 _CPU_MASK = re.compile(r"^0x[0-9a-fA-F]+$")
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _PYTHON_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+# A node's GPU vendor, and the container runtime's flags that give a container the GPUs
+# (lumi_scaffold.gpu_vendors says what each vendor needs).
+GpuVendorName = Literal["amd", "nvidia"]
+ContainerGpuFlag = Literal["", "--nv", "--nvccli", "--rocm"]
 
 
 def slurm_time_seconds(value: str) -> int:

@@ -23,6 +23,7 @@ from .plugin_data import SCHEMA, ContainerFacts, JobFields, PartitionFacts, Plug
 from .plugins import Catalogue
 from .defaults import Answers, answered_partition, chosen_image, split_requirements
 from .tracking import TRACKERS
+from .gpu_vendors import container_gpu_flag
 
 __all__ = ["build_plugin_data", "resolve"]
 
@@ -155,7 +156,8 @@ def _site_facts(site: Site, node: NodeLayout, multi: bool, prestage: bool = Fals
         runtime=site.container_runtime, module_reset=site.module_reset or "",
         rccl_check=site.rccl_check if multi else None,
         allreduce_reference=site.allreduce_reference if multi else None,
-        gpus_per_node=node.gpus, gpu_type=node.gpu_type, cpus_per_gpu=node.cpus_per_gpu, cpu_masks=node.cpu_masks,
+        gpus_per_node=node.gpus, gpu_type=node.gpu_type, gpu_vendor=node.gpu_vendor,
+        container_gpu_flag=container_gpu_flag(site, node), cpus_per_gpu=node.cpus_per_gpu, cpu_masks=node.cpu_masks,
         mem_per_gpu_gb=node.mem_per_gpu_gb, mem_per_node_gb=node.mem_per_node_gb,
         node_local_tmp=site.node_local_tmp, node_local_tmp_note=site.node_local_tmp_note, support=site.support,
         archive_striping=site.archive_striping if prestage else None, bind_roots=site.bind_roots, miopen_cache=site.miopen_cache or "",

@@ -74,11 +74,19 @@ def tracking_choices(a: Answers) -> dict[str, str]:
 
 
 def profilers(a: Answers) -> list[str]:
-    """The framework's profilers that work in the chosen image (all of them for your own image)."""
+    """The framework's profilers that work in the chosen image (all of them for your own image)
+    and profile the site's GPUs."""
     fw = a.cat.frameworks.get(str(a.get("framework")))
     names = fw.profilers if fw else ["none"]
     image = chosen_image(a)
-    return [n for n in names if image is None or image.profilers is None or n in image.profilers or n == "none"]
+    return [n for n in names if (image is None or image.profilers is None or n in image.profilers or n == "none")
+            and _for_the_gpus(a, n)]
+
+
+def _for_the_gpus(a: Answers, profiler: str) -> bool:
+    p, site = a.cat.profilers.get(profiler), a.site
+    return p is None or p.gpu_vendor is None or site is None or \
+        site.node_of(answered_partition(a, site).name).gpu_vendor == p.gpu_vendor
 
 
 def _torchrun_unbound(a: Answers) -> bool:

@@ -399,12 +399,22 @@ def lumi_storage_variables(plugin_data: Any, *more: Any) -> list[str]:
     return storage_variables(plugin_data, *map(str, more))
 
 
+def lumi_gpu(plugin_data: Any) -> dict[str, Any]:
+    """What the runtime knows of the project's GPUs (lumi_scaffold.gpu_vendors: devices_variable,
+    container_flag, collectives, monitor, title, gpu_word), from ``plugin_data``'s site:
+    ``{{ (plugin_data | lumi_gpu).devices_variable }}``."""
+    from .gpu_vendors import VENDORS
+
+    site = (plugin_data or {}).get("site") or {}
+    return VENDORS[str(site.get("gpu_vendor") or "amd")].facts()
+
+
 # The Jinja globals and filters plugins and templates may rely on (docs/plugins/compatibility.md).
 _GLOBALS = {f.__name__: _user_errors(f) for f in (
     lumi_choices, lumi_default, lumi_check, lumi_resolve, lumi_notices, lumi_placeholders, lumi_framework_text,
     lumi_plugin_files, lumi_sources, lumi_values, lumi_launch_note, lumi_command, lumi_library_sums)}
 _FILTERS = {f.__name__: _user_errors(f) for f in (
-    lumi_render, lumi_yaml, lumi_py_text, lumi_sh, lumi_cite, lumi_path_variable, lumi_storage_variables)}
+    lumi_render, lumi_yaml, lumi_py_text, lumi_sh, lumi_cite, lumi_path_variable, lumi_storage_variables, lumi_gpu)}
 
 
 class LumiExtension(Extension):

@@ -103,6 +103,25 @@ def default_partition(a: Answers) -> str:
     return site.whole_node_partition if whole else site.partial_node_partition
 
 
+# The wall time offered where the partition names none (and allows it).
+DEFAULT_WALLTIME = "01:00:00"
+
+
+def default_walltime(a: Answers) -> str:
+    """The partition's ``default_walltime``, else one hour, or the partition's limit for this
+    many nodes where that is shorter (a 30-minute debug QOS gets 00:30:00)."""
+    from ._types import slurm_time_normal, slurm_time_seconds
+
+    site = a.site
+    if not site:
+        return DEFAULT_WALLTIME
+    part = answered_partition(a, site)
+    if part.default_walltime:
+        return slurm_time_normal(part.default_walltime)
+    limit = part.walltime_limit(max(a.int("nodes"), 1))
+    return slurm_time_normal(limit) if slurm_time_seconds(limit) < slurm_time_seconds(DEFAULT_WALLTIME) else DEFAULT_WALLTIME
+
+
 def default_data_location(a: Answers) -> str:
     if not a.site:
         return ""

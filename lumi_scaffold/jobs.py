@@ -137,7 +137,8 @@ def refusals(site: Site, part: Partition, *, nodes: int, gpus: int, time: str | 
     full = node.gpus
     out = []
     if not 0 < gpus <= full:
-        out.append(Refusal("gpus_per_node", f"{gpus} GPUs per node is out of range: {part.name} nodes have {full} GPUs (GCDs)",
+        out.append(Refusal("gpus_per_node", f"{gpus} GPUs per node is out of range: {part.name} nodes have {full} GPUs"
+                           f"{' (GCDs)' if node.gpu_vendor == 'amd' else ''}",
                            (("gpus_per_node", str(min(max(gpus, 1), full))),)))
     elif nodes > 1 and not whole_nodes(node, gpus):
         out.append(Refusal("gpus_per_node", f"a job on {nodes} nodes uses whole nodes: {part.name} nodes have {full} GPUs, not {gpus}",

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
-from ._types import (AbsPath, AbsPathOrEmpty, CpuMask, EnvName, Ident, NameWordOrEmpty, OneLine, Package, PlainNameOrEmpty,
+from ._types import (AbsPath, AbsPathOrEmpty, ContainerGpuFlag, CpuMask, EnvName, GpuVendorName, Ident, NameWordOrEmpty, OneLine, Package, PlainNameOrEmpty,
                      PythonName, Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_answer_path, path_variable)
 from .errors import PluginDataError
 from .jobs import JOB_KINDS, Binding, Cost, Shape, shape_from_options
@@ -61,6 +61,9 @@ class SiteFacts(_Part):
         None, description="Multi-node jobs: the site's sourced all-reduce bandwidth the preflight compares with.")
     gpus_per_node: int = Field(ge=1)
     gpu_type: PlainNameOrEmpty = ""
+    gpu_vendor: GpuVendorName = Field("amd", description="Who makes the GPUs (0.5; left out of the answers file for amd).")
+    container_gpu_flag: ContainerGpuFlag = Field(
+        "", description="singularity exec's flag that gives the container the GPUs (0.5; left out when none).")
     cpus_per_gpu: int = Field(ge=1)
     cpu_masks: list[CpuMask]
     mem_per_gpu_gb: int | None = Field(None, ge=1)
@@ -88,9 +91,12 @@ class SiteFacts(_Part):
 
     @model_serializer(mode="wrap")
     def _without_no_alias(self, handler: Any) -> dict[str, Any]:
-        # Only sites with an alias (counters) have the key (the answers files of other projects stay as they were).
+        # Only sites with an alias (counters, a GPU flag, an MIOpen cache, GPUs not AMD's) have the key (the
+        # answers files of other projects stay as they were; a project of an NVIDIA site names nothing of AMD's).
         data = handler(self)
-        for key in ("rccl_debug_alias", "energy_counters"):
+        if data.get("gpu_vendor") == "amd":
+            data.pop("gpu_vendor")
+        for key in ("rccl_debug_alias", "energy_counters", "container_gpu_flag", "miopen_cache"):
             if not data.get(key):
                 data.pop(key, None)
         return data

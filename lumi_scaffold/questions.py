@@ -27,6 +27,7 @@ from .answer_forms import INT_QUESTIONS, whole_number_problem
 from .defaults import (CONTAINER_SPECIAL, TEST_SITES, TEST_SITES_ENV, Answers, answered_partition, chosen_image, offered_sites,
                        split_requirements)
 from .labels import LABEL_WIDTH, fit
+from .gpu_vendors import VENDORS
 from .tracking import TRACKERS
 
 __all__ = ["CONTAINER_SPECIAL", "LABEL_WIDTH", "QUESTIONS", "TEST_SITES", "TEST_SITES_ENV", "Answers", "Placeholder", "Question",
@@ -238,6 +239,12 @@ def _profiler(value: Any, a: Answers) -> str:
     if message:
         return message
     allowed, image = _choices.profilers(a), chosen_image(a)
+    p, site = a.cat.profilers.get(str(value)), a.site
+    if value not in allowed and p is not None and p.gpu_vendor and site is not None:
+        theirs = site.node_of(answered_partition(a, site).name).gpu_vendor
+        if theirs != p.gpu_vendor:
+            return (f"{value!r} profiles {VENDORS[p.gpu_vendor].title} GPUs; {site.display_name or site.name}'s are "
+                    f"{VENDORS[theirs].title}'s. Use one of {allowed}.")
     if value not in allowed and image is not None:
         return (f"{value!r} does not work in image {image.id} ({image.title}). Use one of {allowed}"
                 f"{' (rocprofv3 replaces rocprof)' if value == 'rocprof' and 'rocprofv3' in allowed else ''}.")
@@ -315,7 +322,7 @@ QUESTIONS = _registry(
     Question("nodes", check=_nodes),
     Question("gpus_per_node", default=defaults.default_gpus_per_node, check=_gpus),
     Question("partition", _choices.partition_choices, defaults.default_partition, _partition),
-    Question("walltime", check=_walltime),
+    Question("walltime", default=defaults.default_walltime, check=_walltime),
     Question("launcher", _choices.launcher_choices, check=_supported_by_framework("launchers", "launcher")),
     Question("data_location", _choices.data_location_choices, defaults.default_data_location, _data_location),
     Question("dataset_archive", default=defaults.default_dataset_archive, check=_dataset_archive,

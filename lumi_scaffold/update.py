@@ -35,8 +35,10 @@ OLD_LIBRARY = {
     "scripts/job-env.sh": "scripts/lib/job.sh", "scripts/job-kinds.sh": "scripts/lib/job.sh and scripts/lib/sweep.sh",
     "scripts/values-lib.sh": "scripts/lib/values-lib.sh", "scripts/run.sh": "scripts/lib/run.sh",
     **{f"scripts/{name}": f"scripts/lib/{name}" for name in (
-        "run-profile.sh", "caches.sh", "prestage.sh", "preflight.sh", "fault.py", "watchdog.py", "rccl_net.py",
+        "run-profile.sh", "caches.sh", "prestage.sh", "preflight.sh", "fault.py", "watchdog.py",
         "image_packages.py", "reports.py", "project_values.py")},
+    # 0.5: the network check's name says no vendor (it was rccl_net.py, in scripts/ before 0.4).
+    "scripts/rccl_net.py": "scripts/lib/collective_net.py", "scripts/lib/rccl_net.py": "scripts/lib/collective_net.py",
     **{f"src/*/{name}": f"scripts/lib/python/{name}" for name in ("heartbeat.py", "runlog.py")},
     "src/*/allreduce_bench.py": "scripts/lib/allreduce_bench.py",
 }

@@ -24,6 +24,7 @@ from typing import Any
 from .plugin_data import PluginData, storage_variables
 from . import command
 from .jobs import LEDGER_DAYS, PRESTAGE_MEMORY_PERCENT, WATCHDOG_RULE
+from .gpu_vendors import vendor
 from .tracking import TRACKING_DEFAULTS
 from .values_items import Heading, Item, Value, absent, word
 
@@ -36,8 +37,9 @@ HEADER = """\
 # instead (SIF=..., BINDS=..., DATA_DIR=..., README.md says which).
 """
 
-# The environment variable of each kernel cache the site keeps (plugin_data.kernel_caches).
-KERNEL_CACHE_ENV = {"triton": "TRITON_CACHE_DIR", "inductor": "TORCHINDUCTOR_CACHE_DIR"}
+# The environment variables of each kernel cache the site keeps (plugin_data.kernel_caches).
+KERNEL_CACHE_ENV = {"miopen": ("MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR"), "triton": ("TRITON_CACHE_DIR",),
+                    "inductor": ("TORCHINDUCTOR_CACHE_DIR",)}
 
 
 def render(items: Iterable[Item]) -> str:
@@ -79,6 +81,7 @@ def project_values(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[s
 
 def _site(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     site = pd.site
+    gpu = vendor(site.gpu_vendor)
     reset = {"purge": "no modules but the ones loaded below (module purge)",
              "reset": "the site's default modules (module reset)",
              "": "the modules of the shell it was submitted from (the site's data names no reset)"}[site.module_reset]
@@ -91,6 +94,12 @@ def _site(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]
         Value("node_tmp", site.node_local_tmp, (
             f"Node-local temporary storage{f' ({site.node_local_tmp_note})' if site.node_local_tmp_note else ''}: "
             "each job's TMPDIR, staged data and kernel caches.",)),
+        Value("gpu_vendor", gpu.name, (f"{gpu.title} GPUs: Slurm gives each task its GPUs in {gpu.devices_variable}, "
+                                       f"collectives run on {gpu.collectives},",
+                                       f"and {gpu.monitor} shows the GPUs (scripts/attach.sh --smi).",)),
+        Value("gpu_devices_variable", gpu.devices_variable),
+        Value("gpu_monitor", gpu.monitor),
+        Value("collectives", gpu.collectives),
     ]
 
 
@@ -119,8 +128,12 @@ def _image(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str
     out.append(Value("image_variable", var, (
         (f"The image's path starts with ${{{var}}}, from the environment jobs are submitted from: a job checks it.",)
         if var else ("(The image's path names no environment variable to check.)",))))
-    out.append(Value("container_command", (pd.site.runtime, c.run_verb), (
-        "Every step runs through this command, the binds and the image.",)))
+    flag = pd.site.container_gpu_flag
+    gpu = vendor(pd.site.gpu_vendor)
+    out.append(Value("container_command", (pd.site.runtime, c.run_verb, *((flag,) if flag else ())), (
+        "Every step runs through this command, the binds and the image.",
+        *((f"{flag}: the container's GPUs ({gpu.container_flag_why}).",) if flag and flag == gpu.container_flag else
+          (f"{flag}: the container's GPUs, as the site's data asks.",) if flag else ()))))
     out.append(Value("activate_variable", c.activate_var, (
         (cite("This image keeps Python in a conda env that run.sh activates first. [EBC-PT]"),)
         if c.activate_var else ("(The image's Python needs no activation.)",))))
@@ -288,7 +301,11 @@ def _inside(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
     for left in pd.env_left_out:
         env_comment.append(f"(not set, a known issue with this image) {left.name}: {left.why}"
                            f"{f' [{left.source}]' if left.source else ''}")
-    kernel = tuple(f"{KERNEL_CACHE_ENV[c.name]}={c.path}" for c in pd.kernel_caches if c.name in KERNEL_CACHE_ENV)
+    kernel = tuple(f"{name}={c.path}" for c in pd.kernel_caches for name in KERNEL_CACHE_ENV.get(c.name, ()))
+    named = {c.name for c in pd.kernel_caches}
+    kernel_why = ((cite("MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]"),)
+                  if "miopen" in named else ()) + ((cite("Triton's and TorchInductor's kernel caches, off $HOME, node-local. "
+                                                         "[AIG-I112]"),) if named & {"triton", "inductor"} else ())
     caches = tuple(f"{c.name}={c.value}" for c in pd.caches)
     return [
         Heading(("Inside the container (scripts/lib/run.sh, every rank).",)),
@@ -299,15 +316,12 @@ def _inside(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
             "environment has one stops before it starts anything (KNOWN_ISSUES=ignore sbatch ... starts it),",
             "and one with another value of NAME is warned of.") if pd.env_left_out else (
             "(No setting is known to be bad with this image: a job refuses none.)",)),
-        Value("miopen_cache", pd.site.miopen_cache, (
-            (cite("MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]"),)
-            if pd.site.miopen_cache else ("(The site keeps no MIOpen cache of its own.)",))),
-        Value("kernel_cache_env", kernel, (
-            cite("Triton's and TorchInductor's kernel caches, off $HOME, node-local. [AIG-I112]"),) if kernel else ()),
+        Value("kernel_cache_env", kernel, (*kernel_why, "One directory per node in node-local storage; every rank makes it.")
+              if kernel else ("(No kernel caches to move.)",)),
         Value("cache_env", caches, (cite("Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]"),)
               if caches else ("(No framework caches to move.)",)),
-        Value("rccl_debug_alias", pd.site.rccl_debug_alias, (
-            "Another name RCCL_DEBUG_FILES=1 answers to (its name before lumi-scaffold 0.3).",)
+        Value("debug_files_alias", pd.site.rccl_debug_alias, (
+            f"Another name {vendor(pd.site.gpu_vendor).collectives}_DEBUG_FILES=1 answers to (its name before lumi-scaffold 0.3).",)
             if pd.site.rccl_debug_alias else ()),
     ]
 
@@ -389,11 +403,12 @@ def _prestage(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], 
 
 def _venv(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     interconnect = f" and {pd.site.interconnect}" if pd.site.interconnect else ""
+    stack = vendor(pd.site.gpu_vendor).stack
     return [
         Heading((f"The venv (scripts/setup-venv.sh), on top of the image's Python: the framework ({pd.framework.title}) and",
-                 "every binary package the image ships (its ROCm builds of other packages) are pinned; its pure-Python",
+                 f"every binary package the image ships (its {stack} builds of other packages) are pinned; its pure-Python",
                  "packages may be upgraded; constraints.txt says how to move one package between the two. A generic",
-                 cite(f"wheel from PyPI lacks the image's ROCm{interconnect} builds. [AIG-02]"),
+                 cite(f"wheel from PyPI lacks the image's {stack}{interconnect} builds. [AIG-02]"),
                  *(("LAIF images keep their Python in a venv (/opt/venv): the project's venv sees its packages",
                     "through a .pth file.") if cite("[AIG-02]") else ()),
                  cite("--pack: one SquashFS file on the parallel file system instead of thousands. [AIG-02], [UG-stor]"))),
@@ -407,7 +422,7 @@ def _venv(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]
 
 # What else belongs to a framework package, where an image ships it: jax's jaxlib, and the
 # Triton that torch.compile generates kernels with (named as PyTorch's wheels, the
-# ROCm index and source builds name it).
+# ROCm index and source builds name it: -rocm names only on AMD GPUs).
 FRAMEWORK_COMPANIONS = {"jax": ("jaxlib",), "torch": ("triton", "pytorch-triton", "pytorch-triton-rocm", "triton-rocm")}
 
 
@@ -419,23 +434,25 @@ def venv_framework(pd: PluginData) -> tuple[str, ...]:
     built = [*cotainr.framework_packages.get(pd.framework.name, []), *cotainr.pypi_packages.get(pd.framework.name, [])] \
         if cotainr else []
     names = {*pd.framework.pinned_packages, *pd.pins, *(re.split(r"[^A-Za-z0-9._-]", p, maxsplit=1)[0] for p in built)}
-    names |= {companion for name in names for companion in FRAMEWORK_COMPANIONS.get(name, ())}
+    names |= {companion for name in names for companion in FRAMEWORK_COMPANIONS.get(name, ())
+              if pd.site.gpu_vendor == "amd" or not companion.endswith("-rocm")}
     return tuple(sorted(names, key=str.lower))
 
 
 def _attach(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
     power = pd.site.gpu_power
+    monitor = vendor(pd.site.gpu_vendor).monitor
     if cite("[WS-04]"):
         gpus = ("Such a step sees the job's GPUs without",
-                "asking for them: LUMI's AI workshop and course watch a running job's GCDs with rocm-smi",
+                f"asking for them: LUMI's AI workshop and course watch a running job's GCDs with {monitor}",
                 cite("from a step attached this way. [WS-04], [TM-ai-E08]"))
     else:
-        gpus = ("If rocm-smi in such a step shows no GPUs, the",
+        gpus = (f"If {monitor} in such a step shows no GPUs, the",
                 "step needs them requested too (add --gpus-per-node=N below); whether an overlapping step",
                 "sees them by default is UNCONFIRMED for this site.")
     return [
         Heading(("scripts/attach.sh --help: what this site's GPUs show, and what an attached step sees.",)),
-        Value("gpu_power", power.text if power else "", ("rocm-smi's power for busy GPUs ('': no figures).",)),
+        Value("gpu_power", power.text if power else "", (f"{monitor}'s power for busy GPUs ('': no figures).",)),
         Value("gpu_power_source", power.source if power else ""),
         Value("overlap_source", cite("[TM-Slurm]"), ("Where Slurm's overlapping job steps are documented for this site.",)),
         Value("attached_gpus", gpus, ("Its help's lines on whether an attached step sees the job's GPUs.",)),

@@ -1,11 +1,12 @@
 """The network parts of scripts/values.sh (lumi_scaffold.values writes the file): the
-check of RCCL's network between nodes, and the network preflight with its reference figure."""
+check of the collective library's network between nodes, and the network preflight with its reference figure."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .gpu_vendors import vendor
 from .plugin_data import PluginData
 from .values_items import Heading, Item, Value, absent, empty
 
@@ -15,21 +16,20 @@ def network(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
     if check is None:
         return absent("The network check: none for this site.", "net_check", "net_check_fast", "net_check_tcp",
                        "net_check_final", "net_check_fix")
+    library = vendor(pd.site.gpu_vendor).collectives
     return [
-        Heading((f"The network check (scripts/lib/rccl_net.py): between nodes RCCL must use {check.name}; when it",
+        Heading((f"The network check (scripts/lib/collective_net.py): between nodes {library} must use {check.name}; when it",
                  f"cannot, it falls back to TCP sockets, several times slower, with no error.{f' [{check.source}]' if check.source else ''}",
-                 "RCCL_NET_CHECK=0 sbatch ... skips it.")),
+                 f"{library}_NET_CHECK=0 sbatch ... skips it.")),
         Value("net_check", check.name),
         Value("net_check_fast", check.fast),
         Value("net_check_tcp", check.tcp),
         Value("net_check_final", check.final or "", (
-            "The line after which RCCL keeps its network ('' : the last network line decides).",)),
+            f"The line after which {library} keeps its network ('' : the last network line decides).",)),
         Value("net_check_fix", check.fix),
     ]
 
 
-# Where the preflight looks for rccl-tests' all_reduce_perf in the image, in order.
-ALL_REDUCE_PERF = ("/usr/libexec/rccl-tests/all_reduce_perf", "all_reduce_perf")
 # all_reduce_perf's options where the reference names none, and the ones allreduce_bench.py takes.
 ALL_REDUCE_DEFAULT_ARGS = ("-b", "1M", "-e", "1G", "-f", "2")
 ALLREDUCE_BENCH_OPTIONS = ("-b", "-e", "-f", "-n", "-w", "-d")
@@ -55,6 +55,7 @@ def preflight(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], 
     if not pd.job.slurm.get("preflight"):
         return absent("The network preflight (jobs/preflight.sbatch): none in a one-node project.", *names)
     job, site, ref = pd.job, pd.site, pd.site.allreduce_reference
+    gpu = vendor(site.gpu_vendor)
     ref_args = list(ref.benchmark_args) if ref and ref.benchmark_args else list(ALL_REDUCE_DEFAULT_ARGS)
     perf_args = ref_args if "-g" in ref_args else ref_args + ["-g", "1"]  # one GPU per task unless the reference says
     bench_args = [w for words in _option_words(ref_args) if words.split()[0] in ALLREDUCE_BENCH_OPTIONS for w in words.split()]
@@ -69,13 +70,13 @@ def preflight(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], 
     items: list[Item] = [
         Heading(("The network preflight (jobs/preflight.sbatch, preflight_job in scripts/lib/preflight.sh): one task",
                  f"per GPU, {ranks}.{torchrun}")),
-        Value("preflight_all_reduce_perf", ALL_REDUCE_PERF, (
-            f"rccl-tests' all_reduce_perf, looked up in the image in this order when the job starts{laif};",
+        Value("preflight_all_reduce_perf", gpu.all_reduce_perf, (
+            f"{gpu.benchmark_suite}' all_reduce_perf, looked up in the image in this order when the job starts{laif};",
             "ALL_REDUCE_PERF=/path sbatch ... names another, ALL_REDUCE_PERF=none skips it.")),
         Value("preflight_options", tuple(_option_words(perf_args)), (
             f"all_reduce_perf's options, one option and its value a word{' (as the reference below)' if ref and ref.benchmark_args else ''}",
             "(-g 1: one GPU per task); the job's arguments come after them. An option the image's",
-            "all_reduce_perf does not know (an older rccl-tests) is left out, and there is no verdict then.")),
+            f"all_reduce_perf does not know (an older {gpu.benchmark_suite}) is left out, and there is no verdict then.")),
         Value("preflight_benchmark", bench, (
             (f"Without all_reduce_perf: the project's benchmark ({what}), which prints the same table.",)
             if bench else (f"Without all_reduce_perf the job stops: {pd.framework.title} has no benchmark in this project.",))),

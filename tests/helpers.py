@@ -67,3 +67,22 @@ def values(project: Path) -> dict[str, Any]:
     from lumi_scaffold.testing import project_values
 
     return project_values(project)
+
+
+def site_plugin(name: str, site: Any, *images: Any) -> tuple[str, Any]:
+    """A test plugin ``name`` that registers ``site`` (a Site) and ``images`` (ContainerImages),
+    for lumi_scaffold.testing.plugin_catalogue."""
+    from types import SimpleNamespace
+
+    from lumi_scaffold import hookimpl
+
+    @hookimpl
+    def register_sites(register):
+        register(site)
+
+    @hookimpl
+    def register_containers(register):
+        for image in images:
+            register(image)
+
+    return name, SimpleNamespace(register_sites=register_sites, register_containers=register_containers)

@@ -64,11 +64,11 @@ def test_second_job_finds_the_first_jobs_kernel_caches(slurm_cluster_local2n, te
     # (job ids restart with every cluster, so /tmp could hold an older session's files).
     node_tmp = tmp_path / "node-local"
     node_tmp.mkdir()
-    # The MIOpen, Triton and TorchInductor directories, as run.sh sets them and caches.sh
+    # The MIOpen (two variables), Triton and TorchInductor directories, as run.sh sets them and caches.sh
     # carries them (and pip's cache), and run.sh's per-job TMPDIR (node_tmp): scripts/values.sh.
     values = project / "scripts/values.sh"
     text = values.read_text()
-    assert text.count("/tmp/${USER}-") == 7 and text.count("\nnode_tmp='/tmp'\n") == 1
+    assert text.count("/tmp/${USER}-") == 8 and text.count("\nnode_tmp='/tmp'\n") == 1
     values.write_text(text.replace("/tmp/${USER}-", f"{node_tmp}/${{USER}}-").replace("\nnode_tmp='/tmp'\n", f"\nnode_tmp='{node_tmp}'\n"))
     env = job_env(cluster, tmp_path, site_root)
     store = Path(env["KERNEL_CACHE_STORE"]) / "image"  # keyed by the image, $SIF = .../image.sif

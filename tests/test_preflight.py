@@ -52,7 +52,7 @@ if rank == 0:
     print("# Out of bounds values : 0 OK")
     print("# Avg bus bandwidth    : 19.2500")
 """
-# RCCL's lines as the real logs of project-templates/project/tests/test_rccl_net.py have them
+# RCCL's lines as the real logs of project-templates/project/tests/test_collective_net.py have them
 # (with a LUMI host prefix): the provider, then NCCL's final choice.
 OFI = ("nid005000:1:1 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)\n"
        "nid005000:1:1 [0] NCCL INFO Using network AWS Libfabric")
@@ -124,7 +124,7 @@ ELSEWHERE = ("in the image image.sif, the reference in no image it names; NCCL_E
              "reference NCCL_ENABLE_DMABUF_SUPPORT=1; NCCL_NET_GDR_LEVEL unset, the reference NCCL_NET_GDR_LEVEL=3")
 
 
-# OFI-then-Socket is judged by the same check (project-templates/project/tests/test_rccl_net.py)
+# OFI-then-Socket is judged by the same check (project-templates/project/tests/test_collective_net.py)
 # and stops a training job on the local Slurm (tests/test_slurm_jobs.py): one 2-node job less here.
 @pytest.mark.parametrize("line, busbw, state", [
     (OFI, "81.18", "COMPLETED"), (OFI, "80.50", "FAILED"), (SOCKET, "81.18", "FAILED"),
@@ -154,7 +154,7 @@ def test_image_all_reduce_perf_is_preferred_and_tcp_fails_the_job(slurm_cluster_
     job_id, result = run_job(slurm_cluster_2nodes, project, env, "jobs/preflight.sbatch", timeout=300)
     log = log_of(project, job_id)
     assert result.state == state, log
-    bench = re.search(r"^preflight: all_reduce_perf \(rccl-tests\) in the image: (\S+)$", log, re.M)
+    bench = re.search(r"^preflight: all_reduce_perf in the image: (\S+)$", log, re.M)
     assert bench and bench.group(1) == str(tmp_path / "image-bin" / "all_reduce_perf"), log
     assert "allreduce_bench.py" not in log.replace("scripts/lib/allreduce_bench.py instead", "")
     for rank in range(16):

@@ -36,12 +36,12 @@ def expected_files(a: dict) -> set[str]:
         ".copier-answers.yml", ".gitignore", ".shellcheckrc", "README.md", "constraints.txt", "requirements.txt",
         "logs/.gitkeep",
         "scripts/lib/job.sh", "scripts/lib/sweep.sh", "scripts/lib/SHA256SUMS", "scripts/lib/run.sh", "scripts/setup-venv.sh", "scripts/lib/image_packages.py",
-        "scripts/attach.sh", "scripts/lib/watchdog.py", "scripts/lib/rccl_net.py", "scripts/values.sh", "scripts/lib/project_values.py",
+        "scripts/attach.sh", "scripts/lib/watchdog.py", "scripts/lib/collective_net.py", "scripts/values.sh", "scripts/lib/project_values.py",
         "scripts/lib/reports.py", "scripts/lib/values-lib.sh", "scripts/lib/nodes.sh", "scripts/lib/ledger.py", "scripts/lib/python/sitecustomize.py",
         f"src/{pkg}/__init__.py", f"src/{pkg}/train.py", f"src/{pkg}/smoke_test.py", f"scripts/lib/python/heartbeat.py",
         f"scripts/lib/python/runlog.py", "scripts/lib/python/jobfiles.py", "scripts/sweep.py", "sweeps/example.txt",
         "pytest.ini", "tests/conftest.py", "tests/test_heartbeat.py", "tests/test_image_packages.py",
-        "tests/test_rccl_net.py", "tests/test_runlog.py", "tests/test_watchdog.py",
+        "tests/test_collective_net.py", "tests/test_runlog.py", "tests/test_watchdog.py",
         "scripts/lib/fault.py", "tests/test_fault.py",
         *unconditional_jobs(),
     }
@@ -250,9 +250,9 @@ def test_two_node_pytorch_project_has_everything(template, tmp_path):
     assert "load lumi-aif-singularity-bindings" in v["modules"] and v["container_command"] == ["singularity", "run"]
     run = (p / "scripts/lib/run.sh").read_text()
     for line in ("export PYTHONNOUSERSITE=1", 'export RANK="${SLURM_PROCID:-0}"', 'export_values "${image_env[@]}"',
-                 'MIOPEN_USER_DB_PATH="$(expand "${miopen_cache}")"', 'exec "$@"'):
+                 'for setting in "${kernel_cache_env[@]}"; do', 'exec "$@"'):
         assert line in run
-    assert "NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3" in v["image_env"] and v["miopen_cache"].startswith("/tmp/")
+    assert "NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3" in v["image_env"] and "MIOPEN_USER_DB_PATH=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}" in v["kernel_cache_env"]
     # A LAIF image: no GDR level, and the comment says why. [LAIF-I30, AIG-PR97]
     assert not [e for e in v["image_env"] if e.startswith("NCCL_NET_GDR_LEVEL=")]
     assert re.search(r"^# \(not set, a known issue with this image\) NCCL_NET_GDR_LEVEL: exporting it \(PHB or SYS\) can make "

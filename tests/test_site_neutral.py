@@ -15,17 +15,16 @@ import functools
 import os
 import re
 import subprocess
-import types
 from pathlib import Path
 
 import pytest
 
-from lumi_scaffold import ContainerImage, Site, hookimpl, sources
+from lumi_scaffold import ContainerImage, Site, sources
 from lumi_scaffold.testing import answer_matrix, lint_projects, render_project, scratch_dir, use_catalogue
 from lumi_scaffold.testing import plugin_catalogue
 
 from .copier_shortcuts import render_many  # the full matrix's: the same bytes, about half the time
-from .helpers import render, values
+from .helpers import render, site_plugin, values
 
 SITE = "setonix-like"
 SETONIX = {  # TEST DATA, not facts about Setonix (see the module docstring)
@@ -61,22 +60,12 @@ SETONIX = {  # TEST DATA, not facts about Setonix (see the module docstring)
 }
 
 
-@hookimpl
-def register_sites(register):
-    register(Site.model_validate(SETONIX))
-
-
-@hookimpl
-def register_containers(register):
-    register(ContainerImage(  # TEST DATA: a made-up path and version
-        id="setonix-like-pytorch", site=SITE, framework="pytorch", title="Test image for the Setonix-like site",
-        path="/software/projects/pawsey0001/containers/pytorch-test.sif", generation="explicit",
-        status="recommended", versions={"torch": "0.0.0"},
-    ))
-
-
-PLUGIN = ("test-setonix-like", types.SimpleNamespace(register_sites=register_sites,
-                                                     register_containers=register_containers))
+IMAGE = ContainerImage(  # TEST DATA: a made-up path and version
+    id="setonix-like-pytorch", site=SITE, framework="pytorch", title="Test image for the Setonix-like site",
+    path="/software/projects/pawsey0001/containers/pytorch-test.sif", generation="explicit",
+    status="recommended", versions={"torch": "0.0.0"},
+)
+PLUGIN = site_plugin("test-setonix-like", Site.model_validate(SETONIX), IMAGE)
 
 # What a project for another site must not say. The tool's own name (lumi-scaffold,
 # LUMI_SCAFFOLD_* variables, plugin packages named lumi-site-*, lumi-framework-*) is not
@@ -162,7 +151,7 @@ def test_site_prose_comes_from_the_site_data(template, tmp_path, catalogue):
     attach = subprocess.run(["scripts/attach.sh", "--help"], cwd=project, capture_output=True, text=True)
     assert attach.returncode == 0 and "rocm-smi every second\n" in attach.stdout and " W " not in attach.stdout
     # RCCL_DEBUG_FILES alone: the site names no older variable for it.
-    assert values(project)["rccl_debug_alias"] == "" and "LUMI_RCCL_DEBUG" not in (project / "scripts/values.sh").read_text()
+    assert values(project)["debug_files_alias"] == "" and "LUMI_RCCL_DEBUG" not in (project / "scripts/values.sh").read_text()
 
 
 def test_lumi_prose_keeps_its_facts(template, tmp_path):
@@ -208,8 +197,7 @@ def test_the_old_debug_variable_name_comes_from_the_site_data(template, tmp_path
     """run.sh and the README read the site's rccl_debug_alias, not its name: a site that
     gives one (TEST DATA: a made-up old name) gets the LUMI behaviour with its own name."""
     aliased = Site.model_validate({**SETONIX, "rccl_debug_alias": "OLD_RCCL_DEBUG"})
-    plugin = ("test-aliased", types.SimpleNamespace(register_sites=hookimpl(lambda register: register(aliased)),
-                                                    register_containers=register_containers))
+    plugin = site_plugin("test-aliased", aliased, IMAGE)
     project = _setonix_project(template, tmp_path, plugin_catalogue(plugin), container="custom",
                                container_path="/scratch/x.sif")
     assert "(`OLD_RCCL_DEBUG=1`, the name before lumi-scaffold 0.3, works too)" in (project / "README.md").read_text()
@@ -253,17 +241,8 @@ def test_the_site_with_gres_partition_nodes_and_pulled_images_is_free_of_lumi_to
 
     fixtures = Path(__file__).parent / "fixtures"
 
-    @hookimpl
-    def register_sites(register):
-        register(load_data_file(fixtures / "setonix-like.yaml", Site))
-
-    @hookimpl
-    def register_containers(register):
-        for image in load_data_file(fixtures / "setonix-like-images.yaml", ContainerImage, many=True):
-            register(image)
-
-    cat = plugin_catalogue(("test-setonix-like-needs", types.SimpleNamespace(
-        register_sites=register_sites, register_containers=register_containers)))
+    cat = plugin_catalogue(site_plugin("test-setonix-like-needs", load_data_file(fixtures / "setonix-like.yaml", Site),
+                                       *load_data_file(fixtures / "setonix-like-images.yaml", ContainerImage, many=True)))
     assert not cat.problems, cat.problems
     # One profiler: their wording is the same on every site (the test above).
     matrix = [a for a in answer_matrix(cat, sites=[SITE]) if a["profiler"] == "none"]

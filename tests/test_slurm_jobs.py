@@ -547,7 +547,7 @@ if os.environ.get("NCCL_DEBUG_FILE"):
 time.sleep(8)
 print("rank", os.environ["RANK"], "trained", flush=True)
 """
-# (line shapes of the real logs in tests/test_rccl_net.py and the project's tests/test_rccl_net.py,
+# (line shapes of the real logs in tests/test_collective_net.py and the project's tests/test_collective_net.py,
 # project-templates/project/tests/, with a LUMI host prefix)
 OFI_LINES = ["nid005000:1:1 [0] NCCL INFO NET/OFI Using aws-ofi-rccl 1.4.0",
              "nid005000:1:1 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)",
@@ -570,7 +570,7 @@ NO_NET_LINE = "nid005000:1:1 [0] NCCL INFO Bootstrap : Using hsn0:10.253.1.1<0>"
 def test_two_node_job_stops_when_rccl_falls_back_to_tcp(slurm_cluster_2nodes, template, tmp_path, site_root, lines,
                                                         state):
     """Without the OFI plugin RCCL uses TCP sockets between nodes and says so only in its
-    init log [WS-09]: rank 0's watcher (scripts/lib/rccl_net.py) reads what RCCL finally chose
+    init log [WS-09]: rank 0's watcher (scripts/lib/collective_net.py) reads what RCCL finally chose
     (its `Using network` line) and stops the job with the reason, also when the plugin
     loaded and failed first, or runs on libfabric's tcp provider; a log with no final
     choice is reported. The 1-GPU smoke test logs no RCCL setup at all."""

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
-from .._types import CpuMask, Slug, SlurmName, SlurmTime, brace_variable, check_abs_path, check_one_line, slurm_time_seconds
+from .._types import CpuMask, GpuVendorName, Slug, SlurmName, SlurmTime, brace_variable, check_abs_path, check_one_line, slurm_time_seconds
 from .base import ExtraOption, Model
 
 __all__ = ["BillingRule", "NodeLayout", "Partition", "SiteNote", "StorageArea", "WalltimeBin"]
@@ -95,6 +95,10 @@ class NodeLayout(Model):
 
     gpus: PositiveInt = Field(description="GPUs (for MI250X: GCDs) per node, as Slurm counts them.")
     gpu_type: str = Field(default="", description="GRES type, e.g. mi250; empty for untyped GRES.")
+    gpu_vendor: GpuVendorName = Field(
+        default="amd", description="Who makes the GPUs: amd or nvidia. It decides the variable a rank's GPUs are read "
+        "from (ROCR_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES), the container's GPU flag (--nv for NVIDIA), the collective "
+        "library's name (RCCL, NCCL) and the GPU monitor (rocm-smi, nvidia-smi); docs/plugins/gpu-vendors.md.")
     cpus: PositiveInt = Field(description="Logical CPUs Slurm shows per node (hardware threads included).")
     cores: PositiveInt = Field(description="Physical cores per node.")
     reserved_cores: list[int] = Field(default_factory=list, description="Cores no job may use.")
@@ -188,6 +192,9 @@ class Partition(Model):
     )
     max_nodes: PositiveInt = Field(description="Most nodes one job may use.")
     max_walltime: SlurmTime = Field(description="Longest --time, D-HH:MM:SS.")
+    default_walltime: SlurmTime | None = Field(
+        default=None, description="The training job's wall time the questionnaire offers here; leave out for one "
+        "hour, or the partition's limit where that is shorter (a 30-minute debug QOS: 00:30:00).")
     walltime_bins: list[WalltimeBin] = Field(
         default_factory=list,
         description="Shorter limits for smaller jobs (Frontier batch: 1-91 nodes 2 h, ...), by ascending max_nodes.",
@@ -249,6 +256,9 @@ class Partition(Model):
             raise ValueError("walltime_bins must have strictly ascending max_nodes")
         if any(slurm_time_seconds(b.max_walltime) > self.max_seconds for b in self.walltime_bins):
             raise ValueError("a walltime bin exceeds the partition's max_walltime")
+        if self.default_walltime and slurm_time_seconds(self.default_walltime) > self.max_seconds:
+            raise ValueError(f"default_walltime {self.default_walltime} exceeds the partition's max_walltime "
+                             f"{self.max_walltime}; give at most that")
         return self
 
 

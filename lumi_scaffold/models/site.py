@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .._types import AbsPath, EnvName, Requirement, Slug, check_one_line
+from .._types import AbsPath, ContainerGpuFlag, EnvName, Requirement, Slug, check_one_line
 from .base import EnvSetting, ExtraOption, Model, check_unique
 from .resources import NodeLayout, Partition, SiteNote, StorageArea, check_path_note
 from .runtime import AllreduceReference, ContainerGeneration, CotainrSupport, RcclCheck
@@ -126,6 +126,10 @@ class Site(Model):
         default_factory=list, description="Real roots behind symlinked file systems that must be bound (LUMI: /pfs)."
     )
     container_runtime: Literal["singularity", "apptainer"]
+    container_gpu_flag: ContainerGpuFlag | None = Field(
+        default=None, description="The flag of `singularity exec` that gives the container the GPUs: '', --nv, "
+        "--nvccli or --rocm. Leave out for the GPU vendor's (node.gpu_vendor): --nv for NVIDIA, none for AMD, whose "
+        "images bring their own ROCm (docs/plugins/gpu-vendors.md).")
     module_reset: Literal["purge", "reset"] | None = Field(
         default=None,
         description="How every job starts from a known module state before it loads the image's modules: "

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from .._types import PACKAGE, VERSION, AbsPath, EnvName, Ident, Package, Requirement, Slug, check_plain_word, check_one_line
+from .._types import PACKAGE, VERSION, AbsPath, EnvName, GpuVendorName, Ident, Package, Requirement, Slug, check_plain_word, check_one_line
 from .base import EnvSetting, KnownIssue, Model, ProfilerEnvSetting, ProfilerWord
 from .site import ReadmeSection
 
@@ -202,6 +202,9 @@ class Profiler(Model):
     )
     env: list[ProfilerEnvSetting] = Field(default_factory=list, description="Set only for the profiled rank.")
     view: str = Field(default="", description="One line: how to look at the result.")
+    gpu_vendor: GpuVendorName | None = Field(
+        default=None, description="The vendor whose GPUs it profiles (rocprof: amd, nsys: nvidia): offered only at "
+        "sites whose nodes have them. Leave out for a profiler of any GPUs (the framework's own).")
     source: str = ""
 
     _text = field_validator("title", "view", "source")(check_one_line)

@@ -1,4 +1,4 @@
-"""Smoke test: how many GPUs (GCDs) does JAX see in this job?"""
+"""Smoke test: how many GPUs{{ ' (GCDs)' if (plugin_data | lumi_gpu).name == 'amd' else '' }} does JAX see in this job?"""
 
 import os
 
@@ -6,4 +6,4 @@ import jax
 
 gpus = [d for d in jax.devices() if d.platform == "gpu"]
 print(f"jax {jax.__version__}: {len(gpus)} GPU(s) visible "
-      f"(ROCR_VISIBLE_DEVICES={os.environ.get('ROCR_VISIBLE_DEVICES', '')!r}); devices {jax.devices()}", flush=True)
+      f"({{ (plugin_data | lumi_gpu).devices_variable }}={os.environ.get('{{ (plugin_data | lumi_gpu).devices_variable }}', '')!r}); devices {jax.devices()}", flush=True)

@@ -1,10 +1,10 @@
-"""Distributed training example for {{ project_name }} (JAX, one process per GCD).
+"""Distributed training example for {{ project_name }} (JAX, one process per {{ 'GCD' if (plugin_data | lumi_gpu).name == 'amd' else 'GPU' }}).
 
 Under srun every task calls jax.distributed.initialize(), which reads the Slurm
 variables itself (coordinator = first node of the step, port derived from the job id,
 one local device per task from SLURM_LOCALID). All processes' devices form one mesh; the
 batch is split across it and the parameters are replicated, so the gradient of the mean
-loss is reduced on the devices (an all-reduce through RCCL on GPUs), never copied through
+loss is reduced on the devices (an all-reduce through {{ (plugin_data | lumi_gpu).collectives }} on GPUs), never copied through
 host memory. Without GPUs it runs on the CPU, so it can be tested anywhere.
 
 Data: the *.npz shards in DATA_DIR, with arrays ``x`` (float32) and ``y`` (int64); where

@@ -1,4 +1,4 @@
-"""Smoke test: how many GPUs (GCDs) does PyTorch see in this job?"""
+"""Smoke test: how many GPUs{{ ' (GCDs)' if (plugin_data | lumi_gpu).name == 'amd' else '' }} does PyTorch see in this job?"""
 
 import os
 import shutil
@@ -12,7 +12,7 @@ import torch
 NUMA_BINDING = "{{ plugin_data.job.torchrun_binding if plugin_data.job.binding == 'torchrun-numa' else '' }}"
 
 print(f"torch {torch.__version__}: {torch.cuda.device_count()} GPU(s) visible "
-      f"(ROCR_VISIBLE_DEVICES={os.environ.get('ROCR_VISIBLE_DEVICES', '')!r})", flush=True)
+      f"({{ (plugin_data | lumi_gpu).devices_variable }}={os.environ.get('{{ (plugin_data | lumi_gpu).devices_variable }}', '')!r})", flush=True)
 for index in range(torch.cuda.device_count()):
     print(f"  {index}: {torch.cuda.get_device_name(index)}", flush=True)
 if NUMA_BINDING:

@@ -85,10 +85,10 @@ def setup() -> tuple[int, int, int, torch.device]:
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.is_available():  # ROCm GPUs appear as cuda devices
+    if torch.cuda.is_available():  # {{ (plugin_data | lumi_gpu).gpu_word }}
         device = torch.device("cuda", local_rank % torch.cuda.device_count())
         torch.cuda.set_device(device)
-        backend = "nccl"  # RCCL on {{ plugin_data.site.display_name }}
+        backend = "nccl"  # {{ (plugin_data | lumi_gpu).collectives }} on {{ plugin_data.site.display_name }}
     else:
         device = torch.device("cpu")
         backend = "gloo"

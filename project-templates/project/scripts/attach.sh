@@ -12,10 +12,10 @@ usage() {
         "  scripts/attach.sh 1234                  a shell on the job's first node" \
         "  scripts/attach.sh 1234 nid005001        a shell on another node of the job"
     if [ -n "${gpu_power}" ]; then
-        printf '%s\n' "  scripts/attach.sh 1234 --smi            rocm-smi every second (power is the best sign of" \
+        printf '%s\n' "  scripts/attach.sh 1234 --smi            ${gpu_monitor} every second (power is the best sign of" \
             "                                          use: ${gpu_power})${gpu_power_source:+ [${gpu_power_source}]}"
     else
-        echo "  scripts/attach.sh 1234 --smi            rocm-smi every second"
+        echo "  scripts/attach.sh 1234 --smi            ${gpu_monitor} every second"
     fi
     printf '%s\n' "  scripts/attach.sh 1234 -- top -b -n 1   one command, then back" "" \
         "Each call is its own job step that shares the job's resources (srun --overlap), so several" \
@@ -47,7 +47,7 @@ fi
 command=("${SHELL:-/bin/bash}")
 case "${1:-}" in
     "") ;;
-    --smi) command=(watch -n1 rocm-smi) ;;
+    --smi) command=(watch -n1 "${gpu_monitor}") ;;
     --)
         shift
         if [ $# -eq 0 ]; then

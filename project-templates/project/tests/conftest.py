@@ -1,5 +1,5 @@
 """Tests of the project's runtime library (scripts/lib/, owned by `lumi-scaffold update`):
-watchdog.py, rccl_net.py, image_packages.py, fault.py and python/heartbeat.py and runlog.py,
+watchdog.py, collective_net.py, image_packages.py, fault.py and python/heartbeat.py and runlog.py,
 read as the files they are. Standard library and pytest only (no framework, no GPU, no Slurm):
 
   python -m pytest            # from the project root, with the image's Python
@@ -33,15 +33,15 @@ def package_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def rccl_net() -> ModuleType:
-    return load("rccl_net", SCRIPTS / "rccl_net.py")
+def collective_net() -> ModuleType:
+    return load("collective_net", SCRIPTS / "collective_net.py")
 
 
 @pytest.fixture(scope="session")
-def watchdog(rccl_net) -> ModuleType:
-    # watchdog.py imports rccl_net (beside it when it runs as a script). No sys.path
+def watchdog(collective_net) -> ModuleType:
+    # watchdog.py imports collective_net (beside it when it runs as a script). No sys.path
     # change here: scripts/lib/watchdog.py would shadow the PyPI package of that name.
-    sys.modules.setdefault("rccl_net", rccl_net)
+    sys.modules.setdefault("collective_net", collective_net)
     return load("project_watchdog", SCRIPTS / "watchdog.py")
 
 

@@ -111,7 +111,7 @@ def setup() -> tuple[int, int]:
         for name, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29500")):
             os.environ.setdefault(name, value)
     accelerator = get_accelerator()
-    if accelerator.device_name() != "cpu":  # ROCm GPUs are DeepSpeed's cuda accelerator
+    if accelerator.device_name() != "cpu":  # NVIDIA's GPUs, and ROCm's, are DeepSpeed's cuda accelerator
         accelerator.set_device(int(os.environ["LOCAL_RANK"]) % accelerator.device_count())
     # The job's collective timeout, above every allowance of its progress watchdog
     # (scripts/job-env.sh says why): a collective that does not return within it ends the

@@ -63,12 +63,12 @@ PYSPY_STACKS = re.compile(r"^watchdog: stacks of rank(?P<rank>\d+)@\S+ \(pid \d+
                           r"(?:(?!watchdog: ).*\n){0,4}?Thread [^\n]*\n\s+(?P<function>\S+) \((?P<path>[^\n]+):(?P<line>\d+)\)\n",
                           re.M)
 NO_PIPE = "watchdog: Flight Recorder: no rank on"
-# scripts/lib/watchdog.py's lines when it stops a step, and rccl_net.py's when it stops a job on TCP
+# scripts/lib/watchdog.py's lines when it stops a step, and collective_net.py's when it stops a job on TCP
 STALL = re.compile(r"^watchdog: no progress for .*?last progress: rank (\d+) on (\S+) \(step (-?\d+)"
                    r"(?:.*?furthest behind: rank (\d+) on (\S+) \(step (-?\d+)\))?")
 NO_BEAT = re.compile(r"^watchdog: no rank made (?:progress|its first step) within the startup allowance")
 OUTPUT_STALL = re.compile(r"^watchdog: the job's output did not grow for (\d+) s \(OUTPUT_TIMEOUT=")
-NET_FALLBACK = re.compile(r"RCCL talks between nodes over TCP sockets.*Stopping the job")
+NET_FALLBACK = re.compile(r"\b(?P<library>NCCL/RCCL|NCCL|RCCL) talks between nodes over TCP sockets.*Stopping the job")
 # What the signal that ended the batch script (job.sh's trap, --signal) says of the job
 SIGNALS = {"TERM": "SIGTERM: scancel, or Slurm ended the job", "INT": "SIGINT: Ctrl-C", "HUP": "SIGHUP: its terminal closed"}
 
@@ -200,8 +200,9 @@ def classify(text, status, time_up, signal=""):
         if match:
             return "output stall", {"detail": "no output for {} s, and the script never beats".format(match.group(1))}
     for line in lines:
-        if NET_FALLBACK.search(line):
-            return "network fallback", {"rank": 0, "detail": line.strip()}
+        fallback = NET_FALLBACK.search(line)
+        if fallback:
+            return "network fallback", {"rank": 0, "detail": line.strip(), "library": fallback.group("library")}
     for line in lines:
         match = NCCL_TIMEOUT.search(line)
         if match:
@@ -349,7 +350,7 @@ def decide(cause, facts, exclude, hung_before, known_issues, status, chain=1, ne
         return "stop", ("no rank reached its first step within STARTUP_TIMEOUT: the next job would start the same way "
                         "(raise STARTUP_TIMEOUT for a slow start; the stacks above show where the ranks were)")
     if cause == "network fallback":
-        return "stop", "RCCL fell back to TCP sockets: the next job would too (the fix above)"
+        return "stop", "{} fell back to TCP sockets: the next job would too (the fix above)".format(facts.get("library", "NCCL/RCCL"))
     first = ""
     if cause == "rank died":
         who = "rank {} ".format(facts["rank"]) if facts.get("rank") is not None else ""

@@ -100,8 +100,8 @@ fi
 RUN_DIR="${OUTPUT_ROOT}/${RUN_NAME}"
 CHECKPOINT_DIR="${RUN_DIR}/checkpoints"
 # The jobs' files that grow large or many go under the output root too, not into the
-# project directory, which holds the code and the venv: RCCL's debug files and the
-# watchdog's heartbeats in OUTPUT_ROOT/logs, profiles in OUTPUT_ROOT/profiles. Slurm's own
+# project directory, which holds the code and the venv: the collective library's debug files
+# and the watchdog's heartbeats in OUTPUT_ROOT/logs, profiles in OUTPUT_ROOT/profiles. Slurm's own
 # job logs stay in logs/ (#SBATCH --output takes no variables, only %j and the like).
 LUMI_SCAFFOLD_LOG_DIR="${OUTPUT_ROOT}/logs"
 export DATA_DIR OUTPUT_ROOT RUN_NAME RUN_DIR CHECKPOINT_DIR LUMI_SCAFFOLD_LOG_DIR
@@ -149,7 +149,7 @@ stage_data() {
 
 # Kernel caches (kernel_caches=1; scripts/lib/caches.sh), one set per image: restored into
 # node-local storage on every node when a job starts, saved from the first node after its
-# training step has ended (not while MIOpen may be writing). KEEP_KERNEL_CACHES=0: off.
+# training step has ended (not while a framework may be writing). KEEP_KERNEL_CACHES=0: off.
 restore_caches() {
     if [ "${kernel_caches}" = 1 ] && [ "${KEEP_KERNEL_CACHES:-1}" = 1 ] && [ "${DRY_RUN}" != 1 ]; then
         per_node bash "${LIB}/caches.sh" restore || echo "caches: not restored (above); this job compiles its kernels anew" >&2

@@ -66,7 +66,7 @@ job_dirs() {
         dirs+=("${STAGE_DIR}")
     fi
     local job_id="\${SLURM_JOB_ID}"   # (as values.sh writes it, unexpanded)
-    for value in "${miopen_cache}" "${kernel_cache_env[@]#*=}" "${kernel_cache_dirs[@]#*=}"; do
+    for value in "${kernel_cache_env[@]#*=}" "${kernel_cache_dirs[@]#*=}"; do
         if [[ "${value}" == *"${job_id}"* ]]; then
             dirs+=("$(expand "${value}")")
         fi

@@ -96,22 +96,21 @@ if [ "${LUMI_SCAFFOLD_FLIGHT:-0}" = 1 ] && [ -n "${TMPDIR:-}" ]; then
     export TORCH_NCCL_DEBUG_INFO_PIPE_FILE="${TORCH_NCCL_DEBUG_INFO_PIPE_FILE:-${TMPDIR}/flight-recorder-pipe-}"
 fi
 
-# MIOpen's kernel cache, one directory per node in node-local storage (miopen_cache).
-if [ -n "${miopen_cache}" ]; then
-    MIOPEN_USER_DB_PATH="$(expand "${miopen_cache}")"
-    export MIOPEN_USER_DB_PATH MIOPEN_CUSTOM_CACHE_DIR="${MIOPEN_USER_DB_PATH}"
-    mkdir -p "${MIOPEN_USER_DB_PATH}"   # every rank: idempotent, and no rank waits for another
-fi
-# Compiler caches per node (kernel_cache_env), and framework caches in the project's cache
-# area (cache_env): all off $HOME.
+# Kernel caches, one directory per node in node-local storage (kernel_cache_env), and
+# framework caches in the project's cache area (cache_env): all off $HOME. Every rank makes
+# the kernel caches' directories (idempotent, and no rank waits for another).
 export_values "${kernel_cache_env[@]}" "${cache_env[@]}"
+for setting in "${kernel_cache_env[@]}"; do
+    mkdir -p "$(expand "${setting#*=}")"
+done
 
 # One line per rank: where it runs, its GPU and its CPUs (not in the jobs' helper steps:
 # LUMI_SCAFFOLD_HELPER=1).
 if [ -n "${rank_process}" ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     gpu="none"
-    if [ -n "${ROCR_VISIBLE_DEVICES:-}" ]; then   # the rank uses the LOCAL_RANK-th visible GPU
-        IFS=, read -r -a gpus <<<"${ROCR_VISIBLE_DEVICES}"
+    devices="${!gpu_devices_variable:-}"   # ROCR_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES: values.sh
+    if [ -n "${devices}" ]; then   # the rank uses the LOCAL_RANK-th visible GPU
+        IFS=, read -r -a gpus <<<"${devices}"
         gpu="${gpus[$(( ${LOCAL_RANK:-0} % ${#gpus[@]} ))]}"
     fi
     echo "rank ${RANK:-0}/${WORLD_SIZE:-1} node ${SLURMD_NODENAME:-$(hostname)} local_rank ${LOCAL_RANK:-0} gpu ${gpu} cpus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
@@ -125,33 +124,39 @@ if [ -n "${rank_process}" ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     fi
 fi
 
-# RCCL debug output, one file per rank, in the output root's logs/ (LUMI_SCAFFOLD_LOG_DIR,
-# from scripts/lib/job.sh): submit with RCCL_DEBUG_FILES=1 sbatch ...
-# (rccl_debug_alias in values.sh: another name for it.)
+# The collective library's debug output (collectives in values.sh: NCCL, or RCCL on AMD
+# GPUs), one file per rank, in the output root's logs/ (LUMI_SCAFFOLD_LOG_DIR, from
+# scripts/lib/job.sh): submit with <collectives>_DEBUG_FILES=1 sbatch ...,
+# NCCL_DEBUG_FILES=1 or RCCL_DEBUG_FILES=1 (debug_files_alias in values.sh: another name).
 log_dir="${LUMI_SCAFFOLD_LOG_DIR:-$(expand "${output_root}")/logs}"
-debug_files="${RCCL_DEBUG_FILES:-0}"
-if [ -n "${rccl_debug_alias}" ] && [ -z "${RCCL_DEBUG_FILES:-}" ]; then
-    debug_files="${!rccl_debug_alias:-0}"
+log_prefix="${log_dir}/${collectives,,}-${SLURM_JOB_ID:-0}-rank"
+debug_variable="${collectives}_DEBUG_FILES"
+debug_files="${!debug_variable:-0}"
+if [ -n "${debug_files_alias}" ] && [ -z "${!debug_variable:-}" ]; then
+    debug_files="${!debug_files_alias:-0}"
 fi
 if [ "${debug_files}" = 1 ]; then
     mkdir -p "${log_dir}"
     export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET,COLL}"
-    export NCCL_DEBUG_FILE="${log_dir}/rccl-${SLURM_JOB_ID}-rank${RANK:-${SLURM_PROCID:-0}}.txt"
+    export NCCL_DEBUG_FILE="${log_prefix}${RANK:-${SLURM_PROCID:-0}}.txt"
 fi
 
 # The network check (net_check in values.sh, with why): in a multi-node step (not on the
-# login node, nor in a 1-GPU step), rank 0 logs RCCL's network setup, and a watcher
-# (scripts/lib/rccl_net.py: RCCL's final choice decides, its net_check_final line; without one,
-# the last network line) stops the job when it is TCP and warns when no choice came within
-# RCCL_NET_CHECK_WAIT seconds (900 unless set). Skip it with RCCL_NET_CHECK=0 sbatch ...
+# login node, nor in a 1-GPU step), rank 0 logs the collective library's network setup, and a
+# watcher (scripts/lib/collective_net.py: the library's final choice decides, its
+# net_check_final line; without one, the last network line) stops the job when it is TCP and
+# warns when no choice came within <collectives>_NET_CHECK_WAIT seconds (900 unless set). Skip
+# it with <collectives>_NET_CHECK=0 sbatch ... (NCCL_NET_CHECK=0, or RCCL_NET_CHECK=0).
+check_variable="${collectives}_NET_CHECK"
+wait_variable="${collectives}_NET_CHECK_WAIT"
 if [ -n "${net_check}" ] && [ "${RANK:-}" = 0 ] && [ "${SLURM_STEP_NUM_NODES:-1}" -gt 1 ] \
-    && [ "${RCCL_NET_CHECK:-1}" = 1 ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
+    && [ "${!check_variable:-1}" = 1 ] && [ "${LUMI_SCAFFOLD_HELPER:-0}" != 1 ]; then
     export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS="${NCCL_DEBUG_SUBSYS:-INIT,NET}"
     mkdir -p "${log_dir}"
-    export NCCL_DEBUG_FILE="${NCCL_DEBUG_FILE:-${log_dir}/rccl-${SLURM_JOB_ID}-rank0.txt}"
-    python "${PROJECT_DIR}/scripts/lib/rccl_net.py" watch --pid "$$" --wait "${RCCL_NET_CHECK_WAIT:-900}" \
+    export NCCL_DEBUG_FILE="${NCCL_DEBUG_FILE:-${log_prefix}0.txt}"
+    python "${PROJECT_DIR}/scripts/lib/collective_net.py" watch --pid "$$" --wait "${!wait_variable:-900}" \
         --fast "${net_check_fast}" --tcp "${net_check_tcp}" ${net_check_final:+--final "${net_check_final}"} \
-        --name "${net_check}" --fix "${net_check_fix}" "${NCCL_DEBUG_FILE}" &   # $$: the training process, after the exec below
+        --name "${net_check}" --fix "${net_check_fix}" --collectives "${collectives}" "${NCCL_DEBUG_FILE}" &   # $$: the training process, after the exec below
 fi
 
 exec "$@"

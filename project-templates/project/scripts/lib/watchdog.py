@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 from jobfiles import Beat, heartbeats  # noqa: E402  (scripts/lib/python/jobfiles.py)
-from rccl_net import alive  # noqa: E402  (scripts/lib/rccl_net.py, beside this file)
+from collective_net import alive  # noqa: E402  (scripts/lib/collective_net.py, beside this file)
 
 
 class Stall(NamedTuple):

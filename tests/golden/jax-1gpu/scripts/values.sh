@@ -16,6 +16,12 @@ package='demo'
 module_reset='purge'
 # Node-local temporary storage (RAM, counted in the job's memory): each job's TMPDIR, staged data and kernel caches.
 node_tmp='/tmp'
+# AMD GPUs: Slurm gives each task its GPUs in ROCR_VISIBLE_DEVICES, collectives run on RCCL,
+# and rocm-smi shows the GPUs (scripts/attach.sh --smi).
+gpu_vendor='amd'
+gpu_devices_variable='ROCR_VISIBLE_DEVICES'
+gpu_monitor='rocm-smi'
+collectives='RCCL'
 
 # The container image (SIF=/path/to/image.sif sbatch ... uses another).
 # Former LUST image, ROCm 6.2.0, Python 3.12, JAX 0.4.28 [EBC, PYPI]
@@ -121,12 +127,12 @@ image_env=('NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3' 'NCCL_NET_GDR_LEVEL=PHB' 'HS
 # (No setting is known to be bad with this image: a job refuses none.)
 env_refused=()
 # MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]
-miopen_cache='/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}'
-kernel_cache_env=()
+# One directory per node in node-local storage; every rank makes it.
+kernel_cache_env=('MIOPEN_USER_DB_PATH=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'MIOPEN_CUSTOM_CACHE_DIR=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')
 # Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
 cache_env=('HF_HOME=/scratch/project_465000000/${USER}/cache/hf_home')
 # Another name RCCL_DEBUG_FILES=1 answers to (its name before lumi-scaffold 0.3).
-rccl_debug_alias='LUMI_RCCL_DEBUG'
+debug_files_alias='LUMI_RCCL_DEBUG'
 
 # The network check: none for this site.
 net_check=''

@@ -16,6 +16,12 @@ package='demo'
 module_reset='purge'
 # Node-local temporary storage (RAM, counted in the job's memory): each job's TMPDIR, staged data and kernel caches.
 node_tmp='/tmp'
+# AMD GPUs: Slurm gives each task its GPUs in ROCR_VISIBLE_DEVICES, collectives run on RCCL,
+# and rocm-smi shows the GPUs (scripts/attach.sh --smi).
+gpu_vendor='amd'
+gpu_devices_variable='ROCR_VISIBLE_DEVICES'
+gpu_monitor='rocm-smi'
+collectives='RCCL'
 
 # The container image (SIF=/path/to/image.sif sbatch ... uses another).
 # cotainr image
@@ -132,13 +138,13 @@ image_env=('NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3' 'HSA_FORCE_FINE_GRAIN_PCIE=1
 # and one with another value of NAME is warned of.
 env_refused=('NCCL_NET_GDR_LEVEL=PHB: exporting it (PHB or SYS) can make torch.distributed jobs hang with LAIF images (reported on the ROCm 7.0 ones); leave it unset, RCCL detects the level from the PCI topology; the AI Guide dropped it with no loss of speed [LAIF-I30, AIG-PR97]')
 # MIOpen's kernel cache: its default under $HOME fails on Lustre (file locks). [WS-ref], [EBC-PT]
-miopen_cache='/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}'
 # Triton's and TorchInductor's kernel caches, off $HOME, node-local. [AIG-I112]
-kernel_cache_env=('TRITON_CACHE_DIR=/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'TORCHINDUCTOR_CACHE_DIR=/tmp/${USER}-inductor-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')
+# One directory per node in node-local storage; every rank makes it.
+kernel_cache_env=('MIOPEN_USER_DB_PATH=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'MIOPEN_CUSTOM_CACHE_DIR=/tmp/${USER}-miopen-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'TRITON_CACHE_DIR=/tmp/${USER}-triton-cache-${SLURM_JOB_ID}-${SLURM_NODEID}' 'TORCHINDUCTOR_CACHE_DIR=/tmp/${USER}-inductor-cache-${SLURM_JOB_ID}-${SLURM_NODEID}')
 # Framework caches off $HOME, in the project's cache area. [AIG], [WS-03]
 cache_env=('TORCH_HOME=/scratch/project_465000000/${USER}/cache/torch_home' 'HF_HOME=/scratch/project_465000000/${USER}/cache/hf_home' 'TORCH_EXTENSIONS_DIR=/scratch/project_465000000/${USER}/cache/torch_extensions_dir')
 # Another name RCCL_DEBUG_FILES=1 answers to (its name before lumi-scaffold 0.3).
-rccl_debug_alias='LUMI_RCCL_DEBUG'
+debug_files_alias='LUMI_RCCL_DEBUG'
 
 # The network check: none for this site.
 net_check=''
@@ -201,7 +207,7 @@ prestage_shared_tmp_kb=''
 prestage_shared_tmp=''
 prestage_fix=''
 
-# The venv (scripts/setup-venv.sh), on top of the image's Python: the framework (PyTorch (DDP, RCCL)) and
+# The venv (scripts/setup-venv.sh), on top of the image's Python: the framework (PyTorch (DDP)) and
 # every binary package the image ships (its ROCm builds of other packages) are pinned; its pure-Python
 # packages may be upgraded; constraints.txt says how to move one package between the two. A generic
 # wheel from PyPI lacks the image's ROCm and Slingshot builds. [AIG-02]

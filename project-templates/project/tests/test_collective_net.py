@@ -1,4 +1,4 @@
-"""scripts/lib/rccl_net.py, the RCCL network check that the preflight and training share, read
+"""scripts/lib/collective_net.py, the RCCL network check that the preflight and training share, read
 against real RCCL/NCCL init logs (NCCL_DEBUG=INFO) from public issues: the fast network
 here is the OFI plugin on libfabric's cxi provider, RCCL's final `Using network` line
 decides, nothing before it stops a job, and the preflight gives a bandwidth verdict only
@@ -62,7 +62,8 @@ FAST = "NET/OFI Selected (P|p)rovider is cxi"
 TCP = "NET/Socket|Using network Socket|NET/OFI Selected (P|p)rovider is (tcp|sockets)"
 FINAL = "Using network"
 PATTERNS = (FAST, TCP, FINAL)
-ARGS = ["--fast", FAST, "--tcp", TCP, "--final", FINAL, "--name", "the cxi network", "--fix", "bind the CXI libraries"]
+ARGS = ["--fast", FAST, "--tcp", TCP, "--final", FINAL, "--name", "the cxi network", "--fix", "bind the CXI libraries",
+        "--collectives", "RCCL"]
 CASES = [(OFI_801_CXI, "fast", 0), (OFI_TCP_PROVIDER, "tcp", 1), (OFI_889_THEN_SOCKET, "tcp", 1),
          (RCCL_163_SOCKET, "tcp", 1), (RCCL_163_BOOTSTRAP, "none", 3)]
 IDS = ["ofi801-cxi", "ofi850-tcp-provider", "ofi889-then-socket", "rccl-tests163-socket", "bootstrap-only"]
@@ -73,47 +74,47 @@ def text(lines: list[str]) -> str:
 
 
 @pytest.mark.parametrize("lines, expected, status", CASES, ids=IDS)
-def test_verdict_on_real_logs(rccl_net, lines, expected, status):
+def test_verdict_on_real_logs(collective_net, lines, expected, status):
     """Fast only with the cxi provider; the tcp provider, a fallback to sockets, and no
     plugin at all are TCP; a log with no final choice decides nothing."""
-    assert rccl_net.verdict(text(lines), *PATTERNS) == expected
+    assert collective_net.verdict(text(lines), *PATTERNS) == expected
 
 
-def test_the_final_line_alone_is_no_verdict_and_nothing_before_it_is_one(rccl_net):
+def test_the_final_line_alone_is_no_verdict_and_nothing_before_it_is_one(collective_net):
     """`Using network AWS Libfabric` reads the same on tcp and cxi: the provider line before
     it decides. Before the final line, neither a cxi nor a tcp line decides anything."""
-    assert rccl_net.verdict(text(OFI_TCP_PROVIDER[2:]), *PATTERNS) == "other"
-    assert rccl_net.verdict(text(OFI_TCP_PROVIDER[:2]), *PATTERNS) == "none"
-    assert rccl_net.verdict(text(OFI_801_CXI[:2]), *PATTERNS) == "none"
-    assert rccl_net.verdict(text(OFI_889_THEN_SOCKET[:-1]), *PATTERNS) == "none"
+    assert collective_net.verdict(text(OFI_TCP_PROVIDER[2:]), *PATTERNS) == "other"
+    assert collective_net.verdict(text(OFI_TCP_PROVIDER[:2]), *PATTERNS) == "none"
+    assert collective_net.verdict(text(OFI_801_CXI[:2]), *PATTERNS) == "none"
+    assert collective_net.verdict(text(OFI_889_THEN_SOCKET[:-1]), *PATTERNS) == "none"
     # an efa provider (aws-ofi-nccl#889's first line) is not the cxi network, whatever follows
-    assert rccl_net.verdict(text(OFI_889_THEN_SOCKET[:1] + OFI_801_CXI[2:]), *PATTERNS) == "other"
+    assert collective_net.verdict(text(OFI_889_THEN_SOCKET[:1] + OFI_801_CXI[2:]), *PATTERNS) == "other"
 
 
-def test_one_communicator_on_tcp_makes_the_rank_tcp(rccl_net):
+def test_one_communicator_on_tcp_makes_the_rank_tcp(collective_net):
     """Each `Using network` line is one communicator's choice (PyTorch makes several)."""
-    assert rccl_net.verdict(text(OFI_801_CXI + RCCL_163_SOCKET[2:]), *PATTERNS) == "tcp"
-    assert rccl_net.verdict(text(OFI_801_CXI + OFI_801_CXI[2:]), *PATTERNS) == "fast"
+    assert collective_net.verdict(text(OFI_801_CXI + RCCL_163_SOCKET[2:]), *PATTERNS) == "tcp"
+    assert collective_net.verdict(text(OFI_801_CXI + OFI_801_CXI[2:]), *PATTERNS) == "fast"
 
 
-def test_site_data_without_a_final_pattern_keeps_the_0_3_rule(rccl_net):
+def test_site_data_without_a_final_pattern_keeps_the_0_3_rule(collective_net):
     """A site plugin written before lumi-scaffold 0.4 (no `final`): the last network line
     decides at once."""
     old = ("NET/OFI", "NET/Socket")
-    assert rccl_net.verdict(text(OFI_801_CXI), *old) == "fast"
-    assert rccl_net.verdict(text(RCCL_163_SOCKET), *old) == "tcp"
-    assert rccl_net.verdict(text(OFI_889_THEN_SOCKET), *old) == "tcp"
-    assert rccl_net.verdict(OFI_889_THEN_SOCKET[4], *old) == "none"  # an OFI failure is not the fast network
+    assert collective_net.verdict(text(OFI_801_CXI), *old) == "fast"
+    assert collective_net.verdict(text(RCCL_163_SOCKET), *old) == "tcp"
+    assert collective_net.verdict(text(OFI_889_THEN_SOCKET), *old) == "tcp"
+    assert collective_net.verdict(OFI_889_THEN_SOCKET[4], *old) == "none"  # an OFI failure is not the fast network
 
 
 @pytest.mark.parametrize("lines, expected, status", CASES, ids=IDS)
-def test_check_reads_every_rank_and_names_the_culprit(rccl_net, tmp_path, capsys, lines, expected, status):
+def test_check_reads_every_rank_and_names_the_culprit(collective_net, tmp_path, capsys, lines, expected, status):
     """One rank on TCP is enough to fail; the message names the rank's log and its line."""
     good = tmp_path / "rccl-1-rank0.txt"
     good.write_text(text(OFI_801_CXI if expected != "none" else RCCL_163_BOOTSTRAP))
     other = tmp_path / "rccl-1-rank1.txt"
     other.write_text(text(lines))
-    assert rccl_net.main(["check", *ARGS, str(good), str(other)]) == status
+    assert collective_net.main(["check", *ARGS, str(good), str(other)]) == status
     out, err = capsys.readouterr()
     if expected == "tcp":
         assert err.startswith("ERROR: RCCL talks between nodes over TCP sockets, not the cxi network: 1 rank(s), "
@@ -129,10 +130,10 @@ def test_check_reads_every_rank_and_names_the_culprit(rccl_net, tmp_path, capsys
         assert "('Using network Socket')" in err
 
 
-def test_check_fails_a_final_choice_that_is_neither(rccl_net, tmp_path, capsys):
+def test_check_fails_a_final_choice_that_is_neither(collective_net, tmp_path, capsys):
     log = tmp_path / "rccl-1-rank0.txt"
     log.write_text(text(OFI_889_THEN_SOCKET[:1] + OFI_801_CXI[2:]))  # efa provider, plugin chosen
-    assert rccl_net.main(["check", *ARGS, str(log)]) == 1
+    assert collective_net.main(["check", *ARGS, str(log)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("ERROR: RCCL's final choice of network is not the cxi network, and no line says TCP "
                           "sockets either: 1 rank(s)")
@@ -170,12 +171,12 @@ class Training:
 
 
 @pytest.mark.parametrize("lines", [OFI_TCP_PROVIDER, OFI_889_THEN_SOCKET], ids=["tcp-provider", "ofi-then-socket"])
-def test_watch_stops_the_training_at_the_final_choice_not_before(rccl_net, tmp_path, lines):
+def test_watch_stops_the_training_at_the_final_choice_not_before(collective_net, tmp_path, lines):
     """A line a time with pauses the watcher polls through: up to the last line nothing has
     decided (the job trains on); `Using network ...` ends it. Before lumi-scaffold 0.4 an
     OFI line passed the job at once (`NET/OFI` was the fast network), so neither fallback
     was ever read."""
-    job = Training(rccl_net.__file__, tmp_path)
+    job = Training(collective_net.__file__, tmp_path)
     for line in lines[:-1]:
         job.write(line + "\n")
         assert job.running(), job.finish()
@@ -185,10 +186,10 @@ def test_watch_stops_the_training_at_the_final_choice_not_before(rccl_net, tmp_p
     assert "over TCP sockets, not the cxi network" in err and "RCCL_NET_CHECK=0 runs anyway" in err and not out
 
 
-def test_watch_reads_a_line_only_once_it_is_whole(rccl_net, tmp_path):
+def test_watch_reads_a_line_only_once_it_is_whole(collective_net, tmp_path):
     """The cxi line, then the final line half written: `Using network Sock` must not read
     as the plugin's final line."""
-    job = Training(rccl_net.__file__, tmp_path)
+    job = Training(collective_net.__file__, tmp_path)
     job.write(OFI_801_CXI[0] + "\n" + RCCL_163_SOCKET[-1][:-3], pause=1.0)
     assert job.running(), job.finish()
     job.write("ket\n", pause=0)
@@ -196,8 +197,8 @@ def test_watch_reads_a_line_only_once_it_is_whole(rccl_net, tmp_path):
     assert code == 1 and training_status == -15, (out, err)
 
 
-def test_watch_passes_the_fast_network_and_the_training_goes_on(rccl_net, tmp_path):
-    job = Training(rccl_net.__file__, tmp_path)
+def test_watch_passes_the_fast_network_and_the_training_goes_on(collective_net, tmp_path):
+    job = Training(collective_net.__file__, tmp_path)
     for line in OFI_801_CXI:
         job.write(line + "\n", pause=0.2)
     code, out, err, training_status = job.finish()
@@ -205,18 +206,18 @@ def test_watch_passes_the_fast_network_and_the_training_goes_on(rccl_net, tmp_pa
     assert out.startswith("rank 0: RCCL uses the cxi network between nodes")
 
 
-def test_watch_warns_when_no_final_choice_comes(rccl_net, tmp_path):
-    job = Training(rccl_net.__file__, tmp_path, wait="1.5")
+def test_watch_warns_when_no_final_choice_comes(collective_net, tmp_path):
+    job = Training(collective_net.__file__, tmp_path, wait="1.5")
     job.write(text(OFI_TCP_PROVIDER[:1]), pause=0)  # a tcp provider, but RCCL has not chosen yet
     code, out, err, training_status = job.finish()
     assert code == 3 and training_status is None and not out
     assert err.startswith("WARNING: rank 0: RCCL logged no final choice of network within 1.5 s")
 
 
-def test_watch_ends_with_the_training(rccl_net, tmp_path):
+def test_watch_ends_with_the_training(collective_net, tmp_path):
     done = subprocess.Popen(["true"])
     done.wait()
-    result = subprocess.run([sys.executable, rccl_net.__file__, "watch", "--pid", str(done.pid), "--wait", "60", *ARGS,
+    result = subprocess.run([sys.executable, collective_net.__file__, "watch", "--pid", str(done.pid), "--wait", "60", *ARGS,
                              str(tmp_path / "none.txt")], capture_output=True, text=True, timeout=20)
     assert result.returncode == 0 and not result.stdout and not result.stderr
     assert not os.path.exists(tmp_path / "none.txt")
@@ -238,31 +239,31 @@ BUSBW = ["--reference", "85", "--size", "134217728", "--tolerance", "0.05", "--n
 REFERENCE = "the reference 85 GB/s (2 nodes x 8 GCDs) [site data]"
 
 
-def test_options_read_as_all_reduce_perf_reads_them(rccl_net):
+def test_options_read_as_all_reduce_perf_reads_them(collective_net):
     """Long forms, `=`, sizes with units, and the last of a repeated option."""
-    assert rccl_net.options(REF_ARGS.split()) == rccl_net.options(
+    assert collective_net.options(REF_ARGS.split()) == collective_net.options(
         "-b 2M -e 2048M -f 2 -g 1 -d half -n 80 -w 5 -z 1 -t 1 -R 1".split())
-    assert rccl_net.options("--minbytes=2M --maxbytes 2G -n 5 -n 80".split()) == {
+    assert collective_net.options("--minbytes=2M --maxbytes 2G -n 5 -n 80".split()) == {
         "-b": str(2 << 20), "-e": str(2 << 30), "-n": "80"}
 
 
-def test_busbw_verdict_when_measured_as_the_reference(rccl_net, tmp_path, capsys):
+def test_busbw_verdict_when_measured_as_the_reference(collective_net, tmp_path, capsys):
     """81.18 GB/s in-place at 128 MiB passes 85 GB/s with 5 % tolerance (80.75); 80.5 does
     not. The out-of-place column (79.00) is not the one the reference reads."""
-    assert rccl_net.busbw_at(TABLE, 134217728, "in-place") == 81.18
+    assert collective_net.busbw_at(TABLE, 134217728, "in-place") == 81.18
     table = tmp_path / "preflight.txt"
     table.write_text(TABLE)
     ran = ["--benchmark", "all_reduce_perf", f"--ran={REF_ARGS}", "--job-nodes", "2"]
-    assert rccl_net.main(["busbw", *BUSBW, *ran, str(table)]) == 0
+    assert collective_net.main(["busbw", *BUSBW, *ran, str(table)]) == 0
     out, err = capsys.readouterr()
     assert out == (f"preflight: bus bandwidth at 128 MiB (in-place): 81.18 GB/s, 96% of {REFERENCE}\n"
                    "preflight: PASS (at least 80.75 GB/s: 5 % below the reference)\n") and not err
     table.write_text(TABLE.replace("81.18", "80.50"))
-    assert rccl_net.main(["busbw", *BUSBW, *ran, str(table)]) == 1
+    assert collective_net.main(["busbw", *BUSBW, *ran, str(table)]) == 1
     assert "ERROR: preflight: FAIL: 80.5 GB/s at 128 MiB is below 80.75 GB/s" in capsys.readouterr().err
     # the same options in another order, long forms and 2G for 2048M: still the reference's
     same = "--datatype half -R 1 -t 1 -z 1 -w 5 -n 80 -g 1 -f 2 --maxbytes=2G -b 2M"
-    assert rccl_net.main(["busbw", *BUSBW, *ran, f"--ran={same}", str(table)]) == 1
+    assert collective_net.main(["busbw", *BUSBW, *ran, f"--ran={same}", str(table)]) == 1
 
 
 @pytest.mark.parametrize("ran, why", [
@@ -273,12 +274,12 @@ def test_busbw_verdict_when_measured_as_the_reference(rccl_net, tmp_path, capsys
      "options -b 2M -e 2048M -f 2 -g 1 -d half"),
     (["--benchmark", "all_reduce_perf", f"--ran={REF_ARGS}", "--job-nodes", "4"], "4 nodes, not 2"),
 ], ids=["framework-benchmark", "other-iterations", "0.3-options", "other-node-count"])
-def test_busbw_no_verdict_but_both_figures_when_measured_otherwise(rccl_net, tmp_path, capsys, ran, why):
+def test_busbw_no_verdict_but_both_figures_when_measured_otherwise(collective_net, tmp_path, capsys, ran, why):
     """Another benchmark, other options or another node count: one WARNING line with both
     figures, and no failure, however low the figure (here 60 GB/s)."""
     table = tmp_path / "preflight.txt"
     table.write_text(TABLE.replace("81.18", "60.00"))
-    assert rccl_net.main(["busbw", *BUSBW, *ran, str(table)]) == 0
+    assert collective_net.main(["busbw", *BUSBW, *ran, str(table)]) == 0
     out, err = capsys.readouterr()
     assert not out and err.count("\n") == 1
     assert err.startswith(f"WARNING: preflight: no verdict: 60 GB/s in-place busbw at 128 MiB beside {REFERENCE}, "
@@ -286,20 +287,20 @@ def test_busbw_no_verdict_but_both_figures_when_measured_otherwise(rccl_net, tmp
     assert why in err
 
 
-def test_busbw_framework_table_has_one_column(rccl_net, tmp_path, capsys):
+def test_busbw_framework_table_has_one_column(collective_net, tmp_path, capsys):
     """allreduce_bench.py prints one set of columns (as all_reduce_perf's out-of-place): its
     figure is shown as that, beside the reference, with no verdict."""
     table = tmp_path / "preflight.txt"
     table.write_text("#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
                      "   134217728      67108864      half     sum      -1   3100.0   43.30   70.00      0\n")
     ran = ["--benchmark", "allreduce_bench.py", "--ran=-b 2M", "--job-nodes", "2"]
-    assert rccl_net.main(["busbw", *BUSBW, *ran, str(table)]) == 0
+    assert collective_net.main(["busbw", *BUSBW, *ran, str(table)]) == 0
     err = capsys.readouterr().err
     assert err.startswith("WARNING: preflight: no verdict: 70 GB/s out-of-place busbw at 128 MiB beside")
     assert "this run differs (allreduce_bench.py, not all_reduce_perf)" in err
 
 
-def test_busbw_verdict_only_in_the_reference_image_with_its_settings(rccl_net, tmp_path, capsys, monkeypatch):
+def test_busbw_verdict_only_in_the_reference_image_with_its_settings(collective_net, tmp_path, capsys, monkeypatch):
     """The job's image (its file name) and the settings the benchmark ran with (this
     process's environment, as the preflight runs it) must be the reference's too."""
     table = tmp_path / "preflight.txt"
@@ -308,13 +309,13 @@ def test_busbw_verdict_only_in_the_reference_image_with_its_settings(rccl_net, t
     where = ["--reference-image=site-image.sif", "--reference-env=NCCL_NET_GDR_LEVEL=3"]
 
     def differs(*args: str) -> str:
-        assert rccl_net.main(["busbw", *BUSBW, *ran, *args, str(table)]) == 0
+        assert collective_net.main(["busbw", *BUSBW, *ran, *args, str(table)]) == 0
         out, err = capsys.readouterr()
         assert not out and err.count("\n") == 1, (out, err)
         return err.split("this run differs (")[1].rstrip(").\n")
 
     monkeypatch.setenv("NCCL_NET_GDR_LEVEL", "3")
-    assert rccl_net.main(["busbw", *BUSBW, *ran, *where, "--image=/images/site-image.sif", str(table)]) == 0
+    assert collective_net.main(["busbw", *BUSBW, *ran, *where, "--image=/images/site-image.sif", str(table)]) == 0
     assert "preflight: PASS" in capsys.readouterr().out
     assert differs(*where, "--image=/scratch/mine.sif") == "in the image mine.sif, the reference in site-image.sif"
     assert differs("--image=/images/site-image.sif") == "in the image site-image.sif, the reference in no image it names"
@@ -324,13 +325,13 @@ def test_busbw_verdict_only_in_the_reference_image_with_its_settings(rccl_net, t
     assert differs(*where, "--image=site-image.sif") == "NCCL_NET_GDR_LEVEL unset, the reference NCCL_NET_GDR_LEVEL=3"
 
 
-def test_busbw_reference_without_options_gives_no_verdict(rccl_net, tmp_path, capsys):
+def test_busbw_reference_without_options_gives_no_verdict(collective_net, tmp_path, capsys):
     """A site reference that does not say how it was measured (a plugin written before
     lumi-scaffold 0.4, without benchmark_args): the figure beside it, no verdict."""
     table = tmp_path / "preflight.txt"
     table.write_text(TABLE)
     args = [a for a in BUSBW if not a.startswith("--reference-args")]
-    assert rccl_net.main(["busbw", *args, "--benchmark", "all_reduce_perf", "--ran=-b 1M -e 1G -f 2 -g 1",
+    assert collective_net.main(["busbw", *args, "--benchmark", "all_reduce_perf", "--ran=-b 1M -e 1G -f 2 -g 1",
                           "--job-nodes", "2", str(table)]) == 0
     assert "this run differs (the reference's options are not given)" in capsys.readouterr().err
-    assert rccl_net.busbw_at(TABLE, 0) == 80.53 and rccl_net.busbw_at(TABLE, 0, "in-place") == 80.60
+    assert collective_net.busbw_at(TABLE, 0) == 80.53 and collective_net.busbw_at(TABLE, 0, "in-place") == 80.60

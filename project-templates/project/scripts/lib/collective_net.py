@@ -1,26 +1,27 @@
 # OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
-"""Which network RCCL finally chose between nodes, read from its init log (NCCL_DEBUG=INFO);
+"""Which network the collective library (--collectives: NCCL, or RCCL on AMD GPUs) finally chose
+between nodes, read from its init log (NCCL_DEBUG=INFO);
 and the preflight's bus-bandwidth verdict. Standard library; run by the image's Python.
 
-  python scripts/lib/rccl_net.py check --fast RE --tcp RE [--final RE] --name NAME --fix TEXT LOG...
+  python scripts/lib/collective_net.py check --fast RE --tcp RE [--final RE] --name NAME --fix TEXT LOG...
       (jobs/preflight.sbatch, on every rank's log) exit 0: the fast network; 1: TCP sockets,
       or a final choice that is neither (in any log); 3: no log shows a final choice.
-  python scripts/lib/rccl_net.py watch --pid PID --wait SECONDS ... LOG
+  python scripts/lib/collective_net.py watch --pid PID --wait SECONDS ... LOG
       (scripts/lib/run.sh, beside rank 0 of a multi-node step) polls LOG while PID lives: TCP
       stops PID (SIGTERM), exit 1; the fast network exits 0; a final choice that is neither
       (exit 4) or none within SECONDS (exit 3) is reported and PID runs on.
-  python scripts/lib/rccl_net.py busbw --reference GBS --size BYTES ... TABLE
+  python scripts/lib/collective_net.py busbw --reference GBS --size BYTES ... TABLE
       all_reduce_perf's bus bandwidth at BYTES against a published figure, judged only where
       this run measured as the figure was measured (the same program, options, column, node
       count, image and --reference-env settings, these read from this process's environment,
       which is the benchmark's): exit 1 below it; otherwise one WARNING line with both
       figures, exit 0.
 
-The rule, with --final (NCCL's `Using network <name>`, which RCCL prints once per communicator
+The rule, with --final (NCCL's `Using network <name>`, which NCCL and RCCL print once per communicator
 once ncclNetInit has set its network: the plugin first, then IB, then sockets): each final
 line decides for its communicator, by itself where it matches a pattern (`Using network
 Socket`), else by the last line before it that does (`NET/OFI Selected provider is cxi`).
-Nothing before a final line decides, so a job is not stopped while RCCL may still change its
+Nothing before a final line decides, so a job is not stopped while the library may still change its
 mind; the last line of a log being written counts once it is whole. One communicator on TCP
 makes the rank TCP. Without --final (site data from before lumi-scaffold 0.4) the last line
 naming a network decides at once. A fast-pattern line that reports a failure never counts.
@@ -108,8 +109,8 @@ def overall(found: dict[str, tuple[str, str]]) -> str:
 def message(args: argparse.Namespace, found: dict[str, tuple[str, str]], kind: str) -> str:
     """What the logs whose verdict is ``kind`` (TCP or OTHER) say, with the fix."""
     paths = [path for path, (value, _) in found.items() if value == kind]
-    what = (f"RCCL talks between nodes over TCP sockets, not {args.name}" if kind == TCP else
-            f"RCCL's final choice of network is not {args.name}, and no line says TCP sockets either")
+    what = (f"{args.collectives} talks between nodes over TCP sockets, not {args.name}" if kind == TCP else
+            f"{args.collectives}'s final choice of network is not {args.name}, and no line says TCP sockets either")
     return f"{what}: {len(paths)} rank(s), e.g. {paths[0]} ('{found[paths[0]][1]}'). Fix: {args.fix}."
 
 
@@ -119,11 +120,12 @@ def check(args: argparse.Namespace) -> int:
     if result in (TCP, OTHER):
         print("ERROR: " + message(args, found, result), file=sys.stderr)
     elif result == FAST:
-        print(f"{args.who}: RCCL uses {args.name} between nodes")
+        print(f"{args.who}: {args.collectives} uses {args.name} between nodes")
     else:
         what = "made no final choice of network" if args.final else "logged no network setup"
-        print(f"{args.who}: RCCL {what} in {len(args.logs)} log(s) "
-              f"(e.g. {args.logs[0] if args.logs else 'none'}): RCCL did not talk between nodes", file=sys.stderr)
+        print(f"{args.who}: {args.collectives} {what} in {len(args.logs)} log(s) "
+              f"(e.g. {args.logs[0] if args.logs else 'none'}): {args.collectives} did not talk between nodes",
+              file=sys.stderr)
     return STATUS[result]
 
 
@@ -143,7 +145,7 @@ def watch(args: argparse.Namespace) -> int:
         found = decisions(args.logs, args, whole_lines=True)
         result = overall(found)
         if result == TCP:
-            print("ERROR: " + message(args, found, TCP) + " Stopping the job; RCCL_NET_CHECK=0 runs anyway.",
+            print("ERROR: " + message(args, found, TCP) + f" Stopping the job; {args.collectives}_NET_CHECK=0 runs anyway.",
                   file=sys.stderr, flush=True)
             os.kill(args.pid, signal.SIGTERM)
             return 1
@@ -152,11 +154,11 @@ def watch(args: argparse.Namespace) -> int:
                   flush=True)
             return 4
         if result == FAST:
-            print(f"{args.who}: RCCL uses {args.name} between nodes ({args.logs[0]})", flush=True)
+            print(f"{args.who}: {args.collectives} uses {args.name} between nodes ({args.logs[0]})", flush=True)
             return 0
         if time.monotonic() >= deadline:
             what = "no final choice of network" if args.final else "no network line"
-            print(f"WARNING: {args.who}: RCCL logged {what} within {args.wait:g} s ({args.logs[0]}): "
+            print(f"WARNING: {args.who}: {args.collectives} logged {what} within {args.wait:g} s ({args.logs[0]}): "
                   f"whether it uses {args.name} or TCP sockets is unknown; see scripts/lib/run.sh.", file=sys.stderr,
                   flush=True)
             return 3
@@ -183,7 +185,7 @@ def busbw_at(table: str, size: int, column: str = "out-of-place") -> float | Non
     return rows.get(size or max(rows))
 
 
-# all_reduce_perf's long options, as their short ones (rccl-tests' src/common.cu)
+# all_reduce_perf's long options, as their short ones (src/common.cu of nccl-tests and of rccl-tests, its fork)
 LONG = {"--minbytes": "-b", "--maxbytes": "-e", "--stepbytes": "-i", "--stepfactor": "-f", "--ngpus": "-g",
         "--nthreads": "-t", "--iters": "-n", "--warmup_iters": "-w", "--datatype": "-d", "--op": "-o",
         "--blocking": "-z", "--local_register": "-R", "--check": "-c", "--root": "-r", "--cudagraph": "-G",
@@ -255,20 +257,20 @@ def busbw(args: argparse.Namespace) -> int:
         print(f"preflight: PASS (at least {least:g} GB/s: {100 * args.tolerance:g} % below the reference)")
         return 0
     print(f"ERROR: preflight: FAIL: {got:g} GB/s at {size} is below {least:g} GB/s ({100 * args.tolerance:g} % below "
-          f"{reference}). Compare the job's RCCL logs and settings with the reference's.", file=sys.stderr)
+          f"{reference}). Compare the job's {args.collectives} logs and settings with the reference's.", file=sys.stderr)
     return 1
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="rccl_net.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="collective_net.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("check", "watch"):
         command = sub.add_parser(name)
         command.add_argument("--fast", required=True, help="a regular expression of a fast-network line")
         command.add_argument("--tcp", required=True, help="... of a TCP-socket line")
-        command.add_argument("--final", help="... of the line after which RCCL keeps its network")
+        command.add_argument("--final", help="... of the line after which the library keeps its network")
         command.add_argument("--name", required=True, help="the fast network, for messages")
-        command.add_argument("--fix", required=True, help="what to check when RCCL uses TCP")
+        command.add_argument("--fix", required=True, help="what to check when the library uses TCP")
         command.add_argument("--who", default="preflight" if name == "check" else "rank 0")
         command.add_argument("logs", nargs="+", metavar="LOG")
         if name == "watch":
@@ -292,6 +294,9 @@ def main(argv: list[str]) -> int:
     command.add_argument("--reference-env", action="append", default=[], metavar="NAME=VALUE",
                          help="a setting the reference was measured with (again for each)")
     command.add_argument("table", help="the benchmark's output")
+    for command in sub.choices.values():
+        command.add_argument("--collectives", default="NCCL/RCCL",
+                             help="the collective library, for messages (collectives in scripts/values.sh)")
     args = parser.parse_args(argv)
     return {"check": check, "watch": watch, "busbw": busbw}[args.command](args)
 

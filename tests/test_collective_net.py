@@ -1,6 +1,6 @@
-"""scripts/lib/rccl_net.py with LUMI's site data. The script's own behaviour (verdicts on real
+"""scripts/lib/collective_net.py with LUMI's site data. The script's own behaviour (verdicts on real
 RCCL/NCCL logs from public issues, the watcher, the preflight's bandwidth verdict) is tested
-by the project's tests, project-templates/project/tests/test_rccl_net.py, which every
+by the project's tests, project-templates/project/tests/test_collective_net.py, which every
 generated project carries (tests/test_project_tests.py runs them); here: LUMI's patterns on
 the LAIF images' logs, the project tests check with LUMI's patterns and reference, and the
 site data they come from."""
@@ -20,8 +20,8 @@ from lumi_scaffold.plugins import get_catalogue
 
 from .helpers import PROJECT, load_module
 
-rccl_net = load_module("rccl_net", PROJECT / "scripts/lib/rccl_net.py")
-project_tests = load_module("project_tests_rccl_net", PROJECT / "tests/test_rccl_net.py")
+collective_net = load_module("collective_net", PROJECT / "scripts/lib/collective_net.py")
+project_tests = load_module("project_tests_collective_net", PROJECT / "tests/test_collective_net.py")
 
 # ---- Real log excerpts (each as its source prints it; lines only left out, never changed) ----
 
@@ -47,7 +47,7 @@ assert REF is not None
 @pytest.mark.parametrize("lines", [LAIF_0319_CXI, LAIF_0415_CXI], ids=["laif28-0319-cxi", "laif28-0415-cxi"])
 def test_lumi_verdict_on_the_laif_images_logs(lines):
     """Both spellings of the LAIF images' cxi line read as Slingshot with LUMI's patterns."""
-    assert rccl_net.verdict("\n".join(lines) + "\n", LUMI.fast, LUMI.tcp, LUMI.final) == "fast"
+    assert collective_net.verdict("\n".join(lines) + "\n", LUMI.fast, LUMI.tcp, LUMI.final) == "fast"
 
 
 def test_the_project_tests_check_with_lumis_patterns_and_reference():
@@ -75,7 +75,7 @@ def test_old_site_data_still_loads():
 def test_lumi_reference_is_the_reframe_check():
     """LUMI's ReFrame check: all_reduce_perf -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5
     -d half, in-place busbw (the row's last but one field) [RF-RCCL]."""
-    assert rccl_net.options(REF.benchmark_args) == rccl_net.options(
+    assert collective_net.options(REF.benchmark_args) == collective_net.options(
         "-b 2M -e 2048M -f 2 -g 1 -d half -n 80 -w 5 -z 1 -t 1 -R 1".split())
     assert REF.column == "in-place"
 

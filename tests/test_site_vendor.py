@@ -230,3 +230,20 @@ def test_an_nvidia_job_sees_its_gpus_through_the_containers_gpu_flag(slurm_clust
     job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/smoke-test.sbatch", timeout=120)
     log = log_of(project, job_id)
     assert result.state == "FAILED" and "nvidia-smi: command not found (the container got no --nv" in log, log
+
+
+@pytest.mark.parametrize("vendor", ["amd", "nvidia"])
+def test_new_plugin_asks_for_the_vendor_and_writes_only_its_facts(tmp_path, vendor):
+    """`lumi-scaffold new-plugin -d kind=site -d gpu_vendor=...`: the site's data names the
+    vendor, loads, and an NVIDIA site's names nothing of AMD's (no MIOpen cache, NCCL's
+    bootstrap)."""
+    from lumi_scaffold.datafile import load_data_file
+    from lumi_scaffold.newplugin import new_plugin
+
+    dest = new_plugin(tmp_path / "p", {"kind": "site", "name": "mycluster", "gpu_vendor": vendor}, defaults=True, quiet=True)
+    data = dest / "lumi_site_mycluster" / "mycluster.yaml"
+    site = load_data_file(data, Site)
+    assert site.node.gpu_vendor == vendor
+    text = data.read_text()
+    assert ("miopen_cache" in text and "RCCL bootstrap" in text) == (vendor == "amd")
+    assert ("NCCL bootstrap" in text and not AMD.search(text)) == (vendor == "nvidia")

@@ -21,7 +21,7 @@ from .known_issues import affected_image_issues, split_env
 from .models import ContainerImage, EnvSetting, Framework, NodeLayout, Partition, Site
 from .plugin_data import SCHEMA, ContainerFacts, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from .plugins import Catalogue
-from .defaults import Answers, answered_partition, chosen_image, split_requirements
+from .defaults import Answers, answered_partition, chosen_image, default_walltime, split_requirements
 from .tracking import TRACKERS
 from .gpu_vendors import container_gpu_flag
 
@@ -229,15 +229,19 @@ def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFac
         project=str(a.get("project_name")), account=str(a.get("account")), nodes=a.int("nodes", 1),
         gpus=a.int("gpus_per_node", node.gpus), launcher=str(a.get("launcher") or "srun"),
         # The training job's time limit (copier.yml's default before it is answered).
-        walltime=str(a.get("walltime") or "01:00:00"), site=site, part=part, smoke=smoke,
+        walltime=str(a.get("walltime") or default_walltime(a)), site=site, part=part, smoke=smoke,
         numa_binding=container.numa_binding, own_image=container.status in ("custom", "cotainr"))
-    return JobFields(**jobs.fields(request, container_binds=container.binds, allreduce_bench=_allreduce_bench(fw)))
+    return JobFields(**jobs.fields(request, container_binds=container.binds, allreduce_bench=_allreduce_bench(fw, a.cat)))
 
 
-def _allreduce_bench(fw: Framework) -> str:
+def _allreduce_bench(fw: Framework, cat: Catalogue) -> str:
     """The framework benchmark the preflight falls back on (the image has no all_reduce_perf):
     JAX's psum, or torch.distributed's all_reduce for frameworks on torch.distributed's
-    env:// rendezvous (PyTorch, DeepSpeed); none for others."""
+    env:// rendezvous (PyTorch, DeepSpeed); a framework that runs on another's images (Flax on
+    JAX's) has that one's; none for others."""
     if fw.name == "jax":
         return "jax"
-    return "torch" if fw.needs_master_addr else ""
+    if fw.needs_master_addr:
+        return "torch"
+    base = cat.frameworks.get(fw.runs_on) if fw.runs_on else None
+    return _allreduce_bench(base, cat) if base is not None and base.name != fw.name else ""

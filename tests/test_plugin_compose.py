@@ -137,3 +137,25 @@ def test_when_the_site_moves_its_image_an_update_moves_the_project(template_repo
         assert cli.main(["update", str(project), "-q"]) == 0
     assert values(project)["image"] == NEW.format(p="pawsey0001")
     assert OLD.format(p="pawsey0001") not in (project / "scripts" / "values.sh").read_text()
+
+
+def test_a_framework_on_jax_images_inherits_jaxs_preflight_benchmark(tmp_path):
+    """A Flax-like framework (runs_on: jax, no MASTER_ADDR) in a two-node LUMI project: where
+    the image has no all_reduce_perf the preflight falls back on JAX's psum benchmark, as a
+    JAX project's does (0.4 gave it none)."""
+
+    @hookimpl
+    def register_frameworks(register):
+        register(Framework(
+            name="flaxlike", title="Flax-like (test)", launchers=["srun"], runs_on="jax",
+            distributed_init="jax.distributed.initialize() from Slurm's variables", needs_master_addr=False,
+            pinned_packages=["jax"], requirements=["flax"],
+            smoke_test=(EXAMPLES / "jax_smoke.py").read_text(), example=(EXAMPLES / "jax_train.py").read_text()))
+
+    plugin = ("lumi-framework-flaxlike", types.SimpleNamespace(register_frameworks=register_frameworks))
+    with isolated_catalogue(plugin, builtins=["lumi", "jax", "profilers"]) as cat:
+        assert "flaxlike" in cat.frameworks_for("lumi")
+        project = render_project(template_copy(tmp_path / "t"), tmp_path / "p", {**DEFAULTS, "framework": "flaxlike", "nodes": 2})
+    v = values(project)
+    assert v["preflight_benchmark"] == "scripts/lib/allreduce_bench.py"
+    assert v["preflight_benchmark_args"][:2] == ["--framework", "jax"]

@@ -146,8 +146,12 @@ def refusals(site: Site, part: Partition, *, nodes: int, gpus: int, time: str | 
     elif part.allocation == "whole-node" and not whole_nodes(node, gpus) and site.has_partial_nodes and not partial_node:
         out.append(Refusal("partition", f"{part.name} allocates (and bills) whole nodes, so {gpus} of {full} GPUs would waste the rest",
                            (("gpus_per_node", str(full)), ("partition", site.partial_node_partition))))
+    if nodes < part.min_nodes:
+        fits = next((p.name for p in site.partitions if p.min_nodes <= nodes <= p.max_nodes), None)
+        out.append(Refusal("nodes", f"{part.name} takes jobs of at least {part.min_nodes} nodes, not {nodes}",
+                           ((("partition", fits),) if fits else ()) + (("nodes", str(part.min_nodes)),)))
     if nodes > part.max_nodes:
-        bigger = next((p.name for p in site.partitions if p.max_nodes >= nodes), None)
+        bigger = next((p.name for p in site.partitions if p.min_nodes <= nodes <= p.max_nodes), None)
         out.append(Refusal("nodes", f"{part.name} allows at most {part.max_nodes} nodes, not {nodes}",
                            ((("partition", bigger),) if bigger else ()) + (("nodes", str(part.max_nodes)),)))
     limit = part.walltime_limit(nodes)

@@ -70,20 +70,21 @@ def project_values(project: Path) -> dict[str, Any]:
 def job_shapes(site: Site) -> list[tuple[str, int, int]]:
     """(partition, nodes, gpus_per_node), each shape once: two whole nodes on each
     whole-node partition that allows two (one where it allows one), one node with up to two
-    GPUs on each by-resource partition, one whole node on the partial-node partition (which
+    GPUs on each by-resource partition (its fewest nodes, whole, where it has a minimum),
+    one whole node on the partial-node partition (which
     adds --exclusive), and, when none of those spans nodes, two nodes' worth of GPUs on the
     first partition that allows two nodes, so a multi-node job is rendered wherever the
     site can run one."""
     full = site.node.gpus
     shapes = []
     for part in site.partitions:
-        if part.allocation == "whole-node":
-            shapes.append((part.name, min(2, part.max_nodes), full))
+        if part.allocation == "whole-node" or part.min_nodes > 1:
+            shapes.append((part.name, max(part.min_nodes, min(2, part.max_nodes)), full))
         else:
             shapes.append((part.name, 1, min(2, full)))
     shapes.append((site.partial_node_partition, 1, full))
     if all(nodes == 1 for _, nodes, _ in shapes):
-        shapes += [(part.name, 2, full) for part in site.partitions if part.max_nodes >= 2][:1]
+        shapes += [(part.name, 2, full) for part in site.partitions if part.min_nodes <= 2 <= part.max_nodes][:1]
     return list(dict.fromkeys(shapes))
 
 

@@ -247,3 +247,26 @@ def test_new_plugin_asks_for_the_vendor_and_writes_only_its_facts(tmp_path, vend
     text = data.read_text()
     assert ("miopen_cache" in text and "RCCL bootstrap" in text) == (vendor == "amd")
     assert ("NCCL bootstrap" in text and not AMD.search(text)) == (vendor == "nvidia")
+
+
+def test_a_partition_with_a_minimum_node_count(template, tmp_path):
+    """A QOS for large jobs (TEST DATA: 65-256 nodes): fewer nodes are refused with one line
+    that names a partition taking them; its fewest nodes render; the matrix renders it so."""
+    from lumi_scaffold.questions import check
+    from lumi_scaffold.testing import job_shapes
+
+    site = Site.model_validate({**LEONARDO, "partitions": [*LEONARDO["partitions"], {
+        "name": "boost-large", "slurm_partition": "boost_usr_prod", "qos": "boost_qos_bprod", "allocation": "whole-node",
+        "min_nodes": 65, "max_nodes": 256, "max_walltime": "1-00:00:00", "purpose": "Test data: 65 to 256 nodes."}]})
+    cat = plugin_catalogue(site_plugin("test-large", site, IMAGE))
+    answers = {"project_name": "demo", "site": SITE, "account": "AIFAC_L01_028", "framework": "pytorch",
+               "gpus_per_node": 4, "nodes": 2}
+    assert check("partition", "boost-large", answers, cat) == (
+        "boost-large takes jobs of at least 65 nodes, not 2. Use partition=boost-usr-prod or nodes=65.")
+    assert check("partition", "boost-large", {**answers, "nodes": 65}, cat) == ""
+    assert ("boost-large", 65, 4) in job_shapes(site)
+    with pytest.raises(ValueError, match="min_nodes 300 exceeds max_nodes 256"):
+        Site.model_validate({**LEONARDO, "partitions": [*LEONARDO["partitions"], {
+            "name": "x", "allocation": "whole-node", "min_nodes": 300, "max_nodes": 256, "max_walltime": "01:00:00"}]})
+    project = _project(template, tmp_path, cat, nodes=65, partition="boost-large")
+    assert "#SBATCH --nodes=65\n" in (project / "jobs/train.sbatch").read_text()

@@ -191,6 +191,9 @@ class Partition(Model):
         description="'whole-node': every job gets whole nodes; 'by-resource': GPUs, cores and memory are shared."
     )
     max_nodes: PositiveInt = Field(description="Most nodes one job may use.")
+    min_nodes: PositiveInt = Field(
+        default=1, description="Fewest nodes a job here must use (a QOS for large jobs: 65); the questionnaire refuses "
+        "fewer and names a partition that takes them.")
     max_walltime: SlurmTime = Field(description="Longest --time, D-HH:MM:SS.")
     default_walltime: SlurmTime | None = Field(
         default=None, description="The training job's wall time the questionnaire offers here; leave out for one "
@@ -256,6 +259,8 @@ class Partition(Model):
             raise ValueError("walltime_bins must have strictly ascending max_nodes")
         if any(slurm_time_seconds(b.max_walltime) > self.max_seconds for b in self.walltime_bins):
             raise ValueError("a walltime bin exceeds the partition's max_walltime")
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(f"min_nodes {self.min_nodes} exceeds max_nodes {self.max_nodes}")
         if self.default_walltime and slurm_time_seconds(self.default_walltime) > self.max_seconds:
             raise ValueError(f"default_walltime {self.default_walltime} exceeds the partition's max_walltime "
                              f"{self.max_walltime}; give at most that")

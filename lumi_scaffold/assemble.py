@@ -223,7 +223,7 @@ def _own_image(a: Answers, site: Site) -> dict[str, Any]:
 def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFacts, fw: Framework) -> JobFields:
     """The job model (lumi_scaffold.jobs) for these answers."""
     node = site.node_of(part.name)
-    smoke = site.partition(site.partial_node_partition)
+    smoke = site.partition(site.smoke_partition or site.partial_node_partition)
     assert smoke is not None  # the site model checks its partition names
     request = jobs.Request(
         project=str(a.get("project_name")), account=str(a.get("account")), nodes=a.int("nodes", 1),

@@ -191,7 +191,7 @@ def check_headers(project: Path, site_name: str, cat: Catalogue, answers: Mappin
     for path in sorted((project / "jobs").glob("*.sbatch")):
         opts = read_header(path)
         kind = kind_of_file(f"jobs/{path.name}")
-        preferred = site.partial_node_partition if kind and kind.partition == "smoke" else chosen
+        preferred = (site.smoke_partition or site.partial_node_partition) if kind and kind.partition == "smoke" else chosen
         candidates = sorted((p for p in site.partitions
                              if p.slurm_name == opts.get("partition") and (p.qos or "") == opts.get("qos", "")),
                             key=lambda p: p.name != preferred)

@@ -270,3 +270,18 @@ def test_a_partition_with_a_minimum_node_count(template, tmp_path):
             "name": "x", "allocation": "whole-node", "min_nodes": 300, "max_nodes": 256, "max_walltime": "01:00:00"}]})
     project = _project(template, tmp_path, cat, nodes=65, partition="boost-large")
     assert "#SBATCH --nodes=65\n" in (project / "jobs/train.sbatch").read_text()
+
+
+def test_the_smoke_test_runs_on_the_sites_smoke_partition(template, tmp_path):
+    """smoke_partition (TEST DATA: the 30-minute debug QOS) takes the one-GPU smoke test; the
+    training job stays on its own partition; the project lints clean; an unknown name is
+    refused when the site loads."""
+    site = Site.model_validate({**LEONARDO, "smoke_partition": "boost-debug"})
+    cat = plugin_catalogue(site_plugin("test-smoke", site, IMAGE))
+    project = _project(template, tmp_path, cat, nodes=2, partition="boost-usr-prod")
+    smoke = (project / "jobs/smoke-test.sbatch").read_text()
+    assert "#SBATCH --partition=boost_usr_prod\n" in smoke and "#SBATCH --qos=boost_qos_dbg\n" in smoke, smoke[:900]
+    assert "--qos" not in (project / "jobs/train.sbatch").read_text()
+    assert lint_projects([project], cat) == []
+    with pytest.raises(ValueError, match="smoke_partition='nope' is not one of the partitions"):
+        Site.model_validate({**LEONARDO, "smoke_partition": "nope"})

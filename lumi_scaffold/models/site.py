@@ -106,6 +106,9 @@ class Site(Model):
     partitions: list[Partition] = Field(min_length=1)
     partial_node_partition: Slug = Field(description="Default partition for jobs using part of one node.")
     whole_node_partition: Slug = Field(description="Default partition for whole-node and multi-node jobs.")
+    smoke_partition: Slug | None = Field(
+        default=None, description="Partition of the one-GPU smoke test (a debug QOS entry, where the site has one); "
+        "leave out for partial_node_partition.")
     node: NodeLayout
     storage: list[StorageArea] = Field(min_length=1)
     node_local_tmp: AbsPath = Field(description="Node-local scratch used for pre-staging and caches (e.g. /tmp).")
@@ -222,8 +225,10 @@ class Site(Model):
         check_unique("generations", [g.name for g in self.generations])
         check_unique("env", [e.name for e in self.env])
         by_name = {p.name: p for p in self.partitions}
-        for field in ("partial_node_partition", "whole_node_partition"):
+        for field in ("partial_node_partition", "whole_node_partition", "smoke_partition"):
             value = getattr(self, field)
+            if value is None:
+                continue
             if value not in by_name:
                 raise ValueError(f"{field}={value!r} is not one of the partitions {names}")
         if by_name[self.partial_node_partition].allocation != "by-resource" and self.has_partial_nodes:

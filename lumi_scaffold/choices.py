@@ -8,13 +8,15 @@ Each function is named in its question's entry of :data:`lumi_scaffold.questions
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import jobs
 from .defaults import Answers, answered_partition, chosen_image, offered_sites
 from .labels import CONTAINER_LABELS, framework_status, image_label, status_label
 from .tracking import TRACKERS
 
 __all__ = ["container_choices", "data_location_choices", "framework_choices", "launcher_choices", "partition_choices",
-           "profiler_choices", "profilers", "site_choices", "tracking_choices"]
+           "offered_profilers", "profiler_choices", "profilers", "site_choices", "tracking_choices"]
 
 
 def site_choices(a: Answers) -> dict[str, str]:
@@ -77,10 +79,16 @@ def profilers(a: Answers) -> list[str]:
     """The framework's profilers that work in the chosen image (all of them for your own image)
     and profile the site's GPUs."""
     fw = a.cat.frameworks.get(str(a.get("framework")))
-    names = fw.profilers if fw else ["none"]
+    names = offered_profilers(fw, a.site) if fw else ["none"]
     image = chosen_image(a)
     return [n for n in names if (image is None or image.profilers is None or n in image.profilers or n == "none")
             and _for_the_gpus(a, n)]
+
+
+def offered_profilers(fw: Any, site: Any) -> list[str]:
+    """The framework's profilers, then the site's own (``Site.profilers``) it lacks."""
+    own = list(site.profilers) if site is not None else []
+    return [*fw.profilers, *(p for p in own if p not in fw.profilers)]
 
 
 def _for_the_gpus(a: Answers, profiler: str) -> bool:

@@ -529,6 +529,10 @@ def _cross_check(cat: Catalogue) -> None:
         unknown = [p for p in framework.profilers if p not in cat.profilers]
         if unknown:
             _drop(cat, "framework", "frameworks", framework.name, f"profilers {unknown} are not registered; known: {sorted(cat.profilers)}")
+    for offering in list(cat.sites.values()):
+        unknown = [p for p in offering.profilers if p not in cat.profilers]
+        if unknown:
+            _drop(cat, "site", "sites", offering.name, f"profilers {unknown} are not registered; known: {sorted(cat.profilers)}")
     for framework in cat.frameworks.values():
         if framework.runs_on and framework.runs_on not in cat.frameworks:
             cat.problems.append(PluginProblem(cat.provenance.get(("framework", framework.name), "?"), (

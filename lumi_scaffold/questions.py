@@ -235,9 +235,10 @@ def _supported_by_framework(field: str, noun: str):
 
 
 def _profiler(value: Any, a: Answers) -> str:
-    message = _supported_by_framework("profilers", "profiler")(value, a)
-    if message:
-        return message
+    fw = a.cat.frameworks.get(str(a.get("framework")))
+    offered = _choices.offered_profilers(fw, a.site) if fw else []
+    if fw and value not in offered:
+        return f"{fw.name} does not support profiler {value!r}{f' at {a.site.name}' if a.site else ''}. Use one of {offered}."
     allowed, image = _choices.profilers(a), chosen_image(a)
     p, site = a.cat.profilers.get(str(value)), a.site
     if value not in allowed and p is not None and p.gpu_vendor and site is not None:

@@ -29,6 +29,7 @@ from typing import Any
 from . import plugins as _plugins
 from . import settings
 from .answers import read_answers
+from .choices import offered_profilers
 from .bundle import template_root
 from . import lint
 from .lint import ValuesUnion, bash_syntax, check_headers, lint_key, shell_files
@@ -106,7 +107,7 @@ def answer_matrix(cat: Catalogue | None = None, *, sites: Iterable[str] | None =
             containers = cat.container_options(site_name, fw_name, include_removed=False)
             areas = [s.name for s in site.storage if s.data]
             for index, (container, launcher, area, prestage, profiler, shape) in enumerate(itertools.product(
-                containers, fw.launchers, areas, (False, True), fw.profilers, job_shapes(site)
+                containers, fw.launchers, areas, (False, True), offered_profilers(fw, site), job_shapes(site)
             )):
                 if profiler not in profiler_choices(cat, site_name, fw_name, container):
                     continue  # it does not work in this image
@@ -352,7 +353,7 @@ def _pairs(cat: Catalogue, plugin_name: str) -> list[tuple[str, str]]:
     for tf in _plugin_files(cat, plugin_name):
         pairs |= {(s, f) for s, f in offered if (s if tf.owner == "site" else f) == tf.owner_name}
     for profiler in reg.get("profiler", []):
-        pairs |= {(s, f) for s, f in offered if profiler in cat.frameworks[f].profilers}
+        pairs |= {(s, f) for s, f in offered if profiler in offered_profilers(cat.frameworks[f], cat.sites[s])}
     return sorted(pairs)
 
 

@@ -285,3 +285,30 @@ def test_the_smoke_test_runs_on_the_sites_smoke_partition(template, tmp_path):
     assert lint_projects([project], cat) == []
     with pytest.raises(ValueError, match="smoke_partition='nope' is not one of the partitions"):
         Site.model_validate({**LEONARDO, "smoke_partition": "nope"})
+
+
+def test_a_sites_own_profiler_is_offered_to_every_framework(template, tmp_path):
+    """A site's nsys (TEST DATA: a command profiler registered by the site's plugin, for
+    NVIDIA GPUs) is offered to PyTorch and JAX there, and not at LUMI; a site naming a
+    profiler nobody registers is dropped with one line."""
+    from lumi_scaffold import Profiler, hookimpl
+    from lumi_scaffold.questions import check, choices
+
+    nsys = Profiler(name="nsys", title="Nsight Systems on one rank (test data)", kind="command", gpu_vendor="nvidia",
+                    command=["nsys", "profile", "-o", "{output}/rank"])
+    name, hooks = site_plugin("test-nsys", Site.model_validate({**LEONARDO, "profilers": ["nsys"]}), IMAGE)
+    hooks.register_profilers = hookimpl(lambda register: register(nsys))
+    cat = plugin_catalogue((name, hooks))
+    assert not cat.problems, cat.problems
+    for framework in ("pytorch", "jax"):
+        answers = {"site": SITE, "framework": framework, "container": "custom"}
+        assert "nsys" in choices("profiler", answers, cat).values()
+        assert check("profiler", "nsys", answers, cat) == ""
+    assert "nsys" not in choices("profiler", {"site": "lumi", "framework": "pytorch"}, cat).values()
+    assert "nsys" in {a["profiler"] for a in answer_matrix(cat, sites=[SITE])}
+    project = _project(template, tmp_path, cat, profiler="nsys", profile_rank=0, container="custom",
+                       container_path="/leonardo_work/x.sif")
+    assert values(project)["profiler_command"] == ["nsys", "profile", "-o", "{output}/rank"]
+    broken = plugin_catalogue(site_plugin("test-no-nsys", Site.model_validate({**LEONARDO, "profilers": ["nsys"]}), IMAGE))
+    assert [p.message for p in broken.problems if "nsys" in p.message] == [
+        "site 'leonardo-like': profilers ['nsys'] are not registered; known: ['framework', 'none', 'rocprof', 'rocprofv3']"]

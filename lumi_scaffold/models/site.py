@@ -106,6 +106,9 @@ class Site(Model):
     partitions: list[Partition] = Field(min_length=1)
     partial_node_partition: Slug = Field(description="Default partition for jobs using part of one node.")
     whole_node_partition: Slug = Field(description="Default partition for whole-node and multi-node jobs.")
+    profilers: list[Slug] = Field(
+        default_factory=list, description="Profilers offered to every framework at this site besides the framework's "
+        "own (a site's nsys: a command profiler registered with register_profilers), each of the site's GPUs.")
     smoke_partition: Slug | None = Field(
         default=None, description="Partition of the one-GPU smoke test (a debug QOS entry, where the site has one); "
         "leave out for partial_node_partition.")

@@ -305,6 +305,8 @@ def test_a_sites_own_profiler_is_offered_to_every_framework(template, tmp_path):
         assert "nsys" in choices("profiler", answers, cat).values()
         assert check("profiler", "nsys", answers, cat) == ""
     assert "nsys" not in choices("profiler", {"site": "lumi", "framework": "pytorch"}, cat).values()
+    assert check("profiler", "rocprof", {"site": SITE, "framework": "pytorch", "container": "custom"}, cat) == (
+        "'rocprof' profiles AMD GPUs; Leonardo-like's are NVIDIA's. Use one of ['none', 'framework', 'nsys'].")
     assert "nsys" in {a["profiler"] for a in answer_matrix(cat, sites=[SITE])}
     project = _project(template, tmp_path, cat, profiler="nsys", profile_rank=0, container="custom",
                        container_path="/leonardo_work/x.sif")

@@ -16,7 +16,7 @@ from .labels import CONTAINER_LABELS, framework_status, image_label, status_labe
 from .tracking import TRACKERS
 
 __all__ = ["container_choices", "data_location_choices", "framework_choices", "launcher_choices", "partition_choices",
-           "offered_profilers", "profiler_choices", "profilers", "site_choices", "tracking_choices"]
+           "gpu_vendor", "offered_profilers", "profiler_choices", "profilers", "site_choices", "tracking_choices"]
 
 
 def site_choices(a: Answers) -> dict[str, str]:
@@ -91,10 +91,15 @@ def offered_profilers(fw: Any, site: Any) -> list[str]:
     return [*fw.profilers, *(p for p in own if p not in fw.profilers)]
 
 
+def gpu_vendor(a: Answers) -> str | None:
+    """The vendor of the answered partition's GPUs (None before a site is chosen)."""
+    site = a.site
+    return site.node_of(answered_partition(a, site).name).gpu_vendor if site is not None else None
+
+
 def _for_the_gpus(a: Answers, profiler: str) -> bool:
-    p, site = a.cat.profilers.get(profiler), a.site
-    return p is None or p.gpu_vendor is None or site is None or \
-        site.node_of(answered_partition(a, site).name).gpu_vendor == p.gpu_vendor
+    p, theirs = a.cat.profilers.get(profiler), gpu_vendor(a)
+    return p is None or p.gpu_vendor is None or theirs is None or theirs == p.gpu_vendor
 
 
 def _torchrun_unbound(a: Answers) -> bool:

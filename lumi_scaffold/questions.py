@@ -240,12 +240,10 @@ def _profiler(value: Any, a: Answers) -> str:
     if fw and value not in offered:
         return f"{fw.name} does not support profiler {value!r}{f' at {a.site.name}' if a.site else ''}. Use one of {offered}."
     allowed, image = _choices.profilers(a), chosen_image(a)
-    p, site = a.cat.profilers.get(str(value)), a.site
-    if value not in allowed and p is not None and p.gpu_vendor and site is not None:
-        theirs = site.node_of(answered_partition(a, site).name).gpu_vendor
-        if theirs != p.gpu_vendor:
-            return (f"{value!r} profiles {VENDORS[p.gpu_vendor].title} GPUs; {site.display_name or site.name}'s are "
-                    f"{VENDORS[theirs].title}'s. Use one of {allowed}.")
+    p, theirs, site = a.cat.profilers.get(str(value)), _choices.gpu_vendor(a), a.site
+    if value not in allowed and p is not None and p.gpu_vendor and site is not None and theirs != p.gpu_vendor:
+        return (f"{value!r} profiles {VENDORS[p.gpu_vendor].title} GPUs; {site.display_name or site.name}'s are "
+                f"{VENDORS[str(theirs)].title}'s. Use one of {allowed}.")
     if value not in allowed and image is not None:
         return (f"{value!r} does not work in image {image.id} ({image.title}). Use one of {allowed}"
                 f"{' (rocprofv3 replaces rocprof)' if value == 'rocprof' and 'rocprofv3' in allowed else ''}.")

@@ -47,19 +47,25 @@ def site_plugin(image_path: str) -> tuple[str, object]:
                                                      register_containers=register_containers)
 
 
-def framework_plugin() -> tuple[str, object]:
-    """A framework author's plugin: Lightning-like, on any site's PyTorch images (nothing
-    about the campus site)."""
+def on_images_of(base: str, name: str, title: str, distributed_init: str, requirement: str) -> tuple[str, object]:
+    """A framework author's plugin ``lumi-framework-<name>``: a framework that runs on any
+    site's ``base`` images (nothing about a site), with ``base``'s example scripts."""
 
     @hookimpl
     def register_frameworks(register):
         register(Framework(
-            name="lightning", title="Lightning-like (test)", launchers=["srun"], runs_on="pytorch",
-            distributed_init="torch.distributed through the trainer, env:// with MASTER_ADDR", needs_master_addr=True,
-            pinned_packages=["torch"], requirements=["lightning"],
-            smoke_test=(EXAMPLES / "pytorch_smoke.py").read_text(), example=(EXAMPLES / "pytorch_train.py").read_text()))
+            name=name, title=title, launchers=["srun"], runs_on=base, distributed_init=distributed_init,
+            needs_master_addr=base == "pytorch", pinned_packages=["torch" if base == "pytorch" else base],
+            requirements=[requirement], smoke_test=(EXAMPLES / f"{base}_smoke.py").read_text(),
+            example=(EXAMPLES / f"{base}_train.py").read_text()))
 
-    return "lumi-framework-lightning", types.SimpleNamespace(register_frameworks=register_frameworks)
+    return f"lumi-framework-{name}", types.SimpleNamespace(register_frameworks=register_frameworks)
+
+
+def framework_plugin() -> tuple[str, object]:
+    """Lightning-like, on any site's PyTorch images (nothing about the campus site)."""
+    return on_images_of("pytorch", "lightning", "Lightning-like (test)",
+                        "torch.distributed through the trainer, env:// with MASTER_ADDR", "lightning")
 
 
 ANSWERS = {"project_name": "demo", "site": "campus", "account": "pawsey0001-gpu", "framework": "lightning"}
@@ -143,16 +149,7 @@ def test_a_framework_on_jax_images_inherits_jaxs_preflight_benchmark(tmp_path):
     """A Flax-like framework (runs_on: jax, no MASTER_ADDR) in a two-node LUMI project: where
     the image has no all_reduce_perf the preflight falls back on JAX's psum benchmark, as a
     JAX project's does (0.4 gave it none)."""
-
-    @hookimpl
-    def register_frameworks(register):
-        register(Framework(
-            name="flaxlike", title="Flax-like (test)", launchers=["srun"], runs_on="jax",
-            distributed_init="jax.distributed.initialize() from Slurm's variables", needs_master_addr=False,
-            pinned_packages=["jax"], requirements=["flax"],
-            smoke_test=(EXAMPLES / "jax_smoke.py").read_text(), example=(EXAMPLES / "jax_train.py").read_text()))
-
-    plugin = ("lumi-framework-flaxlike", types.SimpleNamespace(register_frameworks=register_frameworks))
+    plugin = on_images_of("jax", "flaxlike", "Flax-like (test)", "jax.distributed.initialize() from Slurm's variables", "flax")
     with isolated_catalogue(plugin, builtins=["lumi", "jax", "profilers"]) as cat:
         assert "flaxlike" in cat.frameworks_for("lumi")
         project = render_project(template_copy(tmp_path / "t"), tmp_path / "p", {**DEFAULTS, "framework": "flaxlike", "nodes": 2})

@@ -14,10 +14,23 @@ if os.environ.get("LUMI_SCAFFOLD_HEARTBEAT") and os.environ.get("LUMI_SCAFFOLD_H
         import faulthandler
         import signal
 
-        _stacks = open(os.path.join(os.environ.get("TMPDIR") or "/tmp", "stacks-{}".format(os.getpid())), "w")
+        _stacks_path = os.path.join(os.environ.get("TMPDIR") or "/tmp", "stacks-{}".format(os.getpid()))
+        _stacks = open(_stacks_path, "w")
         faulthandler.register(signal.SIGUSR2, file=_stacks, all_threads=True)
     except (OSError, AttributeError, ValueError):
         pass
+    else:
+        # A process that ends of itself needs its file no more (outside a job, TMPDIR is
+        # nobody's to clean: /tmp of a login node).
+        import atexit
+
+        def _remove_stacks(path=_stacks_path):
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+
+        atexit.register(_remove_stacks)
 
 
 def _next_sitecustomize():

@@ -221,6 +221,9 @@ NameWordOrEmpty = Annotated[str, AfterValidator(_name_word_or_empty)]
 # A Slurm partition or QOS name as a site gives it (Slurm allows dots, digits first,
 # capitals and _ there): the same type at plugin load and in plugin_data.
 SlurmName = Annotated[str, AfterValidator(_check_plain_name)]
+# A partition's name in answers: Slurm's own spelling (boost_usr_prod), so that users type the
+# name the site's documentation uses.
+PartitionName = SlurmName
 
 
 # The Slurm options lumi-scaffold writes itself: jobs.Shape.options() from the answers, and

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
-from ._types import (AbsPath, AbsPathOrEmpty, ContainerGpuFlag, CpuMask, EnvName, GpuVendorName, Ident, NameWordOrEmpty, OneLine, Package, PlainNameOrEmpty,
+from ._types import (AbsPath, AbsPathOrEmpty, ContainerGpuFlag, CpuMask, EnvName, GpuVendorName, Ident, NameWordOrEmpty, OneLine, Package, PartitionName, PlainNameOrEmpty,
                      PythonName, Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_answer_path, path_variable)
 from .errors import PluginDataError
 from .jobs import JOB_KINDS, Binding, Cost, Shape, shape_from_options
@@ -105,7 +105,7 @@ class SiteFacts(_Part):
 
 
 class PartitionFacts(_Part):
-    name: Slug
+    name: PartitionName
     slurm_partition: PlainNameOrEmpty = ""
     qos: PlainNameOrEmpty = ""
     allocation: Literal["whole-node", "by-resource"]

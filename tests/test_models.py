@@ -42,6 +42,8 @@ def test_builtin_lumi_site_validates(lumi_data):
         (lambda d: d["partitions"][1].__setitem__("max_walltime", "72 hours"), "is not a Slurm time"),
         (lambda d: d.__setitem__("partial_node_partition", "standard-g"), "must be a by-resource partition when the site has one"),
         (lambda d: d.__setitem__("whole_node_partition", "gpu"), "is not one of the partitions"),
+        (lambda d: d["partitions"][0].__setitem__("name", "standard g"), "must be a plain name"),
+        (lambda d: d["partitions"][0].__setitem__("name", "-g;x"), "must be a plain name"),
         (lambda d: d["account"].__setitem__("example", "proj_1"), "does not match pattern"),
         (lambda d: d["account"].__setitem__("pattern", "project_(46"), "not a regular expression"),
         (lambda d: d.__setitem__("colour", "blue"), "Extra inputs are not permitted"),

@@ -31,13 +31,13 @@ LEONARDO = {  # TEST DATA, not facts about Leonardo (see the module docstring)
     "display_name": "Leonardo-like",
     "account": {"pattern": "[A-Za-z][A-Za-z0-9_]*", "example": "AIFAC_L01_028", "help": "Test data: a CINECA-style account."},
     "partitions": [
-        {"name": "boost-usr-prod", "slurm_partition": "boost_usr_prod", "allocation": "by-resource", "max_nodes": 16,
+        {"name": "boost_usr_prod", "allocation": "by-resource", "max_nodes": 16,
          "max_walltime": "1-00:00:00", "purpose": "Test data: production jobs."},
-        {"name": "boost-debug", "slurm_partition": "boost_usr_prod", "qos": "boost_qos_dbg", "allocation": "by-resource",
+        {"name": "boost_qos_dbg", "slurm_partition": "boost_usr_prod", "qos": "boost_qos_dbg", "allocation": "by-resource",
          "max_nodes": 2, "max_walltime": "00:30:00", "purpose": "Test data: a 30-minute debug QOS.", "chains": False},
     ],
-    "partial_node_partition": "boost-usr-prod",
-    "whole_node_partition": "boost-usr-prod",
+    "partial_node_partition": "boost_usr_prod",
+    "whole_node_partition": "boost_usr_prod",
     "node": {"gpus": 4, "cpus": 32, "cores": 32, "cpus_per_gpu": 8, "gpu_vendor": "nvidia",
              "cpu_masks": [f"0x{0xff << (8 * i):08x}" for i in range(4)], "mem_per_gpu_gb": 120, "mem_per_node_gb": 480},
     "storage": [
@@ -104,7 +104,7 @@ def test_every_nvidia_project_asks_for_the_gpus_and_names_nothing_of_amd(templat
     for axis in ("framework", "launcher", "profiler", "partition", "nodes", "container", "prestage"):
         assert {a[axis] for a in matrix} == {a[axis] for a in full}, axis
     assert {a["profiler"] for a in full} == {"none", "framework"}  # rocprof profiles AMD's GPUs only
-    assert {(a["partition"], a["nodes"]) for a in matrix} >= {("boost-usr-prod", 2), ("boost-debug", 1)}
+    assert {(a["partition"], a["nodes"]) for a in matrix} >= {("boost_usr_prod", 2), ("boost_qos_dbg", 1)}
     with scratch_dir(tmp_path) as scratch, use_catalogue(catalogue):
         assert render_many(template, scratch, matrix, workers=1 if os.cpu_count() == 1 else 2) == []
         projects = sorted(scratch.iterdir())
@@ -123,7 +123,7 @@ def test_the_wording_check_finds_amd_in_a_lumi_project(template, tmp_path):
 
 
 def test_the_vendor_decides_the_runtime_facts(template, tmp_path, catalogue):
-    nvidia = values(_project(template, tmp_path / "n", catalogue, nodes=2, partition="boost-usr-prod"))
+    nvidia = values(_project(template, tmp_path / "n", catalogue, nodes=2, partition="boost_usr_prod"))
     lumi = values(render(template, tmp_path / "l", nodes=2))
     assert (nvidia["gpu_vendor"], nvidia["gpu_devices_variable"], nvidia["gpu_monitor"], nvidia["collectives"]) == (
         "nvidia", "CUDA_VISIBLE_DEVICES", "nvidia-smi", "NCCL")
@@ -256,19 +256,19 @@ def test_a_partition_with_a_minimum_node_count(template, tmp_path):
     from lumi_scaffold.testing import job_shapes
 
     site = Site.model_validate({**LEONARDO, "partitions": [*LEONARDO["partitions"], {
-        "name": "boost-large", "slurm_partition": "boost_usr_prod", "qos": "boost_qos_bprod", "allocation": "whole-node",
+        "name": "boost_qos_bprod", "slurm_partition": "boost_usr_prod", "qos": "boost_qos_bprod", "allocation": "whole-node",
         "min_nodes": 65, "max_nodes": 256, "max_walltime": "1-00:00:00", "purpose": "Test data: 65 to 256 nodes."}]})
     cat = plugin_catalogue(site_plugin("test-large", site, IMAGE))
     answers = {"project_name": "demo", "site": SITE, "account": "AIFAC_L01_028", "framework": "pytorch",
                "gpus_per_node": 4, "nodes": 2}
-    assert check("partition", "boost-large", answers, cat) == (
-        "boost-large takes jobs of at least 65 nodes, not 2. Use partition=boost-usr-prod or nodes=65.")
-    assert check("partition", "boost-large", {**answers, "nodes": 65}, cat) == ""
-    assert ("boost-large", 65, 4) in job_shapes(site)
+    assert check("partition", "boost_qos_bprod", answers, cat) == (
+        "boost_qos_bprod takes jobs of at least 65 nodes, not 2. Use partition=boost_usr_prod or nodes=65.")
+    assert check("partition", "boost_qos_bprod", {**answers, "nodes": 65}, cat) == ""
+    assert ("boost_qos_bprod", 65, 4) in job_shapes(site)
     with pytest.raises(ValueError, match="min_nodes 300 exceeds max_nodes 256"):
         Site.model_validate({**LEONARDO, "partitions": [*LEONARDO["partitions"], {
             "name": "x", "allocation": "whole-node", "min_nodes": 300, "max_nodes": 256, "max_walltime": "01:00:00"}]})
-    project = _project(template, tmp_path, cat, nodes=65, partition="boost-large")
+    project = _project(template, tmp_path, cat, nodes=65, partition="boost_qos_bprod")
     assert "#SBATCH --nodes=65\n" in (project / "jobs/train.sbatch").read_text()
 
 
@@ -276,9 +276,9 @@ def test_the_smoke_test_runs_on_the_sites_smoke_partition(template, tmp_path):
     """smoke_partition (TEST DATA: the 30-minute debug QOS) takes the one-GPU smoke test; the
     training job stays on its own partition; the project lints clean; an unknown name is
     refused when the site loads."""
-    site = Site.model_validate({**LEONARDO, "smoke_partition": "boost-debug"})
+    site = Site.model_validate({**LEONARDO, "smoke_partition": "boost_qos_dbg"})
     cat = plugin_catalogue(site_plugin("test-smoke", site, IMAGE))
-    project = _project(template, tmp_path, cat, nodes=2, partition="boost-usr-prod")
+    project = _project(template, tmp_path, cat, nodes=2, partition="boost_usr_prod")
     smoke = (project / "jobs/smoke-test.sbatch").read_text()
     assert "#SBATCH --partition=boost_usr_prod\n" in smoke and "#SBATCH --qos=boost_qos_dbg\n" in smoke, smoke[:900]
     assert "--qos" not in (project / "jobs/train.sbatch").read_text()

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
-from .._types import CpuMask, GpuVendorName, Slug, SlurmName, SlurmTime, brace_variable, check_abs_path, check_one_line, slurm_time_seconds
+from .._types import CpuMask, GpuVendorName, PartitionName, Slug, SlurmName, SlurmTime, brace_variable, check_abs_path, check_one_line, slurm_time_seconds
 from .base import ExtraOption, Model
 
 __all__ = ["BillingRule", "NodeLayout", "Partition", "SiteNote", "StorageArea", "WalltimeBin"]
@@ -182,7 +182,8 @@ class NodeLayout(Model):
 class Partition(Model):
     """A Slurm partition (or a partition plus QOS) and the limits a generated job must respect."""
 
-    name: Slug = Field(description="Name used in answers; also the --partition value unless slurm_partition is set.")
+    name: PartitionName = Field(description="Name used in answers, as Slurm spells it (letters, digits, _ . -); also "
+                                "the --partition value unless slurm_partition is set.")
     slurm_partition: SlurmName | None = Field(
         default=None, description="The --partition value when it differs from name (e.g. a QOS entry on batch); "
         "Slurm's own spelling (dots, capitals, _ too).")

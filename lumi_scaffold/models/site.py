@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .._types import AbsPath, ContainerGpuFlag, EnvName, Requirement, Slug, check_one_line
+from .._types import AbsPath, ContainerGpuFlag, EnvName, PartitionName, Requirement, Slug, check_one_line
 from .base import EnvSetting, ExtraOption, Model, check_unique
 from .resources import NodeLayout, Partition, SiteNote, StorageArea, check_path_note
 from .runtime import AllreduceReference, ContainerGeneration, CotainrSupport, RcclCheck
@@ -104,12 +104,12 @@ class Site(Model):
     source: str = ""
     account: AccountRule
     partitions: list[Partition] = Field(min_length=1)
-    partial_node_partition: Slug = Field(description="Default partition for jobs using part of one node.")
-    whole_node_partition: Slug = Field(description="Default partition for whole-node and multi-node jobs.")
+    partial_node_partition: PartitionName = Field(description="Default partition for jobs using part of one node.")
+    whole_node_partition: PartitionName = Field(description="Default partition for whole-node and multi-node jobs.")
     profilers: list[Slug] = Field(
         default_factory=list, description="Profilers offered to every framework at this site besides the framework's "
         "own (a site's nsys: a command profiler registered with register_profilers), each of the site's GPUs.")
-    smoke_partition: Slug | None = Field(
+    smoke_partition: PartitionName | None = Field(
         default=None, description="Partition of the one-GPU smoke test (a debug QOS entry, where the site has one); "
         "leave out for partial_node_partition.")
     node: NodeLayout

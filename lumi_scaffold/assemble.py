@@ -22,6 +22,7 @@ from .models import ContainerImage, EnvSetting, Framework, NodeLayout, Partition
 from .plugin_data import SCHEMA, ContainerFacts, JobFields, PartitionFacts, PluginData, PluginDataError, SiteFacts
 from .plugins import Catalogue
 from .defaults import Answers, answered_partition, chosen_image, default_walltime, split_requirements
+from .requirements import merged
 from .tracking import TRACKERS
 from .gpu_vendors import container_gpu_flag
 
@@ -92,9 +93,8 @@ def build_plugin_data(answers: Mapping[str, Any], cat: Catalogue) -> PluginData 
         profiler=dict(name=profiler.name, title=profiler.title, kind=profiler.kind,
                                command=profiler.command, env=profiler.env, view=profiler.view),
         tracking=tracking,
-        requirements=sorted(r for r in dict.fromkeys(fw.requirements + (image.requirements if image else [])
-                                                     + [tracking["package"] if tracking else ""]
-                                                     + split_requirements(a.get("extra_requirements"))) if r),
+        requirements=merged(fw.requirements + (image.requirements if image else [])
+                            + [tracking["package"] if tracking else ""] + split_requirements(a.get("extra_requirements"))),
         readme=[s.model_dump() for s in site.readme + fw.readme],
     )
 

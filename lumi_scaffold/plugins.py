@@ -90,6 +90,9 @@ class Catalogue:
     plugins: list[PluginInfo] = field(default_factory=list)
     problems: list[PluginProblem] = field(default_factory=list)
     provenance: dict[tuple[str, str], str] = field(default_factory=dict)
+    # (framework, image id): an image of the framework it runs on whose requirements
+    # conflict with its own (_check_requirements), not offered for it.
+    refused_images: set[tuple[str, str]] = field(default_factory=set)
 
     def images(self, site: str, framework: str, *, include_removed: bool = False) -> list[ContainerImage]:
         """The images offered for ``framework`` on ``site``: its own, then those of the
@@ -101,7 +104,8 @@ class Catalogue:
             return own
         taken = {c.id for c in own}
         return own + [c for c in self.images(site, fw.runs_on, include_removed=include_removed)
-                      if c.id not in taken and c.framework == fw.runs_on and set(fw.pinned_packages) <= set(c.versions)]
+                      if c.id not in taken and c.framework == fw.runs_on and set(fw.pinned_packages) <= set(c.versions)
+                      and (framework, c.id) not in self.refused_images]
 
     def recommended_image(self, site: str, framework: str) -> ContainerImage | None:
         """The framework's own recommended image on ``site``, else the one of the framework it runs on."""
@@ -474,6 +478,17 @@ def _jinja_syntax_error(text: str) -> tuple[int, str] | None:
 RAW_FIX = "write a literal {{, {% or {# as {% raw %}...{% endraw %}, or close the tag"
 
 
+def _requirement_clash(fw: Framework, image: ContainerImage) -> str:
+    """Why the venv of ``fw`` on ``image`` could not be built (a package both require, at
+    versions no release satisfies), or ''."""
+    from .requirements import conflicts
+
+    for ours, theirs, why in conflicts(fw.requirements, image.requirements):
+        return (f"framework {fw.name!r} requires {ours} and container {image.id!r} requires {theirs}: {why}. "
+                "Fix: change one of them so that a version satisfies both")
+    return ""
+
+
 def _check_plugin_templates(cat: Catalogue) -> None:
     """Plugin texts that Jinja renders into projects (a framework's example and smoke test,
     template files) are parsed when the plugin loads: a syntax error is refused here, with
@@ -558,6 +573,14 @@ def _cross_check(cat: Catalogue) -> None:
         elif image.profilers is not None and (odd := [p for p in image.profilers if p not in fw.profilers]):
             _drop(cat, "container", "containers", image.id,
                   f"profilers {odd} are not among framework {fw.name!r}'s profilers {fw.profilers}")
+        elif clash := _requirement_clash(fw, image):
+            _drop(cat, "container", "containers", image.id, f"{clash} (framework of plugin {cat.provenance.get(('framework', fw.name), '?')})")
+    for fw in cat.frameworks.values():
+        for image in [c for c in cat.containers.values() if fw.runs_on and c.framework == fw.runs_on]:
+            if clash := _requirement_clash(fw, image):
+                cat.refused_images.add((fw.name, image.id))
+                cat.problems.append(PluginProblem(cat.provenance.get(("framework", fw.name), "?"), (
+                    f"not offered with container {image.id!r} (plugin {cat.provenance.get(('container', image.id), '?')}): {clash}")))
     for site in cat.sites.values():
         own = site.own_image_frameworks
         if own != "all" and (unknown := [f for f in own if f not in cat.frameworks]):

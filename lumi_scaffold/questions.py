@@ -28,6 +28,7 @@ from .defaults import (CONTAINER_SPECIAL, TEST_SITES, TEST_SITES_ENV, Answers, a
                        split_requirements)
 from .labels import LABEL_WIDTH, fit
 from .gpu_vendors import VENDORS
+from .requirements import conflicts
 from .tracking import TRACKERS
 
 __all__ = ["CONTAINER_SPECIAL", "LABEL_WIDTH", "QUESTIONS", "TEST_SITES", "TEST_SITES_ENV", "Answers", "Placeholder", "Question",
@@ -276,6 +277,13 @@ def _extra_requirements(value: Any, a: Answers) -> str:
     for item in split_requirements(value):
         if not REQUIREMENT.match(item):
             return f"{item!r} is not a pip requirement like name or name==1.2 (separate several with spaces or commas)."
+    fw, image = a.cat.frameworks.get(str(a.get("framework"))), chosen_image(a)
+    theirs = [(r, f"framework {fw.name}") for r in fw.requirements] if fw else []
+    theirs += [(r, f"image {image.id}") for r in image.requirements] if image else []
+    for mine, needed, why in conflicts(split_requirements(value), [r for r, _ in theirs]):
+        source = next(s for r, s in theirs if r == needed)
+        return (f"{mine} conflicts with {needed}, which the {source} needs ({why}). Leave it out, or give a "
+                f"requirement {needed} admits.")
     return ""
 
 

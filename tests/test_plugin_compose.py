@@ -156,3 +156,28 @@ def test_a_framework_on_jax_images_inherits_jaxs_preflight_benchmark(tmp_path):
     v = values(project)
     assert v["preflight_benchmark"] == "scripts/lib/allreduce_bench.py"
     assert v["preflight_benchmark_args"][:2] == ["--framework", "jax"]
+
+
+def test_a_requirement_no_image_version_satisfies_is_refused_at_load_and_the_rest_merge_by_name(tmp_path):
+    """A Flax-like framework asking for flax>=0.10 on LUMI's JAX images: the legacy image's
+    flax==0.8.3 admits no such version, so that image is not offered for it (one problem
+    naming both requirements and both plugins); with the recommended image (flax==0.10.4)
+    requirements.txt has one flax line that holds both."""
+    plugin = on_images_of("jax", "flaxlike", "Flax-like (test)", "jax.distributed.initialize() from Slurm's variables",
+                          "flax>=0.10")
+    with isolated_catalogue(plugin, builtins=["lumi", "jax", "profilers"]) as cat:
+        problems = [str(p) for p in cat.problems if "flaxlike" in str(p)]
+        assert problems == [
+            "plugin 'lumi-framework-flaxlike': not offered with container 'lust-jax-0.4.28' (plugin jax): framework "
+            "'flaxlike' requires flax>=0.10 and container 'lust-jax-0.4.28' requires flax==0.8.3: flax>=0.10 admits no "
+            "0.8.3. Fix: change one of them so that a version satisfies both"]
+        assert [c.id for c in cat.images("lumi", "flaxlike")] == ["lust-jax-0.4.35"]
+        assert [c.id for c in cat.images("lumi", "jax")] == ["lust-jax-0.4.35", "lust-jax-0.4.28"]  # JAX keeps both
+        project = render_project(template_copy(tmp_path / "t"), tmp_path / "p", {**DEFAULTS, "framework": "flaxlike"})
+        from lumi_scaffold.questions import check
+
+        assert check("extra_requirements", "optax<0.2 wandb", {**DEFAULTS, "site": "lumi", "framework": "jax"}, cat) == (
+            "optax<0.2 conflicts with optax==0.2.5, which the image lust-jax-0.4.35 needs (optax<0.2 admits no 0.2.5). "
+            "Leave it out, or give a requirement optax==0.2.5 admits.")
+    lines = (project / "requirements.txt").read_text().splitlines()
+    assert [line for line in lines if line.startswith("flax")] == ["flax==0.10.4,>=0.10"]

@@ -249,6 +249,24 @@ def test_new_plugin_asks_for_the_vendor_and_writes_only_its_facts(tmp_path, vend
     assert ("NCCL bootstrap" in text and not AMD.search(text)) == (vendor == "nvidia")
 
 
+@pytest.mark.parametrize("runs_on", ["pytorch", "none"])
+def test_new_plugin_writes_no_site_data_for_a_framework_on_another_frameworks_images(tmp_path, runs_on):
+    """`new-plugin -d kind=framework` asks whether it runs on another framework's images
+    (the default: PyTorch's): then its images.yaml is empty and it names no site, LUMI
+    included; with `runs_on=none` the framework brings an EXAMPLE image of its own."""
+    from lumi_scaffold import ContainerImage, Framework
+    from lumi_scaffold.datafile import load_data_file
+    from lumi_scaffold.newplugin import new_plugin
+
+    answers = {"kind": "framework", "name": "myframework", **({"runs_on": runs_on} if runs_on != "pytorch" else {})}
+    package = new_plugin(tmp_path / "p", answers, defaults=True, quiet=True) / "lumi_framework_myframework"
+    framework = load_data_file(package / "myframework.yaml", Framework, smoke_test="", example="")
+    images = load_data_file(package / "images.yaml", ContainerImage, many=True)
+    assert framework.runs_on == (None if runs_on == "none" else "pytorch")
+    assert [i.site for i in images] == ([] if runs_on == "pytorch" else ["lumi"])
+    assert ("/appl/local" in (package / "images.yaml").read_text()) == (runs_on == "none")
+
+
 def test_a_partition_with_a_minimum_node_count(template, tmp_path):
     """A QOS for large jobs (TEST DATA: 65-256 nodes): fewer nodes are refused with one line
     that names a partition taking them; its fewest nodes render; the matrix renders it so."""

@@ -118,20 +118,23 @@ def fake_site_packages(tmp_path, monkeypatch):
 
 
 # The suite runs on two xdist workers (pyproject.toml's addopts: -n 2 --dist loadgroup).
-# Tests on the local Slurm share its session clusters and must not compete for them: they
-# run in one group, in collection order. (Two groups, one per worker, each with clusters of
-# its own, did not make the suite faster on 2 cores: 17:30 and 20:54 in two runs, against
-# about 18:30 with one group. The jobs train on the CPUs: with two groups both workers
-# held the CPUs with jobs, and the jobs themselves took up to 1.5x as long.)
+# Tests on the local Slurm run in two groups, one per worker, each in collection order on
+# clusters of its own (the harness gives each worker its own ports and job ids): one
+# group's waits on Slurm (jobs starting, the watchdog's limits, the time-limit jobs)
+# overlap the other's work. A module stays in one group (module fixtures such as the
+# behaviour matrix's jobs run once); _SLURM_A is about half the group's time as measured
+# on 2 cores (test_slurm_jobs 300 s; the rest of A about 170 s, of B about 500 s), and
+# every other module (a new one included) goes to B.
 # Tests that build the wheel share one session build: another group. tryfirst: xdist's own
 # hook (on each worker) turns the xdist_group marks into the "@group" suffix of the node
 # ids it sends for scheduling; it must see the marks we add.
 _WHEEL_MODULES = {"test_install", "test_packaging", "test_bundle"}
+_SLURM_A = {"test_slurm_jobs", "test_fault_model_jobs", "test_preflight", "test_own_script_jobs", "test_job_nodes"}
 # Tests whose jobs wait on Slurm's clock (a time limit, the warning before it), each with the
 # session fixture that submits its jobs, on a cluster of their own (slurm_cluster_timelimit):
-# the fixtures are requested in the first test of the Slurm group and these tests run last,
-# so the waits (60-95 s for the harness's job, two chained jobs for the examples) overlap
-# the rest of the group instead of adding to it.
+# they run in group A, whatever their module, last; the fixtures are requested in the
+# group's first test, so the waits (60-95 s for the harness's job, two chained jobs for the
+# examples) overlap the rest of the group instead of adding to it.
 _OVERLAPPED = {
     "tests/test_slurm_harness.py::test_time_limit_kills_job": "time_limit_job",
     "tests/test_own_script_jobs.py::test_the_examples_save_at_the_time_limit_warning_and_the_next_job_resumes_there":
@@ -140,6 +143,11 @@ _OVERLAPPED = {
         "default_limit_hangs",
 }
 _SUBMIT_EARLY = pytest.StashKey[list]()
+
+
+def _slurm_group(item) -> str:
+    module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
+    return "slurm-a" if module in _SLURM_A or item.nodeid.split("[")[0] in _OVERLAPPED else "slurm-b"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -151,7 +159,7 @@ def pytest_collection_modifyitems(config, items):
             # A test on a Slurm cluster is a `slurm` test, marked or not: -m "not slurm" (the
             # README's fast tier) leaves it out, as it leaves out the marked ones.
             item.add_marker(pytest.mark.slurm)
-            item.add_marker(pytest.mark.xdist_group("slurm"))
+            item.add_marker(pytest.mark.xdist_group(_slurm_group(item)))
             slurm.append(item)
         elif item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in _WHEEL_MODULES:
             item.add_marker(pytest.mark.xdist_group("wheel"))
@@ -165,10 +173,10 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _overlapped_jobs_early(request):
-    """In the Slurm group's first test, when overlapped tests run later: submit their jobs."""
+    """In Slurm group A's first test, when overlapped tests run later: submit their jobs."""
     if not request.config.stash.get(_SUBMIT_EARLY, None):
         return
-    if "slurm" not in [m.args[0] for m in request.node.iter_markers("xdist_group") if m.args]:
+    if "slurm-a" not in [m.args[0] for m in request.node.iter_markers("xdist_group") if m.args]:
         return
     names, request.config.stash[_SUBMIT_EARLY] = request.config.stash[_SUBMIT_EARLY], []
     for name in names:

@@ -72,6 +72,31 @@ def test_old_site_data_still_loads():
     assert site.allreduce_reference.benchmark_args == []
 
 
+def test_patterns_with_any_characters_reach_the_job_as_written(template, tmp_path):
+    """A site's patterns may use what regular expressions use ([ ] ? * \\ $ and quotes, issue
+    42): values.sh holds each as one single-quoted word that lints clean, the job reads it
+    back unchanged, and collective_net.py decides with it."""
+    from lumi_scaffold.lint import shellcheck
+    from lumi_scaffold.testing import plugin_catalogue, render_project, use_catalogue
+
+    from .helpers import site_plugin, values
+
+    fast, tcp = r"NET/OFI Selected [Pp]rovider is cxi(, fabric)?", r"NET/(Socket|IB)\b.*'\$[0-9]+'\?"
+    data = copy.deepcopy(get_catalogue().sites["lumi"].model_dump())
+    data.update(name="oddnet", title="Odd patterns (test data)", own_image_frameworks="all")
+    data["rccl_check"] = {**data["rccl_check"], "fast": fast, "tcp": tcp}
+    with use_catalogue(plugin_catalogue(site_plugin("lumi-site-oddnet", Site.model_validate(data)))):
+        project = render_project(template, tmp_path / "p", {
+            "project_name": "demo", "site": "oddnet", "account": "project_465000000", "framework": "pytorch", "nodes": 2,
+            "container": "custom", "container_path": "/project/containers/custom.sif"})
+    assert shellcheck([project / "scripts" / "values.sh"]) == []
+    read = values(project)
+    assert (read["net_check_fast"], read["net_check_tcp"]) == (fast, tcp)
+    log = "NET/OFI Selected provider is cxi, fabric is cxi\nUsing network Libfabric\n"
+    assert collective_net.verdict(log, fast, tcp, LUMI.final) == "fast"
+    assert collective_net.verdict("NET/Socket x '$12'?\nUsing network Socket\n", fast, tcp, LUMI.final) == "tcp"
+
+
 def test_lumi_reference_is_the_reframe_check():
     """LUMI's ReFrame check: all_reduce_perf -b 2M -e 2048M -f 2 -g 1 -z 1 -t 1 -R 1 -n 80 -w 5
     -d half, in-place busbw (the row's last but one field) [RF-RCCL]."""

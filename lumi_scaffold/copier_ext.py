@@ -295,6 +295,17 @@ def lumi_values(ctx: Context) -> str:
 
 
 @pass_context
+def lumi_refused(ctx: Context, what: str) -> str:
+    """Why the answered partition takes no ``what`` (``"chains"``, ``"arrays"``), in the words
+    of scripts/values.sh (lumi_scaffold.values.refused_here): plain text, to escape for the
+    file's language."""
+    from .plugin_data import validate_plugin_data
+
+    return values.refused_here(validate_plugin_data(ctx.get("plugin_data")),
+                               {"chains": values.CHAINS, "arrays": values.ARRAYS}[what])
+
+
+@pass_context
 def lumi_launch_note(ctx: Context) -> list[str]:
     """How the training ranks start and get their CPUs, as comment lines (lumi_scaffold.values)."""
     from .plugin_data import validate_plugin_data
@@ -412,7 +423,7 @@ def lumi_gpu(plugin_data: Any) -> dict[str, Any]:
 # The Jinja globals and filters plugins and templates may rely on (docs/plugins/compatibility.md).
 _GLOBALS = {f.__name__: _user_errors(f) for f in (
     lumi_choices, lumi_default, lumi_check, lumi_resolve, lumi_notices, lumi_placeholders, lumi_framework_text,
-    lumi_plugin_files, lumi_sources, lumi_values, lumi_launch_note, lumi_command, lumi_library_sums)}
+    lumi_plugin_files, lumi_sources, lumi_values, lumi_launch_note, lumi_refused, lumi_command, lumi_library_sums)}
 _FILTERS = {f.__name__: _user_errors(f) for f in (
     lumi_render, lumi_yaml, lumi_py_text, lumi_sh, lumi_cite, lumi_path_variable, lumi_storage_variables, lumi_gpu)}
 

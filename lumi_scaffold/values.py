@@ -250,7 +250,7 @@ def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
             if pd.framework.needs_master_addr else (
             f"0: {pd.framework.title} finds its peers itself ({pd.framework.distributed_init or 'its own rendezvous'}).",)),
         Value("chains", _flag(pd.partition.chains), ("1: CHAIN=N sbatch jobs/train.sbatch queues the run's next jobs.",)),
-        Value("chains_refused", refused_here(pd, "chains of jobs") if not pd.partition.chains else ""),
+        Value("chains_refused", refused_here(pd, CHAINS) if not pd.partition.chains else ""),
         Value("signal_lead", str(job.signal_lead), ("Seconds before the time limit at which Slurm warns the training job.",)),
         Value("profile_signal_lead", str(job.profile_signal_lead)),
         Heading(("The progress watchdog's default limits (watch_progress in scripts/lib/job.sh), each from the job's",
@@ -266,6 +266,7 @@ def _launch(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], st
 # What a partition without job arrays refuses (refused_here): jobs/sweep.sbatch (slurm.jinja's
 # arrays_refused), scripts/sweep.py, explain and doctor say it in the same words.
 ARRAYS = "job arrays (the trials of a sweep would break its job limits)"
+CHAINS = "chains of jobs"
 
 
 def _sweep(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str]) -> list[Item]:
@@ -284,8 +285,9 @@ def _sweep(answers: Mapping[str, Any], pd: PluginData, cite: Callable[[str], str
 
 
 def refused_here(pd: PluginData, what: str) -> str:
-    """Why this partition refuses what its data says it takes no part in, with its purpose
-    (lumi_scaffold.explain says it in the same words)."""
+    """Why this partition refuses what its data says it takes no part in, with its purpose:
+    the one wording of scripts/values.sh, the job files and README (the lumi_refused global)
+    and lumi-scaffold explain and doctor."""
     name, purpose = pd.partition.name, pd.partition.purpose
     return f"{name} takes no {what}{f'; {name}: ' + purpose.rstrip('.') if purpose else ''}"
 

@@ -26,6 +26,7 @@ from . import hookspecs, settings
 from .datafile import error_messages
 from .errors import DataFileError, PluginProblem
 from .models import ContainerImage, Framework, Profiler, Site, Source, TemplateFile
+from .requirements import requirement_clash
 
 __all__ = [
     "DEFAULT_PLUGINS",
@@ -478,17 +479,6 @@ def _jinja_syntax_error(text: str) -> tuple[int, str] | None:
 RAW_FIX = "write a literal {{, {% or {# as {% raw %}...{% endraw %}, or close the tag"
 
 
-def _requirement_clash(fw: Framework, image: ContainerImage) -> str:
-    """Why the venv of ``fw`` on ``image`` could not be built (a package both require, at
-    versions no release satisfies), or ''."""
-    from .requirements import conflicts
-
-    for ours, theirs, why in conflicts(fw.requirements, image.requirements):
-        return (f"framework {fw.name!r} requires {ours} and container {image.id!r} requires {theirs}: {why}. "
-                "Fix: change one of them so that a version satisfies both")
-    return ""
-
-
 def _check_plugin_templates(cat: Catalogue) -> None:
     """Plugin texts that Jinja renders into projects (a framework's example and smoke test,
     template files) are parsed when the plugin loads: a syntax error is refused here, with
@@ -573,11 +563,11 @@ def _cross_check(cat: Catalogue) -> None:
         elif image.profilers is not None and (odd := [p for p in image.profilers if p not in fw.profilers]):
             _drop(cat, "container", "containers", image.id,
                   f"profilers {odd} are not among framework {fw.name!r}'s profilers {fw.profilers}")
-        elif clash := _requirement_clash(fw, image):
+        elif clash := requirement_clash(fw.name, fw.requirements, image.id, image.requirements):
             _drop(cat, "container", "containers", image.id, f"{clash} (framework of plugin {cat.provenance.get(('framework', fw.name), '?')})")
     for fw in cat.frameworks.values():
         for image in [c for c in cat.containers.values() if fw.runs_on and c.framework == fw.runs_on]:
-            if clash := _requirement_clash(fw, image):
+            if clash := requirement_clash(fw.name, fw.requirements, image.id, image.requirements):
                 cat.refused_images.add((fw.name, image.id))
                 cat.problems.append(PluginProblem(cat.provenance.get(("framework", fw.name), "?"), (
                     f"not offered with container {image.id!r} (plugin {cat.provenance.get(('container', image.id), '?')}): {clash}")))

@@ -99,3 +99,12 @@ def conflicts(ours: Iterable[str], theirs: Iterable[str]) -> list[tuple[str, str
     """(ours, theirs, why) for each pair of conflicting requirements."""
     theirs = list(theirs)
     return [(x, y, why) for x in ours for y in theirs if (why := conflict(x, y))]
+
+
+def requirement_clash(framework: str, ours: Iterable[str], image: str, theirs: Iterable[str]) -> str:
+    """Why the venv of ``framework`` on container ``image`` could not be built (a package both
+    require at versions no release satisfies), for the plugin check's line; or ''."""
+    for mine, needed, why in conflicts(ours, theirs):
+        return (f"framework {framework!r} requires {mine} and container {image!r} requires {needed}: {why}. "
+                "Fix: change one of them so that a version satisfies both")
+    return ""

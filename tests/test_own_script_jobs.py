@@ -313,9 +313,12 @@ def test_the_examples_save_at_the_time_limit_warning_and_the_next_job_resumes_th
     result = slurm_cluster.wait(first, timeout=300)
     log = log_of(project, first)
     assert (result.state, result.exit_code) == ("FAILED", 75), log  # (not TIMEOUT: it ended itself)
-    # submitted with --signal=B:USR1@45 over the job file's own lead: the time Slurm holds left
+    # submitted with --signal=B:USR1@45 over the job file's own lead: the time Slurm holds left,
+    # within the 1-minute limit (not the job file's lead of minutes). Not <= 45: Slurm may send
+    # the signal up to 60 s before the time asked for (sbatch --signal, its event resolution);
+    # a CI run saw "time limit in 46 s".
     left = re.search(r"^time limit in (\d+) s: job \d+ continues the run", log, re.M)
-    assert left and int(left.group(1)) <= 45, log
+    assert left and int(left.group(1)) <= 60, log
     stopped = int(re.search(r"^time limit: stopped at step (\d+) on every (rank|process), saved it", log, re.M).group(1))
     run_dir = Path(env["OUTPUT_ROOT"]) / "demo"
     report = json.loads((run_dir / "reports" / f"{first}.json").read_text())

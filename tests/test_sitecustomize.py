@@ -29,7 +29,9 @@ def test_a_process_that_ends_leaves_no_stacks_file(tmp_path):
 
 
 def test_sigusr2_writes_the_stacks_of_a_running_process(tmp_path):
-    process = watched(tmp_path, "import time\nprint('up', flush=True)\ndef waiting_here():\n    time.sleep(60)\n"
+    # "up" is printed inside waiting_here, so the signal finds the process in it (a CI run
+    # signalled a process that printed "up" before the call, between the two lines).
+    process = watched(tmp_path, "import time\ndef waiting_here():\n    print('up', flush=True)\n    time.sleep(60)\n"
                                 "waiting_here()\n")
     try:
         assert process.stdout.readline().strip() == "up"

@@ -92,7 +92,7 @@ class Catalogue:
     problems: list[PluginProblem] = field(default_factory=list)
     provenance: dict[tuple[str, str], str] = field(default_factory=dict)
     # (framework, image id): an image of the framework it runs on whose requirements
-    # conflict with its own (_check_requirements), not offered for it.
+    # conflict with its own (_cross_check, requirements.requirement_clash), not offered for it.
     refused_images: set[tuple[str, str]] = field(default_factory=set)
 
     def images(self, site: str, framework: str, *, include_removed: bool = False) -> list[ContainerImage]:

@@ -5,13 +5,16 @@ Each assertion on the site's data names its source key (registered by the plugin
 registers none and offers every framework with the user's own image (``container:
 custom``).
 
-Cost: the plugin's full conformance matrix is 180 projects (2 frameworks and 3
-framework x launcher pairs, 2 data areas, pre-staging on and off, 2 profilers, 5 job
-shapes); ``check_conformance`` renders and lints them all in about 30 CPU-seconds. This
-file renders a sample that meets every value of every axis and every job shape, plus
-the shapes below, with the same functions (``render_many``, ``lint_projects``), and
-checks the rest of what ``check_conformance`` checks on the catalogue directly: about
-a third of the CPU. ``LEONARDO_FULL_CONFORMANCE=1`` runs the full check as well.
+Cost: the plugin's full conformance matrix is 180 projects (3 framework x launcher pairs,
+2 data areas, pre-staging on and off, 2 profilers, 5 job shapes). ``check_conformance``
+renders and lints them all in about 32 CPU-seconds with the repository suite's Copier
+shortcuts, and 65 with plain Copier on a busy machine where this file took 25-30. This
+file renders 9 projects with the same functions (``render_many``, ``lint_projects``): one
+per job shape, with every value of every other axis among them, and the shapes below; it
+checks the rest of what ``check_conformance`` checks on the catalogue itself. About 20
+CPU-seconds on a quiet machine, most of them shellcheck on the ~25 distinct shell files a
+project has, whatever the number of projects. ``LEONARDO_FULL_CONFORMANCE=1`` runs the
+full check as well.
 """
 
 from __future__ import annotations
@@ -54,19 +57,23 @@ SHAPES = {
 
 
 def _sample(matrix: list[dict]) -> list[dict]:
-    """One project per job shape and framework x launcher, the other axes (data area,
-    pre-staging, profiler, tracker) turned in step so that each value appears."""
-    seen, sample = set(), []
-    for answers in matrix:
-        key = (answers["partition"], answers["nodes"], answers["gpus_per_node"], answers["framework"], answers["launcher"])
-        if key not in seen:
-            seen.add(key)
-            sample.append(answers)
+    """One project per job shape, the framework x launcher pairs in turn (so the multi-node
+    shape gets torchrun), the other axes (data area, pre-staging, profiler) turned in step
+    so that each value appears."""
+    shapes = list(dict.fromkeys((a["partition"], a["nodes"], a["gpus_per_node"]) for a in matrix))
+    pairs = list(dict.fromkeys((a["framework"], a["launcher"]) for a in matrix))
     areas, profilers = sorted({a["data_location"] for a in matrix}), sorted({a["profiler"] for a in matrix})
-    for i, answers in enumerate(sample):
-        answers.update(data_location=areas[i % len(areas)], prestage=bool(i // 2 % 2), profiler=profilers[i // 4 % len(profilers)])
+    sample = []
+    for i, shape in enumerate(shapes):
+        pair = pairs[i % len(pairs)]
+        answers = next(dict(a) for a in matrix if (a["partition"], a["nodes"], a["gpus_per_node"]) == shape
+                       and (a["framework"], a["launcher"]) == pair)
+        answers.update(data_location=areas[i % len(areas)], prestage=bool(i // 2 % 2),
+                       profiler=profilers[i // 2 % len(profilers)])
+        answers.pop("profile_rank", None)
         if answers["profiler"] != "none":
             answers["profile_rank"] = answers["nodes"] * answers["gpus_per_node"] - 1
+        sample.append(answers)
     return sample
 
 
@@ -100,7 +107,8 @@ def test_site_matches_the_sources(catalogue):
     assert (bprod.slurm_name, bprod.qos, bprod.min_nodes, bprod.max_nodes, bprod.max_walltime, bprod.allocation) == (
         "boost_usr_prod", "boost_qos_bprod", 128, 256, "1-00:00:00", "whole-node")
     # boost_qos_lprod: 3 nodes [CINECA-BS] (AI Factory Austria's guide: 8; the stricter), 4 days [CINECA-BS]
-    assert (lprod.slurm_name, lprod.qos, lprod.max_nodes, lprod.max_walltime) == ("boost_usr_prod", "boost_qos_lprod", 3, "4-00:00:00")
+    assert (lprod.slurm_name, lprod.qos, lprod.max_nodes, lprod.max_walltime) == (
+        "boost_usr_prod", "boost_qos_lprod", 3, "4-00:00:00")
     # Nodes are shared between jobs: a job may take part of one [CINECA-BS]; the smoke test on the debug QOS
     assert (usr.allocation, dbg.allocation, lprod.allocation) == ("by-resource",) * 3
     assert (site.partial_node_partition, site.whole_node_partition, site.smoke_partition) == (
@@ -140,7 +148,8 @@ def test_every_framework_is_offered_with_your_own_image(catalogue):
 
 
 @pytest.mark.parametrize(("given", "fragment"), [
-    ({"partition": "boost_qos_dbg", "nodes": 10}, "boost_qos_dbg allows at most 2 nodes, not 10. Use partition=boost_usr_prod or nodes=2."),
+    ({"partition": "boost_qos_dbg", "nodes": 10},
+     "boost_qos_dbg allows at most 2 nodes, not 10. Use partition=boost_usr_prod or nodes=2."),
     ({"partition": "boost_qos_bprod", "nodes": 65}, "boost_qos_bprod takes jobs of at least 128 nodes, not 65. Use nodes=128."),
     ({"partition": "boost_usr_prod", "nodes": 65}, "boost_usr_prod allows at most 64 nodes, not 65."),
     ({"partition": "boost_qos_dbg", "walltime": "00:45:00"}, "exceeds the boost_qos_dbg limit of 00:30:00"),
@@ -187,7 +196,8 @@ def test_sbatch_lines_use_the_partition_and_qos_spellings(projects, catalogue):
         assert not [line for line in train if line.startswith("#SBATCH --mem")], name  # no figure in the sources
         smoke = (project / "jobs/smoke-test.sbatch").read_text()
         assert "#SBATCH --qos=boost_qos_dbg" in smoke and "#SBATCH --gpus-per-node=1" in smoke, name
-    one_node = [line for line in (made["1node-4gpus"][0] / "jobs/train.sbatch").read_text().splitlines() if line.startswith("#SBATCH")]
+    one_node = [line for line in (made["1node-4gpus"][0] / "jobs/train.sbatch").read_text().splitlines()
+                if line.startswith("#SBATCH")]
     assert "#SBATCH --exclusive" in one_node and "#SBATCH --gpus-per-node=4" in one_node  # a whole node of a shared partition
     assert "#SBATCH --cpus-per-task=32" in one_node  # torchrun: one task per node, 4 x 8 cores
     dbg = (made["dbg-1gpu"][0] / "jobs/train.sbatch").read_text()

@@ -29,7 +29,7 @@ def _isolated(monkeypatch, tmp_path_factory):
     monkeypatch.setenv(TEST_SITES_ENV, "1")
     # The example plugins under plugins/ are tested in tests/test_plugin_packages.py and
     # their own tests; everywhere else the catalogue is the built-ins plus the local site.
-    monkeypatch.setenv(plugins.ENV_DISABLE, "lumi-site-frontier,lumi-framework-deepspeed")
+    monkeypatch.setenv(plugins.ENV_DISABLE, "lumi-site-frontier,lumi-site-leonardo,lumi-framework-deepspeed")
     plugins.reset()
     for var in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
         monkeypatch.setenv(var, "lumi-scaffold tests")

@@ -19,6 +19,7 @@ DATA = {  # file pattern -> the model its entries are
     "lumi_scaffold/default_plugins/profilers.yaml": models.Profiler,
     "lumi_scaffold/default_plugins/*-containers.yaml": models.ContainerImage,
     "plugins/lumi-site-frontier/lumi_site_frontier/frontier.yaml": models.Site,
+    "plugins/lumi-site-leonardo/lumi_site_leonardo/leonardo.yaml": models.Site,
     "plugins/lumi-framework-deepspeed/lumi_framework_deepspeed/deepspeed.yaml": models.Framework,
     "plugins/lumi-framework-deepspeed/lumi_framework_deepspeed/containers.yaml": models.ContainerImage,
 }

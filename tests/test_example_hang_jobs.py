@@ -120,7 +120,7 @@ def test_the_deepspeed_example_hung_at_step_5_is_named_and_a_job_without_the_nod
         if os.environ.get("LUMI_SCAFFOLD_REQUIRE_DEEPSPEED"):
             raise
         pytest.skip("deepspeed is not importable here (pip install --no-build-isolation deepspeed)")
-    monkeypatch.setenv(plugins.ENV_DISABLE, "lumi-site-frontier")  # (tests/conftest.py disables the plugin)
+    monkeypatch.setenv(plugins.ENV_DISABLE, "lumi-site-frontier,lumi-site-leonardo")  # (tests/conftest.py disables the plugin)
     plugins.reset()
     project = render(template, tmp_path / "p", partition="small-g", gpus_per_node=2, framework="deepspeed",
                      walltime="01:00:00")

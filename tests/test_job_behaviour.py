@@ -192,7 +192,7 @@ def runs(template, tmp_path_factory, request, slurm_cluster_2nodes, dataset, sit
     data_dir, archive = dataset
     with pytest.MonkeyPatch.context() as mp:
         # The DeepSpeed example plugin takes part here (tests/conftest.py disables it elsewhere).
-        mp.setenv(plugins.ENV_DISABLE, "lumi-site-frontier")
+        mp.setenv(plugins.ENV_DISABLE, "lumi-site-frontier,lumi-site-leonardo")
         mp.delenv(plugins.ENV_LOAD, raising=False)
         plugins.reset()
         catalogue = get_catalogue()

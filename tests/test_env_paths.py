@@ -334,6 +334,27 @@ def test_storage_under_a_variable_renders_lints_and_is_checked_by_the_job_and_do
     assert copier_ext.lumi_storage_variables(answers["plugin_data"], "${OTHER}/x.tar") == ["MYSCRATCH", "OTHER"]
 
 
+def test_node_local_storage_under_a_variable_is_expanded_on_the_node(template, tmp_path, monkeypatch):
+    """A site whose node-local area is ``${TMPDIR}`` (TEST DATA; the Leonardo example's
+    sources leave open which area /tmp is): the job's temporary directory and the pre-staging
+    directory are under that variable's value, not under a directory named ``${TMPDIR}``."""
+    real = plugins.get_catalogue()
+    cat = plugins.Catalogue(**{**vars(real), "sites": dict(real.sites)})
+    cat.sites["lumi"] = cat.sites["lumi"].model_copy(update={"node_local_tmp": "${TMPDIR}"})
+    monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
+    project = render(template, tmp_path / "p", prestage=True)
+    assert values(project)["node_tmp"] == "${TMPDIR}"
+    assert lint_project(project, cat, "lumi") == []
+    script = ('module() { :; }; set -euo pipefail; source scripts/lib/job.sh; '
+              'printf "%s\\n" "$(job_tmpdir)" "${NODE_TMP}" "${STAGE_DIR}"')
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "NODE_TMP", "DATASET_ARCHIVE"))}
+    done = subprocess.run(["bash", "-c", script], cwd=project, capture_output=True, text=True,
+                          env={**env, "SIF": "/x.sif", "USER": "u1", "TMPDIR": "/node/tmp", "SLURM_JOB_ID": "7",
+                               "SLURM_NODEID": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["/node/tmp/u1-tmp-7-1", "/node/tmp", "/node/tmp/u1-demo-7"]
+
+
 def test_a_site_without_variables_has_no_storage_check(template, tmp_path):
     from lumi_scaffold.answers import read_answers
     from lumi_scaffold.doctor import storage_checks

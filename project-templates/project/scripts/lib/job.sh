@@ -126,7 +126,7 @@ fi
 # storage on every node, and DATA_DIR names the copy. DATASET_ARCHIVE=... sbatch ... overrides.
 if [ "${prestage}" = 1 ]; then
     DATASET_ARCHIVE="${DATASET_ARCHIVE:-$(expand "${dataset_archive}")}"
-    NODE_TMP="${NODE_TMP:-${node_tmp}}"
+    NODE_TMP="${NODE_TMP:-$(expand "${node_tmp}")}"
     STAGE_DIR="${NODE_TMP}/${USER}-${project_name}-${SLURM_JOB_ID:-0}"
     export DATASET_ARCHIVE NODE_TMP STAGE_DIR
 fi

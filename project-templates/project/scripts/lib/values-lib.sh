@@ -18,10 +18,11 @@ expand() {
 }
 
 
-# This job's temporary directory on this node (node_tmp in values.sh): scripts/lib/run.sh
-# makes it, scripts/lib/nodes.sh removes it when the job ends.
+# This job's temporary directory on this node (node_tmp in values.sh, a ${NAME} in it
+# expanded here, on the node): scripts/lib/run.sh makes it, scripts/lib/nodes.sh removes it
+# when the job ends.
 job_tmpdir() {
-    printf '%s' "${node_tmp}/${USER}-tmp-${SLURM_JOB_ID}-${SLURM_NODEID}"
+    printf '%s' "$(expand "${node_tmp}")/${USER}-tmp-${SLURM_JOB_ID}-${SLURM_NODEID}"
 }
 
 # The environment-modules command `module "$@"`, with nounset off while it runs: Lmod 9.2

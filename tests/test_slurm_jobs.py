@@ -26,16 +26,14 @@ from lumi_scaffold.plugins import get_catalogue
 from lumi_scaffold.questions import check
 from lumi_scaffold.runs import read_runs
 
-from .helpers import render
+from .helpers import need_module, render
 from .jobs import heartbeats, image_env, job_env, log_of, run_job
 from .slurm.fixtures import LOCAL_TWO_NODE_KNOBS, slurm_required, start_or_skip
 from .test_runlog import mlflow_runs_tagged, mlflow_steps, tensorboard_steps, wandb_steps
 
 pytestmark = pytest.mark.slurm
-if slurm_required():  # CI: a missing torch must fail the run, not skip the job tests
-    import torch
-else:
-    torch = pytest.importorskip("torch", reason="the job tests train with CPU PyTorch (pip install torch==2.13.0)")
+# CI: a missing torch must fail the run, not skip the job tests
+need_module("torch", "the job tests train with CPU PyTorch (pip install torch==2.13.0)", required=slurm_required())
 
 LOCAL = {"site": "local", "account": "local", "partition": "batch", "gpus_per_node": 2}
 ACCOUNT = "project_465001234"  # a LUMI project, not the example (whose smoke job sbatch refuses)
@@ -46,11 +44,8 @@ def needs_local_site() -> None:
         pytest.skip("plugins/lumi-site-local is not installed")
 
 
-def needs_jax() -> None:
-    if slurm_required():
-        import jax  # noqa: F401  (CI installs it; a missing JAX must fail there)
-    else:
-        pytest.importorskip("jax", reason="the JAX job tests need CPU JAX (pip install jax)")
+def needs_jax() -> None:  # (CI installs it; a missing JAX must fail there)
+    need_module("jax", "the JAX job tests need CPU JAX (pip install jax)", required=slurm_required())
 
 
 # ------------------------------------------------------------------ a chain (started first)
@@ -475,6 +470,8 @@ def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained
     assert sorted(p.name for p in saved.glob("checkpoint-*.pt"))[-1] == "checkpoint-00000240.pt"
     assert len(list(saved.glob("checkpoint-*.pt"))) == 3  # --keep-checkpoints 3 (the default)
     assert len((run_dir / "jobs.txt").read_text().splitlines()) == 2
+    import torch  # (here, not at import: the test worker imports no framework)
+
     assert torch.load(saved / "checkpoint-00000240.pt")["step"] == 240
     # One tracked run across the chain: every 10th step once (job 2 resumed from an older
     # checkpoint than job 1's last logged step, and did not log those steps again).

@@ -53,16 +53,17 @@ def needs_jax() -> None:  # (CI installs it; a missing JAX must fail there)
 
 @pytest.fixture(scope="module")
 def chained_run(tmp_path_factory, template, site_root, dataset):
-    """A 2-node run (4 ranks, pre-staged data) submitted with CHAIN=3 whose first job runs
+    """A 1-node run (2 ranks, pre-staged data) submitted with CHAIN=3 whose first job runs
     out of time (its own --time=1 min on the sbatch command line; the chained jobs have the
     header's 5 min): on a cluster of its own, so it runs while the other tests use theirs.
-    Returns (cluster, first job id, project, env)."""
+    (Training across 2 nodes: test_pytorch_trains_across_two_nodes.) Returns (cluster, first
+    job id, project, env)."""
     if "local" not in get_catalogue().sites:
         yield None
         return
     cluster = start_or_skip(tmp_path_factory.mktemp("slurm-chain"), **LOCAL_TWO_NODE_KNOBS)
     work = tmp_path_factory.mktemp("chain")
-    project = render(template, work / "p", **LOCAL, nodes=2, walltime="00:05:00", prestage=True,
+    project = render(template, work / "p", **LOCAL, walltime="00:05:00", prestage=True,
                      dataset_archive=str(dataset[1]), tracking="tensorboard")
     env = job_env(cluster, work, site_root)
     # 120 s of training: more than a 1-minute job gets (Slurm ends it 60-95 s in), less than
@@ -460,7 +461,7 @@ def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained
     log2 = log_of(project, second)
     assert result.state == "COMPLETED", log2
     resumed = int(re.search(r"resumed from \S+ at step (\d+)", log2).group(1))
-    assert 1 <= resumed < 240 and "done: 240 steps on 4 process(es)" in log2, log2
+    assert 1 <= resumed < 240 and "done: 240 steps on 2 process(es)" in log2, log2
     third = int(re.search(r"^chain: job (\d+) continues run demo", log2, re.M).group(1))
     assert f"training finished; cancelling job {third}" in log2
     info = cluster.wait(third, timeout=30)
@@ -482,7 +483,7 @@ def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained
     assert one["ended"] == "time limit" and one["steps"]["first"] == 1 and one["steps"]["last"] >= resumed, one
     assert re.search(rf"^report: job {first} time limit · steps 1-\d+ ", log, re.M), log
     assert two["ended"] == "finished" and two["steps"] == {"first": resumed + 1, "last": 240, "done": 240 - resumed}, two
-    assert one["world"] == two["world"] == 4 and two["billing"]["billed"] is None  # (no billing rule at this site)
+    assert one["world"] == two["world"] == 2 and two["billing"]["billed"] is None  # (no billing rule at this site)
     runs = read_runs(Path(env["OUTPUT_ROOT"]))  # lumi-scaffold explain --runs
     assert [r["run"] for r in runs] == ["demo"] and [j["job"] for j in runs[0]["jobs"]] == [str(first), str(second)]
     assert runs[0]["last_step"] == 240 and runs[0]["steps"] == one["steps"]["done"] + two["steps"]["done"]

@@ -395,8 +395,9 @@ def test_jax_project_trains_on_two_processes(slurm_cluster, template, tmp_path, 
 @pytest.mark.parametrize("launcher", ["srun", "torchrun"])
 def test_pytorch_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, site_root, launcher):
     """DDP over gloo on 2 emulated nodes x 2 ranks; MASTER_ADDR (srun) or torchrun's c10d
-    rendezvous (torchrun) is the first node's name, which resolves; a second job resumes
-    (torchrun: in the same MLflow run)."""
+    rendezvous (torchrun) is the first node's name, which resolves. torchrun: a second job
+    resumes, in the same MLflow run (srun's resume: the chain's second job,
+    test_chain_resumes_after_the_time_limit_and_stops_when_training_ends)."""
     needs_local_site()
     tracking = "mlflow" if launcher == "torchrun" else "none"
     project = render(template, tmp_path / "p", **LOCAL, nodes=2, launcher=launcher, tracking=tracking)
@@ -413,14 +414,15 @@ def test_pytorch_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_pa
     assert sorted(beats) == [0, 1, 2, 3] and all(1 <= step <= 20 for _, step in beats.values()), beats
     assert sorted(beats[int(r)][0] == n for r, n, _ in ranks) == [True] * 4, (beats, ranks)
     assert "0 DataLoader worker(s) per rank" in log  # 1 CPU per rank on this site, minus the rank's own
+    if launcher == "srun":
+        return
     job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/train.sbatch", "--steps", "30")
     log = log_of(project, job_id)
     assert result.state == "COMPLETED", log
     assert "resumed from" in log and "at step 20" in log and "done: 30 steps on 4 process(es)" in log
     assert sorted(p.name for p in (tmp_path / "outputs" / "demo" / "checkpoints").glob("checkpoint-*.pt")) == [
         "checkpoint-00000020.pt", "checkpoint-00000030.pt"]
-    if tracking == "mlflow":  # one run in the project's file store, steps 10-30 once each
-        assert mlflow_steps(tmp_path / "outputs" / "mlruns") == [10, 20, 30]
+    assert mlflow_steps(tmp_path / "outputs" / "mlruns") == [10, 20, 30]  # one run in the file store, each step once
 
 
 def test_jax_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, site_root):

@@ -427,7 +427,8 @@ def test_pytorch_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_pa
 
 def test_jax_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, site_root):
     """jax.distributed across 2 emulated nodes x 2 processes (coordinator: the first node's
-    name); the on-device reduction leaves every process with the same parameters; resumes."""
+    name); the on-device reduction leaves every process with the same parameters. (A second
+    job's resume: test_jax_project_trains_on_two_processes.)"""
     needs_local_site()
     needs_jax()
     project = render(template, tmp_path / "p", **LOCAL, nodes=2, framework="jax")
@@ -440,10 +441,6 @@ def test_jax_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, 
     assert sorted(sums) == ["0", "1", "2", "3"] and len(set(sums.values())) == 1, log
     beats = heartbeats(project, job_id)  # every process wrote its step for the progress watchdog
     assert sorted(beats) == [0, 1, 2, 3] and all(1 <= step <= 20 for _, step in beats.values()), beats
-    job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/train.sbatch", "--steps", "25")
-    log = log_of(project, job_id)
-    assert result.state == "COMPLETED" and "resumed from" in log and "at step 20" in log, log
-    assert "done: 25 steps on 4 process(es)" in log
 
 
 def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained_run):

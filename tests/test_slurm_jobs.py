@@ -321,8 +321,47 @@ def test_a_dev_g_job_refuses_a_chain(slurm_cluster, template, tmp_path, site_roo
     assert f"afterany:{job_id}" not in queued, queued
 
 
+# TEST STAND-IN for the example in a profile job, without a framework: its steps (0.2 s each),
+# heartbeats, lines ("step N loss", "done: N steps") and job report (scripts/lib/python/runlog.py,
+# on the jobs' PYTHONPATH), called as the example calls them; the profile job's machinery (which
+# rank the profiler wraps, where the profile and the report go, the time-limit warning) is what
+# the profile tests check. The ranks do not talk: each decides time_to_stop alone, as rank 0 of
+# the example decides for all (a rank that stopped fails the step: --kill-on-bad-exit).
+PROFILED_STAND_IN = """import argparse, os, time
+import runlog
+from heartbeat import Heartbeat
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=200)
+args, _ = parser.parse_known_args()
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+heartbeat = Heartbeat()
+log = runlog.RunLog(rank=rank, world=world, output=os.environ["RUN_DIR"], start_step=0, last_step=args.steps,
+                    samples_per_step=world, config=vars(args))
+step, stopped = 0, False
+while step < args.steps and not stopped:
+    time.sleep(0.2)
+    step += 1
+    heartbeat.beat(step)
+    log.step(step, data_wait=0.0, metrics=lambda: {"loss": 1 / step, "lr": 0.1})
+    if rank == 0 and (step % 20 == 0 or step == args.steps):
+        print(f"step {step} loss {1 / step:.4f}", flush=True)
+    stopped = log.time_to_stop(step, lambda values: values)
+if rank == 0:
+    print(f"time limit: stopped at step {step}" if stopped else f"done: {step} steps on {world} process(es)", flush=True)
+log.finish(finished=not stopped)
+if stopped:
+    runlog.RunLog.exit_at_time_limit()
+"""
+
+
+def profile_project(template, tmp_path, **answers):
+    project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprofv3", **answers)
+    (project / "src/demo/train.py").write_text(PROFILED_STAND_IN)
+    return project
+
+
 def test_profiler_wraps_only_the_chosen_rank(slurm_cluster, template, tmp_path, site_root):
-    project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprofv3", profile_rank=1)
+    project = profile_project(template, tmp_path, profile_rank=1)
     env = job_env(slurm_cluster, tmp_path, site_root)
     job_id, result = run_job(slurm_cluster, project, env, "jobs/profile.sbatch", "--steps", "10", "--num-workers", "0")
     log = log_of(project, job_id)
@@ -339,7 +378,7 @@ def test_profiler_wraps_only_the_chosen_rank(slurm_cluster, template, tmp_path, 
 def test_the_profile_job_reports_at_its_time_limit_warning(slurm_cluster, template, tmp_path, site_root):
     """The profile job has its own time limit and Slurm's warning before it (USR1 to the batch
     shell, sent here by hand): it says so, and rank 0's report says 'time limit' at once."""
-    project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprofv3")
+    project = profile_project(template, tmp_path)
     env = job_env(slurm_cluster, tmp_path, site_root)
     job_id = slurm_cluster.sbatch(["jobs/profile.sbatch", "--steps", "100000", "--num-workers", "0"], cwd=project, env=env)
     deadline = time.monotonic() + 180

@@ -9,6 +9,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 from lumi_scaffold.testing import render_project
 
 REPO = Path(__file__).resolve().parent.parent
@@ -18,6 +20,17 @@ PROJECT = REPO / "project-templates" / "project"
 
 # What a rendered project is checked against in the matrix and golden tests.
 DEFAULTS = {"project_name": "demo", "account": "project_465000000"}
+
+
+def need_module(name: str, reason: str, *, required: bool = False) -> None:
+    """Skip the test (at module level: the module) when the Python package ``name`` is not
+    installed; where ``required`` (CI installs it), raise ModuleNotFoundError instead: the run
+    fails. find_spec, not import: only the jobs' ranks use the frameworks, and a test worker
+    that imported torch would spend ~2.5 CPU-s on it (JAX ~1 s, DeepSpeed more)."""
+    if importlib.util.find_spec(name) is None:
+        if required:
+            raise ModuleNotFoundError(f"No module named {name!r}: {reason}", name=name)
+        pytest.skip(reason, allow_module_level=True)
 
 
 def template_copy(dest: Path) -> Path:

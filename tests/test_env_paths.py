@@ -230,7 +230,8 @@ def test_errors_from_the_extension_are_copiers_user_errors(template, tmp_path, m
 def test_the_job_checks_the_image_under_the_variable_when_it_starts(slurm_cluster_local2n, template, tmp_path,
                                                                        site_root):
     """A smoke-test job with the image at $MYSOFTWARE/...: stops with one line where the
-    variable or the file is missing, runs once the image is there."""
+    variable or the file is missing, runs once the image is there (its COMMAND: `true`; the
+    stand-in container checks the image it is given)."""
     from lumi_scaffold.plugins import get_catalogue
 
     from .helpers import render
@@ -241,6 +242,9 @@ def test_the_job_checks_the_image_under_the_variable_when_it_starts(slurm_cluste
     cluster = slurm_cluster_local2n
     project = render(template, tmp_path / "p", site="local", account="local", partition="batch", gpus_per_node=2,
                      container="custom", container_path="$MYSOFTWARE/containers/pytorch_2.2.0-rocm5.7.3.sif")
+    smoke = project / "jobs/smoke-test.sbatch"
+    assert smoke.read_text().count("\nCOMMAND=(python -u src/demo/smoke_test.py)\n") == 1
+    smoke.write_text(smoke.read_text().replace("\nCOMMAND=(python -u src/demo/smoke_test.py)\n", "\nCOMMAND=(true)\n"))
     env = {k: v for k, v in job_env(cluster, tmp_path, site_root).items() if k not in ("SIF", "MYSOFTWARE")}
     missing, result = run_job(cluster, project, env, "jobs/smoke-test.sbatch")
     assert (result.state, result.exit_code) == ("FAILED", 2)
@@ -369,14 +373,16 @@ def test_a_site_without_variables_has_no_storage_check(template, tmp_path):
 def test_the_job_stops_in_one_line_without_its_storage_variable_and_writes_under_it(
         slurm_cluster_local2n, template, tmp_path, site_root, monkeypatch):
     """A project of a site whose scratch is ${MYSCRATCH}/...: a job submitted without the
-    variable stops with one line; with it, the run's outputs are under it."""
-    from .jobs import job_env, log_of, run_job
+    variable stops with one line; with it, the run's outputs are under it (the job's own
+    report, scripts/lib/fault.py's: the training script is a stand-in without a framework)."""
+    from .jobs import STAND_IN_TRAIN, job_env, log_of, run_job
 
     if "local" not in plugins.get_catalogue().sites:
         pytest.skip("plugins/lumi-site-local is not installed")
     scratch_under(monkeypatch, "local", "${MYSCRATCH}/{account}")
     cluster = slurm_cluster_local2n
     project = render(template, tmp_path / "p", site="local", account="local", partition="batch", gpus_per_node=2)
+    (project / "src/demo/train.py").write_text(STAND_IN_TRAIN)
     env = {k: v for k, v in job_env(cluster, tmp_path, site_root).items()
            if k not in ("MYSCRATCH", "OUTPUT_ROOT", "KERNEL_CACHE_STORE")}
     missing, result = run_job(cluster, project, env, "jobs/smoke-test.sbatch")

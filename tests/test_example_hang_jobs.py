@@ -23,7 +23,7 @@ import pytest
 
 from lumi_scaffold import plugins
 
-from .helpers import render
+from .helpers import need_module, render
 from .jobs import image_env, job_env, log_of, sleep_in
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -96,7 +96,7 @@ def test_the_jax_example_hung_at_step_5_is_named_and_the_chain_resumes(slurm_clu
     """The JAX example (srun, 2 processes over gloo on the CPU); rank 1 sleeps before its
     heartbeat of step 5, rank 0 waits in step 6's all-reduce, which has no timeout: the
     watchdog ends it; the job without the node resumes from the save of step 4."""
-    pytest.importorskip("jax", reason="the JAX job tests need CPU JAX (pip install jax)")
+    need_module("jax", "the JAX job tests need CPU JAX (pip install jax)")
     project = render(template, tmp_path / "p", partition="small-g", gpus_per_node=2, framework="jax",
                      walltime="01:00:00")
     sleep_in(project / "src/demo/train.py", "        loss.block_until_ready()\n", "        ")
@@ -114,12 +114,8 @@ def test_the_deepspeed_example_hung_at_step_5_is_named_and_a_job_without_the_nod
     DeepSpeed's own groups, lies above it) and queues the job without the node, which the
     test cancels: resuming from a DeepSpeed checkpoint is the plugin's own test (its first
     start builds DeepSpeed's CPU communication op, hence the longer allowance)."""
-    try:
-        import deepspeed  # noqa: F401
-    except ImportError:
-        if os.environ.get("LUMI_SCAFFOLD_REQUIRE_DEEPSPEED"):
-            raise
-        pytest.skip("deepspeed is not importable here (pip install --no-build-isolation deepspeed)")
+    need_module("deepspeed", "deepspeed is not installed here (pip install --no-build-isolation deepspeed)",
+                required=bool(os.environ.get("LUMI_SCAFFOLD_REQUIRE_DEEPSPEED")))
     monkeypatch.setenv(plugins.ENV_DISABLE, "lumi-site-frontier,lumi-site-leonardo")  # (tests/conftest.py disables the plugin)
     plugins.reset()
     project = render(template, tmp_path / "p", partition="small-g", gpus_per_node=2, framework="deepspeed",

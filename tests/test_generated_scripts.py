@@ -7,6 +7,7 @@ cannot be installed on the CI machines); `python` inside it is this machine's Py
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from lumi_scaffold.lint import lint_project
 from lumi_scaffold.plugins import get_catalogue
 from lumi_scaffold.testing import lint_projects
 
-from .helpers import REPO, render
+from .helpers import REPO, need_module, render
 from .images import add_wheel, image_venv
 from .jobs import image_env
 from .slurm.harness import FAKEBIN
@@ -56,7 +57,8 @@ def venv_version(project: Path, name: str) -> str:
 def test_setup_venv_builds_on_the_container_python_and_keeps_the_framework(template, tmp_path):
     """Former-LUST layout: the framework in the image's own interpreter (here: this one, with
     its real torch). Every distribution it sees is frozen at its exact version."""
-    torch = pytest.importorskip("torch")
+    need_module("torch", "the image stand-in's framework is this Python's torch (pip install torch)")
+    torch_version = importlib.metadata.version("torch")  # (not imported: ~2.5 CPU-s in the worker)
     project = render(template, tmp_path / "p", container="lust-pytorch-2.7.1", extra_requirements="numpy")
     env = env_for(tmp_path, **image_env(tmp_path, WITH_CONDA="true"))
     result = setup_venv(project, env)
@@ -64,9 +66,9 @@ def test_setup_venv_builds_on_the_container_python_and_keeps_the_framework(templ
     assert re.search(r"venv ready; the image's \d+ pinned distributions are intact, 0 of its \d+ others shadowed\.",
                      result.stdout), result.stdout
     frozen = (project / "venv/image-constraints.txt").read_text().splitlines()
-    assert f"torch=={torch.__version__}   # pinned: framework" in frozen
+    assert f"torch=={torch_version}   # pinned: framework" in frozen
     assert f"pytest>={pytest.__version__}   # upgradable: pure Python" in frozen  # (this machine's pytest: a pure wheel)
-    assert venv_version(project, "torch") == torch.__version__  # the image's framework, seen through the venv
+    assert venv_version(project, "torch") == torch_version  # the image's framework, seen through the venv
     record = json.loads((project / "venv/image-packages.json").read_text())
     assert record["image"] == env["SIF"]
     assert record["dists"]["numpy"]["tier"] == "pinned" and record["dists"]["numpy"]["why"].startswith("binary: ")
@@ -252,15 +254,16 @@ def test_jax_requirements_set_up_against_dev_versions_of_jax(template, tmp_path)
 def test_constraints_stop_pip_from_replacing_the_framework(template, tmp_path, image):
     """A generic torch from the index must not replace the image's, whatever the catalogue
     knows of the image (nothing, for your own image)."""
-    torch = pytest.importorskip("torch")
+    need_module("torch", "the image stand-in's framework is this Python's torch (pip install torch)")
+    torch_version = importlib.metadata.version("torch")  # (not imported: ~2.5 CPU-s in the worker)
     wheels = tmp_path / "wheels"
     add_wheel(wheels, "torch", "99.0")
     project = render(template, tmp_path / "p", extra_requirements="torch==99.0", **image)
     result = setup_venv(project, env_for(tmp_path, PIP_FIND_LINKS=str(wheels)))
     assert result.returncode == 1
     output = result.stdout + result.stderr
-    assert f"The user requested (constraint) torch=={torch.__version__}" in output and "torch==99.0" in output
-    assert venv_version(project, "torch") == torch.__version__
+    assert f"The user requested (constraint) torch=={torch_version}" in output and "torch==99.0" in output
+    assert venv_version(project, "torch") == torch_version
 
 
 def test_run_sh_works_outside_slurm(template, tmp_path):

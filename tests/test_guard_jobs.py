@@ -14,16 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import render
+from .helpers import need_module, render
 from .jobs import job_env, log_of, run_job, sleep_in
 from .slurm.fixtures import slurm_required
 from .test_own_script_jobs import with_command
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
-if slurm_required():  # CI: a missing torch must fail the run, not skip the job tests
-    import torch  # noqa: F401
-else:
-    pytest.importorskip("torch", reason="the job tests train with CPU PyTorch (pip install torch==2.13.0)")
+# CI: a missing torch must fail the run, not skip the job tests
+need_module("torch", "the job tests train with CPU PyTorch (pip install torch==2.13.0)", required=slurm_required())
 
 LOCAL = {"site": "local", "account": "local", "partition": "batch", "gpus_per_node": 2}
 

@@ -17,15 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import render
+from .helpers import need_module, render
 from .jobs import TIME_LIMIT_CHAIN_STEPS, job_env, log_of, run_job
 from .slurm.fixtures import slurm_required
 
 pytestmark = pytest.mark.slurm
-if slurm_required():  # CI: a missing torch must fail the run, not skip the job tests
-    import torch  # noqa: F401
-else:
-    pytest.importorskip("torch", reason="the job tests train with CPU PyTorch (pip install torch==2.13.0)")
+# CI: a missing torch must fail the run, not skip the job tests
+need_module("torch", "the job tests train with CPU PyTorch (pip install torch==2.13.0)", required=slurm_required())
 
 LOCAL = {"site": "local", "account": "local", "partition": "batch", "gpus_per_node": 2}
 
@@ -307,7 +305,7 @@ def test_the_examples_save_at_the_time_limit_warning_and_the_next_job_resumes_th
     exits with 75 (runlog.TIME_LIMIT_EXIT) before its limit; the second job resumes from S,
     not from the last periodic checkpoint (every 37 steps), and finishes."""
     if framework not in time_limit_chains:
-        pytest.importorskip("jax", reason="the JAX job tests need CPU JAX (pip install jax)")
+        need_module("jax", "the JAX job tests need CPU JAX (pip install jax)")
     project, env, first = time_limit_chains[framework]
     slurm_cluster = slurm_cluster_timelimit
     result = slurm_cluster.wait(first, timeout=300)

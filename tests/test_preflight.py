@@ -14,7 +14,7 @@ import pytest
 
 from lumi_scaffold.plugins import get_catalogue
 
-from .helpers import render
+from .helpers import need_module, render
 from .jobs import image_env, job_env, log_of, run_job
 from .slurm.fixtures import slurm_required
 
@@ -90,7 +90,7 @@ def test_framework_benchmark_runs_across_two_nodes(slurm_cluster_local2n, templa
     reports the bus bandwidth; the local site has no reference figure: no verdict."""
     needs_local_site()
     if framework == "jax" and not slurm_required():
-        pytest.importorskip("jax")
+        need_module("jax", "the JAX job tests need CPU JAX (pip install jax)")
     project = render(template, tmp_path / "p", **LOCAL, nodes=2, framework=framework)
     assert not (render(template, tmp_path / "one", **LOCAL, framework=framework) / "jobs/preflight.sbatch").exists()
     env = job_env(slurm_cluster_local2n, tmp_path, site_root)

@@ -30,17 +30,15 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import render
+from .helpers import need_module, render
 from .jobs import job_env, log_of, run_job
 from .public_scripts import SCRIPTS, job_env as script_env, materialize, skip_or_fail
 from .slurm.fixtures import slurm_required
 from .test_own_script_jobs import LOCAL, step_line, with_command
 
 pytestmark = pytest.mark.slurm
-if slurm_required():  # CI: a missing torch must fail the run, not skip the job tests
-    import torch  # noqa: F401
-else:
-    pytest.importorskip("torch", reason="the job tests train with CPU PyTorch (pip install torch==2.13.0)")
+# CI: a missing torch must fail the run, not skip the job tests
+need_module("torch", "the job tests train with CPU PyTorch (pip install torch==2.13.0)", required=slurm_required())
 
 # Where each script comes from (repository, the file COMMAND runs, commit): the same as
 # tests/public_scripts.py, which fetches, patches and lays them out; checked in public_project.

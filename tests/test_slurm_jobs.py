@@ -26,16 +26,14 @@ from lumi_scaffold.plugins import get_catalogue
 from lumi_scaffold.questions import check
 from lumi_scaffold.runs import read_runs
 
-from .helpers import render
+from .helpers import need_module, render
 from .jobs import heartbeats, image_env, job_env, log_of, run_job
 from .slurm.fixtures import LOCAL_TWO_NODE_KNOBS, slurm_required, start_or_skip
 from .test_runlog import mlflow_runs_tagged, mlflow_steps, tensorboard_steps, wandb_steps
 
 pytestmark = pytest.mark.slurm
-if slurm_required():  # CI: a missing torch must fail the run, not skip the job tests
-    import torch
-else:
-    torch = pytest.importorskip("torch", reason="the job tests train with CPU PyTorch (pip install torch==2.13.0)")
+# CI: a missing torch must fail the run, not skip the job tests
+need_module("torch", "the job tests train with CPU PyTorch (pip install torch==2.13.0)", required=slurm_required())
 
 LOCAL = {"site": "local", "account": "local", "partition": "batch", "gpus_per_node": 2}
 ACCOUNT = "project_465001234"  # a LUMI project, not the example (whose smoke job sbatch refuses)
@@ -46,11 +44,8 @@ def needs_local_site() -> None:
         pytest.skip("plugins/lumi-site-local is not installed")
 
 
-def needs_jax() -> None:
-    if slurm_required():
-        import jax  # noqa: F401  (CI installs it; a missing JAX must fail there)
-    else:
-        pytest.importorskip("jax", reason="the JAX job tests need CPU JAX (pip install jax)")
+def needs_jax() -> None:  # (CI installs it; a missing JAX must fail there)
+    need_module("jax", "the JAX job tests need CPU JAX (pip install jax)", required=slurm_required())
 
 
 # ------------------------------------------------------------------ a chain (started first)
@@ -58,16 +53,17 @@ def needs_jax() -> None:
 
 @pytest.fixture(scope="module")
 def chained_run(tmp_path_factory, template, site_root, dataset):
-    """A 2-node run (4 ranks, pre-staged data) submitted with CHAIN=3 whose first job runs
+    """A 1-node run (2 ranks, pre-staged data) submitted with CHAIN=3 whose first job runs
     out of time (its own --time=1 min on the sbatch command line; the chained jobs have the
     header's 5 min): on a cluster of its own, so it runs while the other tests use theirs.
-    Returns (cluster, first job id, project, env)."""
+    (Training across 2 nodes: test_pytorch_trains_across_two_nodes.) Returns (cluster, first
+    job id, project, env)."""
     if "local" not in get_catalogue().sites:
         yield None
         return
     cluster = start_or_skip(tmp_path_factory.mktemp("slurm-chain"), **LOCAL_TWO_NODE_KNOBS)
     work = tmp_path_factory.mktemp("chain")
-    project = render(template, work / "p", **LOCAL, nodes=2, walltime="00:05:00", prestage=True,
+    project = render(template, work / "p", **LOCAL, walltime="00:05:00", prestage=True,
                      dataset_archive=str(dataset[1]), tracking="tensorboard")
     env = job_env(cluster, work, site_root)
     # 120 s of training: more than a 1-minute job gets (Slurm ends it 60-95 s in), less than
@@ -325,8 +321,47 @@ def test_a_dev_g_job_refuses_a_chain(slurm_cluster, template, tmp_path, site_roo
     assert f"afterany:{job_id}" not in queued, queued
 
 
+# TEST STAND-IN for the example in a profile job, without a framework: its steps (0.2 s each),
+# heartbeats, lines ("step N loss", "done: N steps") and job report (scripts/lib/python/runlog.py,
+# on the jobs' PYTHONPATH), called as the example calls them; the profile job's machinery (which
+# rank the profiler wraps, where the profile and the report go, the time-limit warning) is what
+# the profile tests check. The ranks do not talk: each decides time_to_stop alone, as rank 0 of
+# the example decides for all (a rank that stopped fails the step: --kill-on-bad-exit).
+PROFILED_STAND_IN = """import argparse, os, time
+import runlog
+from heartbeat import Heartbeat
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=200)
+args, _ = parser.parse_known_args()
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+heartbeat = Heartbeat()
+log = runlog.RunLog(rank=rank, world=world, output=os.environ["RUN_DIR"], start_step=0, last_step=args.steps,
+                    samples_per_step=world, config=vars(args))
+step, stopped = 0, False
+while step < args.steps and not stopped:
+    time.sleep(0.2)
+    step += 1
+    heartbeat.beat(step)
+    log.step(step, data_wait=0.0, metrics=lambda: {"loss": 1 / step, "lr": 0.1})
+    if rank == 0 and (step % 20 == 0 or step == args.steps):
+        print(f"step {step} loss {1 / step:.4f}", flush=True)
+    stopped = log.time_to_stop(step, lambda values: values)
+if rank == 0:
+    print(f"time limit: stopped at step {step}" if stopped else f"done: {step} steps on {world} process(es)", flush=True)
+log.finish(finished=not stopped)
+if stopped:
+    runlog.RunLog.exit_at_time_limit()
+"""
+
+
+def profile_project(template, tmp_path, **answers):
+    project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprofv3", **answers)
+    (project / "src/demo/train.py").write_text(PROFILED_STAND_IN)
+    return project
+
+
 def test_profiler_wraps_only_the_chosen_rank(slurm_cluster, template, tmp_path, site_root):
-    project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprofv3", profile_rank=1)
+    project = profile_project(template, tmp_path, profile_rank=1)
     env = job_env(slurm_cluster, tmp_path, site_root)
     job_id, result = run_job(slurm_cluster, project, env, "jobs/profile.sbatch", "--steps", "10", "--num-workers", "0")
     log = log_of(project, job_id)
@@ -343,7 +378,7 @@ def test_profiler_wraps_only_the_chosen_rank(slurm_cluster, template, tmp_path, 
 def test_the_profile_job_reports_at_its_time_limit_warning(slurm_cluster, template, tmp_path, site_root):
     """The profile job has its own time limit and Slurm's warning before it (USR1 to the batch
     shell, sent here by hand): it says so, and rank 0's report says 'time limit' at once."""
-    project = render(template, tmp_path / "p", gpus_per_node=2, profiler="rocprofv3")
+    project = profile_project(template, tmp_path)
     env = job_env(slurm_cluster, tmp_path, site_root)
     job_id = slurm_cluster.sbatch(["jobs/profile.sbatch", "--steps", "100000", "--num-workers", "0"], cwd=project, env=env)
     deadline = time.monotonic() + 180
@@ -399,8 +434,9 @@ def test_jax_project_trains_on_two_processes(slurm_cluster, template, tmp_path, 
 @pytest.mark.parametrize("launcher", ["srun", "torchrun"])
 def test_pytorch_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, site_root, launcher):
     """DDP over gloo on 2 emulated nodes x 2 ranks; MASTER_ADDR (srun) or torchrun's c10d
-    rendezvous (torchrun) is the first node's name, which resolves; a second job resumes
-    (torchrun: in the same MLflow run)."""
+    rendezvous (torchrun) is the first node's name, which resolves. torchrun: a second job
+    resumes, in the same MLflow run (srun's resume: the chain's second job,
+    test_chain_resumes_after_the_time_limit_and_stops_when_training_ends)."""
     needs_local_site()
     tracking = "mlflow" if launcher == "torchrun" else "none"
     project = render(template, tmp_path / "p", **LOCAL, nodes=2, launcher=launcher, tracking=tracking)
@@ -417,19 +453,21 @@ def test_pytorch_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_pa
     assert sorted(beats) == [0, 1, 2, 3] and all(1 <= step <= 20 for _, step in beats.values()), beats
     assert sorted(beats[int(r)][0] == n for r, n, _ in ranks) == [True] * 4, (beats, ranks)
     assert "0 DataLoader worker(s) per rank" in log  # 1 CPU per rank on this site, minus the rank's own
+    if launcher == "srun":
+        return
     job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/train.sbatch", "--steps", "30")
     log = log_of(project, job_id)
     assert result.state == "COMPLETED", log
     assert "resumed from" in log and "at step 20" in log and "done: 30 steps on 4 process(es)" in log
     assert sorted(p.name for p in (tmp_path / "outputs" / "demo" / "checkpoints").glob("checkpoint-*.pt")) == [
         "checkpoint-00000020.pt", "checkpoint-00000030.pt"]
-    if tracking == "mlflow":  # one run in the project's file store, steps 10-30 once each
-        assert mlflow_steps(tmp_path / "outputs" / "mlruns") == [10, 20, 30]
+    assert mlflow_steps(tmp_path / "outputs" / "mlruns") == [10, 20, 30]  # one run in the file store, each step once
 
 
 def test_jax_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, site_root):
     """jax.distributed across 2 emulated nodes x 2 processes (coordinator: the first node's
-    name); the on-device reduction leaves every process with the same parameters; resumes."""
+    name); the on-device reduction leaves every process with the same parameters. (A second
+    job's resume: test_jax_project_trains_on_two_processes.)"""
     needs_local_site()
     needs_jax()
     project = render(template, tmp_path / "p", **LOCAL, nodes=2, framework="jax")
@@ -442,10 +480,6 @@ def test_jax_trains_across_two_nodes(slurm_cluster_local2n, template, tmp_path, 
     assert sorted(sums) == ["0", "1", "2", "3"] and len(set(sums.values())) == 1, log
     beats = heartbeats(project, job_id)  # every process wrote its step for the progress watchdog
     assert sorted(beats) == [0, 1, 2, 3] and all(1 <= step <= 20 for _, step in beats.values()), beats
-    job_id, result = run_job(slurm_cluster_local2n, project, env, "jobs/train.sbatch", "--steps", "25")
-    log = log_of(project, job_id)
-    assert result.state == "COMPLETED" and "resumed from" in log and "at step 20" in log, log
-    assert "done: 25 steps on 4 process(es)" in log
 
 
 def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained_run):
@@ -465,7 +499,7 @@ def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained
     log2 = log_of(project, second)
     assert result.state == "COMPLETED", log2
     resumed = int(re.search(r"resumed from \S+ at step (\d+)", log2).group(1))
-    assert 1 <= resumed < 240 and "done: 240 steps on 4 process(es)" in log2, log2
+    assert 1 <= resumed < 240 and "done: 240 steps on 2 process(es)" in log2, log2
     third = int(re.search(r"^chain: job (\d+) continues run demo", log2, re.M).group(1))
     assert f"training finished; cancelling job {third}" in log2
     info = cluster.wait(third, timeout=30)
@@ -475,6 +509,8 @@ def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained
     assert sorted(p.name for p in saved.glob("checkpoint-*.pt"))[-1] == "checkpoint-00000240.pt"
     assert len(list(saved.glob("checkpoint-*.pt"))) == 3  # --keep-checkpoints 3 (the default)
     assert len((run_dir / "jobs.txt").read_text().splitlines()) == 2
+    import torch  # (here, not at import: the test worker imports no framework)
+
     assert torch.load(saved / "checkpoint-00000240.pt")["step"] == 240
     # One tracked run across the chain: every 10th step once (job 2 resumed from an older
     # checkpoint than job 1's last logged step, and did not log those steps again).
@@ -485,7 +521,7 @@ def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained
     assert one["ended"] == "time limit" and one["steps"]["first"] == 1 and one["steps"]["last"] >= resumed, one
     assert re.search(rf"^report: job {first} time limit · steps 1-\d+ ", log, re.M), log
     assert two["ended"] == "finished" and two["steps"] == {"first": resumed + 1, "last": 240, "done": 240 - resumed}, two
-    assert one["world"] == two["world"] == 4 and two["billing"]["billed"] is None  # (no billing rule at this site)
+    assert one["world"] == two["world"] == 2 and two["billing"]["billed"] is None  # (no billing rule at this site)
     runs = read_runs(Path(env["OUTPUT_ROOT"]))  # lumi-scaffold explain --runs
     assert [r["run"] for r in runs] == ["demo"] and [j["job"] for j in runs[0]["jobs"]] == [str(first), str(second)]
     assert runs[0]["last_step"] == 240 and runs[0]["steps"] == one["steps"]["done"] + two["steps"]["done"]

@@ -13,6 +13,8 @@ import pytest
 
 from lumi_scaffold.jobs import WATCHDOG_RULE
 
+from .helpers import need_module
+
 JOB_SH = Path(__file__).resolve().parent.parent / "project-templates" / "project" / "scripts" / "lib" / "job.sh"
 
 
@@ -123,7 +125,7 @@ def test_the_limits_are_checked(tmp_path):
 def test_the_pytorch_examples_timeout_reaches_process_groups_made_later(tmp_path):
     """dist.new_group() without timeout= gets the backend's default, not init's: the example's
     collective_timeout() makes the job's timeout that default (gloo, one process)."""
-    pytest.importorskip("torch")
+    need_module("torch", "the example's process group needs PyTorch (pip install torch)")
     example = Path(__file__).resolve().parent / "golden" / "pytorch-2node" / "src" / "demo"
     library = Path(__file__).resolve().parents[1] / "project-templates/project/scripts/lib/python"  # (copied as it is)
     code = f"""import sys, os, torch

@@ -474,7 +474,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("new-plugin", help="scaffold a new site or framework plugin package")
     p.add_argument("destination")
     p.add_argument("-d", "--data", action="append", default=[], metavar="NAME=VALUE",
-                   help="answer a question: kind (site|framework), name, plugin_name, title, author, author_email")
+                   help="answer a question: kind (site|framework), name, plugin_name, gpu_vendor (a site: amd|nvidia), "
+                        "runs_on (a framework: pytorch|none), title, author, author_email")
     p.add_argument("--defaults", action="store_true", help="do not ask; use defaults for unanswered questions")
     p.add_argument("-q", "--quiet", action="store_true")
     p.set_defaults(func=cmd_new_plugin)

@@ -284,3 +284,36 @@ def test_the_sweep_summary_and_explain_runs_read_the_reports_alike(template, tmp
         assert row[-5:] == [f"{run['loss']['last']:.4g}", f"{run['loss']['best']:.4g}", str(run["last_step"]), wall,
                             f"{run['billed']:g}"], (line, run)
     assert runs["example-001"]["last_step"] == 30 and runs["example-001"]["steps"] == 40  # 20 + 20
+
+
+def test_a_run_whose_experiment_another_process_made_meanwhile_lands_in_that_experiment(tmp_path, monkeypatch):
+    """Sweep trials (or the ranks of chained jobs) that start together on a new MLflow store:
+    one makes the experiment between another's look-up and that one's own create. MLflow's
+    set_experiment then returns the experiment without making it the active one (3.17,
+    fluent.set_experiment), and a run started after it went to "Default" (seen with two trials
+    at once). Here the look-up answers "none" once, after the experiment was made."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+    from mlflow.tracking._tracking_service.client import TrackingServiceClient
+
+    store = tmp_path / "mlruns"
+    for name, value in {**TRACKERS_ENV, "MLFLOW_TRACKING_URI": str(store), "LUMI_SCAFFOLD_PROJECT": "demo"}.items():
+        monkeypatch.setenv(name, value)
+    MlflowClient(str(store)).create_experiment("demo")  # the other process's
+    real, looked = TrackingServiceClient.get_experiment_by_name, []
+
+    def before_the_other_made_it(self, name):
+        looked.append(name)
+        return None if len(looked) == 1 else real(self, name)
+
+    monkeypatch.setattr(TrackingServiceClient, "get_experiment_by_name", before_the_other_made_it)
+    monkeypatch.syspath_prepend(str(RUNLOG_DIR))  # (runlog imports jobfiles beside it)
+    runlog = load_module("runlog_experiment_race", RUNLOG_DIR / "runlog.py")
+    runlog.MLflow.load()
+    try:
+        tracker = runlog.Tracker.open("mlflow", str(tmp_path / "run"), {"lr": 0.1})
+    finally:
+        mlflow.end_run()
+    client = MlflowClient(str(store))
+    assert looked and [r.info.run_id for r in client.search_runs([client.get_experiment_by_name("demo").experiment_id])] \
+        == [tracker.state["id"]]

@@ -353,9 +353,13 @@ class MLflow(Tracker):
         if run_id:
             mlflow.start_run(run_id=run_id)
             return
-        mlflow.set_experiment(experiment())
+        # By the id set_experiment returns, not as the active experiment it sets: where another
+        # process makes the experiment between its look-up and its own create (sweep trials
+        # starting together on a new store), set_experiment returns it without making it
+        # active (MLflow 3.17, fluent.set_experiment), and the run went to "Default".
+        found = mlflow.set_experiment(experiment())
         tags = {"sweep": os.environ["LUMI_SCAFFOLD_SWEEP"]} if os.environ.get("LUMI_SCAFFOLD_SWEEP") else None
-        run = mlflow.start_run(run_name=os.environ.get("RUN_NAME", "run"), tags=tags)
+        run = mlflow.start_run(experiment_id=found.experiment_id, run_name=os.environ.get("RUN_NAME", "run"), tags=tags)
         mlflow.log_params({k: str(v)[:500] for k, v in self.config.items()})  # (params cannot change later)
         self.state["id"] = run.info.run_id
 

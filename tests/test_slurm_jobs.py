@@ -528,10 +528,12 @@ def test_chain_resumes_after_the_time_limit_and_stops_when_training_ends(chained
 
 
 def test_a_sweep_is_a_throttled_job_array_with_a_run_per_trial(slurm_cluster, template, tmp_path, site_root):
-    """3 trials, at most 2 at once: 3 run directories (each trial its own, through
-    jobs/train.sbatch), and scripts/sweep.py's summary has a row per trial."""
+    """3 trials of one rank each on the partial-node partition, at most 2 at once (and 2 at
+    once: the node has room for all 3, so the throttle is what holds the third back): 3 run
+    directories (each trial its own, through jobs/train.sbatch), one MLflow run each in the
+    project's experiment, and scripts/sweep.py's summary has a row per trial."""
     needs_local_site()
-    project = render(template, tmp_path / "p", **LOCAL, tracking="mlflow")
+    project = render(template, tmp_path / "p", **{**LOCAL, "partition": "debug", "gpus_per_node": 1}, tracking="mlflow")
     (project / "sweeps/small.txt").write_text("# three trials\n--lr 0.01\n\n--lr 0.1\n--lr 0.5 --steps 15\n")
     env = job_env(slurm_cluster, tmp_path, site_root)
     submit = subprocess.run([sys.executable, "scripts/sweep.py", "submit", "sweeps/small.txt", "--throttle", "2",
@@ -557,7 +559,7 @@ def test_a_sweep_is_a_throttled_job_array_with_a_run_per_trial(slurm_cluster, te
         end = json.loads(next((root / run / "reports").glob("*.json")).read_text())["written"]
         spans.append((time.mktime(time.strptime(start[:19], "%Y-%m-%dT%H:%M:%S")),
                       time.mktime(time.strptime(end[:19], "%Y-%m-%dT%H:%M:%S"))))
-    assert max(sum(s <= start < e for s, e in spans) for start, _ in spans) <= 2, spans
+    assert max(sum(s <= start < e for s, e in spans) for start, _ in spans) == 2, spans
     summary = subprocess.run([sys.executable, "scripts/sweep.py", "summary", "sweeps/small.txt"], cwd=project, env=env,
                              capture_output=True, text=True, check=True).stdout.splitlines()
     assert summary[0] == f"sweep small in {root}:" and summary[1].split()[:3] == ["trial", "arguments", "final"], summary

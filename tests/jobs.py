@@ -59,8 +59,10 @@ def make_dataset(root: Path) -> tuple[Path, Path]:
 # TEST STAND-IN for a training script: each step it beats as the examples do (heartbeat.py,
 # from scripts/lib/python on the jobs' PYTHONPATH) and waits for every rank (a collective, through files); rank 0
 # saves the step as its checkpoint and a new job resumes from it. FAKE_FAULT=hang|die makes
-# the last rank hang (a collective that never returns) or exit at step 5, on every node or
-# only on FAKE_BAD_NODE; FAKE_FAULT=hang-all makes every rank wait at step 5 (a software hang:
+# the last rank hang (in code of its own, a collective that never returns) or exit at step 5,
+# on every node or only on FAKE_BAD_NODE; FAKE_FAULT=stall makes it stop where the others wait
+# (their barrier), before it beats step 5: a node that stopped, whose stacks look like every
+# other rank's (as py-spy shows them) and whose heartbeat is behind; FAKE_FAULT=hang-all makes every rank wait at step 5 (a software hang:
 # no rank behind another), except in the job that replaces a hung one
 # (LUMI_SCAFFOLD_STALLED_BEFORE set). It registers faulthandler on SIGUSR2 as the examples do.
 STAND_IN_TRAIN = """import argparse, faulthandler, os, signal, sys, time
@@ -97,9 +99,11 @@ for step in range(start + 1, args.steps + 1):
     if faulty and step == 5 and fault == "die":
         print(f"rank {rank}: dying at step 5", flush=True)
         sys.exit(7)
-    heartbeat.beat(step)
-    open(os.path.join(barrier, f"{step}-{rank}"), "w").close()
-    while sum(name.startswith(f"{step}-") for name in os.listdir(barrier)) < world:
+    stalled = faulty and step == 5 and fault == "stall"
+    if not stalled:
+        heartbeat.beat(step)
+        open(os.path.join(barrier, f"{step}-{rank}"), "w").close()
+    while stalled or sum(name.startswith(f"{step}-") for name in os.listdir(barrier)) < world:
         time.sleep(0.2)
     if rank == 0:
         with open(checkpoint + ".tmp", "w") as saved:

@@ -66,17 +66,21 @@ def test_a_hung_rank_stops_the_job_and_a_dying_rank_still_fails_it(slurm_cluster
 
 
 def test_a_chain_goes_on_without_the_node_that_stalled_once(slurm_cluster_2nodes, template, tmp_path, site_root):
-    """CHAIN=2 on one node (8 ranks) pinned to nid005000, where rank 7 hangs: the watchdog
-    stops the job; a job excluding nid005000 resumes from the checkpoint on nid005001 and
-    finishes; the chain's next job is cancelled."""
+    """CHAIN=2 on one node (8 ranks) pinned to nid005000, where rank 7 stalls at step 5 in the
+    collective the others wait in (a node that stopped: the same stacks, its heartbeat behind;
+    with or without py-spy on PATH): the watchdog stops the job; a job excluding nid005000
+    resumes from the checkpoint on nid005001 and finishes; the chain's next job is cancelled."""
     project = project_with_stand_in(template, tmp_path, walltime="01:00:00")
-    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_FAULT="hang", FAKE_BAD_NODE="nid005000", **LIMITS)
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root, FAKE_FAULT="stall", FAKE_BAD_NODE="nid005000", **LIMITS)
     first = slurm_cluster_2nodes.sbatch(["--nodelist=nid005000", "jobs/train.sbatch", "--steps", "12"],
                                         cwd=project, env={**env, "CHAIN": "2"})
     result = slurm_cluster_2nodes.wait(first, timeout=180)
     log = log_of(project, first)
     assert result.state == "FAILED", log
     assert re.search(r"^watchdog: no progress .* furthest behind: rank 7 on nid005000 \(step 4\)", log, re.M), log
+    fault = re.search(r"^fault: hang .*$", log, re.M)
+    assert fault and "heartbeats: rank(s) 7 at step 4, the others at step 5" in fault.group(0), log
+    assert "stacks: rank(s)" not in fault.group(0), fault.group(0)  # (with py-spy: "every rank in <module> ...")
     queued = re.search(r"^chain: job (\d+) continues run demo", log, re.M)
     retry = re.search(r"^chain: job (\d+) resumes run demo from its newest checkpoint, without node nid005000$",
                       log, re.M)

@@ -389,7 +389,8 @@ def _first(lines: list[str], limit: int = 20) -> list[str]:
 
 
 def check_conformance(catalogue: Catalogue, plugin_name: str, *, template: Path | str | None = None,
-                      workers: int = 2, run_examples: bool = True) -> list[str]:
+                      workers: int = 2, run_examples: bool = True,
+                      matrix: Iterable[Mapping[str, Any]] | None = None) -> list[str]:
     """Problems with everything ``plugin_name`` registered in ``catalogue`` ([] if none).
 
     Checks that the plugin loaded without recorded problems and registered something;
@@ -401,7 +402,10 @@ def check_conformance(catalogue: Catalogue, plugin_name: str, *, template: Path 
     found so far, that each of its frameworks' example scripts keeps the training-script
     contract (:func:`check_example`).
     ``template`` defaults to $LUMI_SCAFFOLD_TEMPLATE, else the installed template
-    (:func:`template_root`: the source checkout or the wheel's copy).
+    (:func:`template_root`: the source checkout or the wheel's copy). ``matrix``: the
+    answer sets to render instead of all of :func:`plugin_matrix` (a sample of it, or the
+    combinations one test is about); each needs at least ``site`` and ``partition``, and
+    what it leaves out takes the questionnaire's default.
     """
     cat = catalogue
     loaded = [p.name for p in cat.plugins]
@@ -427,7 +431,7 @@ def check_conformance(catalogue: Catalogue, plugin_name: str, *, template: Path 
         owners = cat.sites if tf.owner == "site" else cat.frameworks
         if tf.owner_name not in owners:
             out.append(f"template file {tf.name!r} belongs to {tf.owner} {tf.owner_name!r}, which is not registered")
-    out += _render_and_lint(cat, plugin_name, template, workers)
+    out += _render_and_lint(cat, plugin_name, template, workers, matrix)
     if run_examples and not out:
         for fw in reg.get("framework", []):
             out += [f"framework {fw!r}: example: {line}" for line in check_example(cat, fw, template=template)]
@@ -470,8 +474,9 @@ def _installed(distribution: str) -> bool:
     return True
 
 
-def _render_and_lint(cat: Catalogue, plugin_name: str, template: Path | str | None, workers: int) -> list[str]:
-    matrix = plugin_matrix(cat, plugin_name)
+def _render_and_lint(cat: Catalogue, plugin_name: str, template: Path | str | None, workers: int,
+                     given: Iterable[Mapping[str, Any]] | None = None) -> list[str]:
+    matrix = plugin_matrix(cat, plugin_name) if given is None else [dict(a) for a in given]
     if not matrix:
         return []
     template = template or settings.template()

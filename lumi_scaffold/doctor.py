@@ -205,9 +205,9 @@ def storage_checks(answers: dict[str, Any], data: PluginData, environ: dict[str,
 
     archive = str(answers.get("dataset_archive") or "") if answers.get("prestage") else ""
     env = os.environ if environ is None else environ
-    return [f"the project's data, outputs and caches are under ${{{name}}}, and {name} is not set here: set it (jobs "
-            "take it from the shell that submits them)" for name in storage_variables(data, archive)
-            if not env.get(name)]
+    return [f"the project's paths (data, outputs, caches or the container's binds) start with ${{{name}}}, and "
+            f"{name} is not set here: set it (jobs take it from the shell that submits them)"
+            for name in storage_variables(data, archive) if not env.get(name)]
 
 
 def sweep_note(project: Path, data: PluginData) -> str | None:

@@ -386,11 +386,13 @@ FIX = ("plugin_data is computed by lumi-scaffold from the installed plugins: do 
 def storage_variables(data: PluginData | dict[str, Any], *more: str) -> list[str]:
     """The environment variables the project's storage paths start with (a site whose
     scratch is ``${MYSCRATCH}``): its data, outputs, kernel-cache store and cache
-    directories, and ``more`` (the dataset archive). Jobs check them when they start, doctor
-    on a login node. ``data``: the model, or plugin_data as Copier holds the answer (the
-    ``lumi_storage_variables`` filter's), validated here."""
+    directories, the container's binds (``${WORK}``), and ``more`` (the dataset archive).
+    Jobs check them when they start, doctor on a login node: an unset one would bind or
+    write under a path that starts at /. ``data``: the model, or plugin_data as Copier holds
+    the answer (the ``lumi_storage_variables`` filter's), validated here."""
     pd = data if isinstance(data, PluginData) else validate_plugin_data(data)
-    paths = [pd.dataset_dir, pd.output_root, pd.kernel_cache_store, *(c.value for c in pd.caches), *more]
+    paths = [pd.dataset_dir, pd.output_root, pd.kernel_cache_store, *(c.value for c in pd.caches), *pd.job.binds,
+             *more]
     return sorted({name for name in map(path_variable, paths) if name})
 
 

@@ -299,8 +299,8 @@ def scratch_under(monkeypatch, site: str, path: str) -> None:
     monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
 
 
-STORAGE_LINE = ("MYSCRATCH is not set: the project's data, outputs and caches are under ${MYSCRATCH} "
-                "(scripts/values.sh). Fix: set MYSCRATCH in the shell that submits the job")
+STORAGE_LINE = ("MYSCRATCH is not set: the project's paths (data, outputs, caches or the container's binds) start "
+                "with ${MYSCRATCH} (scripts/values.sh). Fix: set MYSCRATCH in the shell that submits the job")
 
 
 def test_storage_under_a_variable_renders_lints_and_is_checked_by_the_job_and_doctor(template, tmp_path, monkeypatch):
@@ -331,12 +331,41 @@ def test_storage_under_a_variable_renders_lints_and_is_checked_by_the_job_and_do
     answers = read_answers(project)
     data = validate_plugin_data(answers["plugin_data"])
     assert storage_checks(answers, data, environ={}) == [
-        "the project's data, outputs and caches are under ${MYSCRATCH}, and MYSCRATCH is not set here: set it (jobs "
+        "the project's paths (data, outputs, caches or the container's binds) start with ${MYSCRATCH}, and "
+        "MYSCRATCH is not set here: set it (jobs "
         "take it from the shell that submits them)"]
     assert storage_checks(answers, data, environ={"MYSCRATCH": "/s"}) == []
     # The plugins' Jinja filter takes the answer as Copier holds it (the recorded dict).
     assert copier_ext.lumi_storage_variables(answers["plugin_data"], "${OTHER}/x.tar") == ["MYSCRATCH", "OTHER"]
 
+
+
+def test_a_bind_under_a_variable_is_checked_like_storage(template, tmp_path, monkeypatch):
+    """A site whose images get a bind that starts with a variable (TEST DATA; the Leonardo
+    example binds ${WORK} and ${FAST}) where no storage path uses it: the job stops with one
+    line naming it when it is not set, and binds its value when it is; doctor names it."""
+    from lumi_scaffold.answers import read_answers
+    from lumi_scaffold.doctor import storage_checks
+
+    real = plugins.get_catalogue()
+    cat = plugins.Catalogue(**{**vars(real), "sites": dict(real.sites)})
+    lumi = cat.sites["lumi"]
+    generations = [g.model_copy(update={"binds": [*g.binds, "${MYBIND}/shared"]}) for g in lumi.generations]
+    cat.sites["lumi"] = lumi.model_copy(update={"generations": generations})
+    monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
+    project = render(template, tmp_path / "p")
+    assert values(project)["storage_variables"] == ["MYBIND"] and "${MYBIND}/shared" in values(project)["binds"]
+    assert lint_project(project, cat, "lumi") == []
+    env = {k: v for k, v in os.environ.items() if k not in ("MYBIND", "BINDS")}
+    script = 'module() { :; }; set -euo pipefail; source scripts/lib/job.sh; echo "${BINDS}"'  # (no Lmod here)
+    unset = subprocess.run(["bash", "-c", script], cwd=project, env={**env, "SIF": "/x.sif"}, capture_output=True, text=True)
+    assert unset.returncode == 2 and unset.stderr.startswith("MYBIND is not set: "), unset.stderr
+    found = subprocess.run(["bash", "-c", script], cwd=project, env={**env, "SIF": "/x.sif", "MYBIND": "/b"},
+                           capture_output=True, text=True)
+    assert found.returncode == 0 and found.stdout.rstrip("\n").endswith(",/b/shared"), (found.stdout, found.stderr)
+    answers = read_answers(project)
+    checks = storage_checks(answers, validate_plugin_data(answers["plugin_data"]), environ={})
+    assert len(checks) == 1 and "start with ${MYBIND}, and MYBIND is not set here" in checks[0], checks
 
 def test_node_local_storage_under_a_variable_is_expanded_on_the_node(template, tmp_path, monkeypatch):
     """A site whose node-local area is ``${TMPDIR}`` (TEST DATA; the Leonardo example's

@@ -47,7 +47,7 @@ if [ "${DRY_RUN}" != 1 ]; then
     fi
     for var in "${storage_variables[@]}"; do
         if [ -z "${!var:-}" ]; then
-            echo "${var} is not set: the project's data, outputs and caches are under \${${var}} (scripts/values.sh). Fix: set ${var} in the shell that submits the job" >&2
+            echo "${var} is not set: the project's paths (data, outputs, caches or the container's binds) start with \${${var}} (scripts/values.sh). Fix: set ${var} in the shell that submits the job" >&2
             return 2
         fi
     done

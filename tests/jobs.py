@@ -62,8 +62,8 @@ def make_dataset(root: Path) -> tuple[Path, Path]:
 # the last rank hang (in code of its own, a collective that never returns) or exit at step 5,
 # on every node or only on FAKE_BAD_NODE; FAKE_FAULT=stall makes it stop where the others wait
 # (their barrier), before it beats step 5: a node that stopped, whose stacks look like every
-# other rank's (as py-spy shows them) and whose heartbeat is behind; FAKE_FAULT=hang-all makes every rank wait at step 5 (a software hang:
-# no rank behind another), except in the job that replaces a hung one
+# other rank's (as py-spy shows them) and whose heartbeat is behind; FAKE_FAULT=hang-all makes
+# every rank wait at step 5 (a software hang: no rank behind another), except in the job that replaces a hung one
 # (LUMI_SCAFFOLD_STALLED_BEFORE set). It registers faulthandler on SIGUSR2 as the examples do.
 STAND_IN_TRAIN = """import argparse, faulthandler, os, signal, sys, time
 from heartbeat import Heartbeat

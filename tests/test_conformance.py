@@ -69,7 +69,6 @@ def test_check_conformance_renders_the_multi_node_shape(template, tmp_path, monk
     assert "#SBATCH --nodes=2" in (project / "jobs/train.sbatch").read_text()
 
 
-
 def test_check_conformance_renders_the_matrix_it_is_given(template):
     """matrix= replaces plugin_matrix: a sample is rendered and linted (and nothing else),
     and an answer set in it that cannot render is named with its answers."""
@@ -81,6 +80,7 @@ def test_check_conformance_renders_the_matrix_it_is_given(template):
     problems = testing.check_conformance(cat, "lumi-site-shared", template=template, workers=1,
                                          matrix=[whole[0], bad], run_examples=False)
     assert len(problems) == 1 and problems[0].startswith("does not render (") and " nodes=99 " in problems[0], problems
+
 
 def test_answer_matrix_covers_every_shape():
     cat = get_catalogue()

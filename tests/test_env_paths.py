@@ -288,15 +288,21 @@ def test_plain_copier_update_refuses_a_bad_answer_in_one_line_and_changes_nothin
 
 # ------------------------------------------------- storage areas under a variable
 
-def scratch_under(monkeypatch, site: str, path: str) -> None:
-    """The catalogue with the site's scratch area at ``path`` (TEST DATA: a site whose scratch
-    is ``${MYSCRATCH}/...``, not a fact about the site named)."""
+def site_changed(monkeypatch, site: str, change) -> plugins.Catalogue:
+    """The catalogue with ``change(site model)``'s fields updated on that site (TEST DATA, not
+    a fact about the site named), made the one every render of the test sees; returned."""
     real = plugins.get_catalogue()
     cat = plugins.Catalogue(**{**vars(real), "sites": dict(real.sites)})
-    here = cat.sites[site]
-    areas = [a.model_copy(update={"path": path}) if a.name == "scratch" else a for a in here.storage]
-    cat.sites[site] = here.model_copy(update={"storage": areas})
+    cat.sites[site] = cat.sites[site].model_copy(update=change(cat.sites[site]))
     monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
+    return cat
+
+
+def scratch_under(monkeypatch, site: str, path: str) -> None:
+    """The catalogue with the site's scratch area at ``path`` (a site whose scratch is
+    ``${MYSCRATCH}/...``)."""
+    site_changed(monkeypatch, site, lambda here: {
+        "storage": [a.model_copy(update={"path": path}) if a.name == "scratch" else a for a in here.storage]})
 
 
 STORAGE_LINE = ("MYSCRATCH is not set: the project's paths (data, outputs, caches or the container's binds) start "
@@ -339,7 +345,6 @@ def test_storage_under_a_variable_renders_lints_and_is_checked_by_the_job_and_do
     assert copier_ext.lumi_storage_variables(answers["plugin_data"], "${OTHER}/x.tar") == ["MYSCRATCH", "OTHER"]
 
 
-
 def test_a_bind_under_a_variable_is_checked_like_storage(template, tmp_path, monkeypatch):
     """A site whose images get a bind that starts with a variable (TEST DATA; the Leonardo
     example binds ${WORK} and ${FAST}) where no storage path uses it: the job stops with one
@@ -347,12 +352,8 @@ def test_a_bind_under_a_variable_is_checked_like_storage(template, tmp_path, mon
     from lumi_scaffold.answers import read_answers
     from lumi_scaffold.doctor import storage_checks
 
-    real = plugins.get_catalogue()
-    cat = plugins.Catalogue(**{**vars(real), "sites": dict(real.sites)})
-    lumi = cat.sites["lumi"]
-    generations = [g.model_copy(update={"binds": [*g.binds, "${MYBIND}/shared"]}) for g in lumi.generations]
-    cat.sites["lumi"] = lumi.model_copy(update={"generations": generations})
-    monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
+    cat = site_changed(monkeypatch, "lumi", lambda lumi: {
+        "generations": [g.model_copy(update={"binds": [*g.binds, "${MYBIND}/shared"]}) for g in lumi.generations]})
     project = render(template, tmp_path / "p")
     assert values(project)["storage_variables"] == ["MYBIND"] and "${MYBIND}/shared" in values(project)["binds"]
     assert lint_project(project, cat, "lumi") == []
@@ -367,14 +368,12 @@ def test_a_bind_under_a_variable_is_checked_like_storage(template, tmp_path, mon
     checks = storage_checks(answers, validate_plugin_data(answers["plugin_data"]), environ={})
     assert len(checks) == 1 and "start with ${MYBIND}, and MYBIND is not set here" in checks[0], checks
 
+
 def test_node_local_storage_under_a_variable_is_expanded_on_the_node(template, tmp_path, monkeypatch):
     """A site whose node-local area is ``${TMPDIR}`` (TEST DATA; the Leonardo example's
     sources leave open which area /tmp is): the job's temporary directory and the pre-staging
     directory are under that variable's value, not under a directory named ``${TMPDIR}``."""
-    real = plugins.get_catalogue()
-    cat = plugins.Catalogue(**{**vars(real), "sites": dict(real.sites)})
-    cat.sites["lumi"] = cat.sites["lumi"].model_copy(update={"node_local_tmp": "${TMPDIR}"})
-    monkeypatch.setattr(plugins, "get_catalogue", lambda: cat)
+    cat = site_changed(monkeypatch, "lumi", lambda lumi: {"node_local_tmp": "${TMPDIR}"})
     project = render(template, tmp_path / "p", prestage=True)
     assert values(project)["node_tmp"] == "${TMPDIR}"
     assert lint_project(project, cat, "lumi") == []

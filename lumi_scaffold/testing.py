@@ -475,8 +475,10 @@ def _installed(distribution: str) -> bool:
 
 
 def _render_and_lint(cat: Catalogue, plugin_name: str, template: Path | str | None, workers: int,
-                     given: Iterable[Mapping[str, Any]] | None = None) -> list[str]:
-    matrix = plugin_matrix(cat, plugin_name) if given is None else [dict(a) for a in given]
+                     matrix: Iterable[Mapping[str, Any]] | None = None) -> list[str]:
+    """check_conformance's renders and lints: of ``matrix`` (answer sets) where given, else of
+    plugin_matrix(cat, plugin_name)."""
+    matrix = plugin_matrix(cat, plugin_name) if matrix is None else [dict(a) for a in matrix]
     if not matrix:
         return []
     template = template or settings.template()

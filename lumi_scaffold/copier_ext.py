@@ -283,13 +283,26 @@ def _render_part(env: Any, part: str, values: dict[str, Any]) -> str:
     return str(env.from_string(stem).render(values)) + suffix
 
 
+_VALIDATED: list[Any] = [None, None]  # [the plugin_data object last validated, its PluginData]
+
+
+def _plugin_data(ctx: Context) -> Any:
+    """The context's plugin_data validated (lumi_scaffold.plugin_data.validate_plugin_data),
+    once for the object every file of a project shares: four globals read it, in several
+    files. The data is validated again when another object comes, or an equal copy."""
+    from .plugin_data import validate_plugin_data
+
+    data = ctx.get("plugin_data")
+    if _VALIDATED[0] is not data or data is None:
+        _VALIDATED[:] = [data, validate_plugin_data(data)]
+    return _VALIDATED[1]
+
+
 @pass_context
 def lumi_values(ctx: Context) -> str:
     """The text of the project's scripts/values.sh (lumi_scaffold.values): every value the
     jobs' static library reads, computed from the answers and plugin_data."""
-    from .plugin_data import validate_plugin_data
-
-    pd = validate_plugin_data(ctx.get("plugin_data"))
+    pd = _plugin_data(ctx)
     site = str(ctx.get("site"))
     return values.render(values.project_values(_answers(ctx), pd, lambda text: sources.cite(text, site)))
 
@@ -299,29 +312,23 @@ def lumi_refused(ctx: Context, what: str) -> str:
     """Why the answered partition takes no ``what`` (``"chains"``, ``"arrays"``), in the words
     of scripts/values.sh (lumi_scaffold.values.refused_here): plain text, to escape for the
     file's language."""
-    from .plugin_data import validate_plugin_data
-
-    return values.refused_here(validate_plugin_data(ctx.get("plugin_data")),
+    return values.refused_here(_plugin_data(ctx),
                                {"chains": values.CHAINS, "arrays": values.ARRAYS}[what])
 
 
 @pass_context
 def lumi_launch_note(ctx: Context) -> list[str]:
     """How the training ranks start and get their CPUs, as comment lines (lumi_scaffold.values)."""
-    from .plugin_data import validate_plugin_data
-
     site = str(ctx.get("site"))
-    return command.launch_note(validate_plugin_data(ctx.get("plugin_data")), str(ctx.get("launcher") or "srun"),
+    return command.launch_note(_plugin_data(ctx), str(ctx.get("launcher") or "srun"),
                               lambda text: sources.cite(text, site))
 
 
 @pass_context
 def lumi_command(ctx: Context, kind: str) -> str:
     """The job file's COMMAND for job ``kind`` (lumi_scaffold.values.command), as bash words."""
-    from .plugin_data import validate_plugin_data
-
     fw = _catalogue().frameworks.get(str(ctx.get("framework")))
-    words = command.command(validate_plugin_data(ctx.get("plugin_data")), kind, fw.example if fw else "")
+    words = command.command(_plugin_data(ctx), kind, fw.example if fw else "")
     return " ".join(command.shell_word(w) for w in words)
 
 
@@ -335,8 +342,6 @@ def lumi_library_sums(ctx: Context) -> str:
     """``sha256sum``'s lines for the library files this project gets (scripts/lib/ and the
     static commands in scripts/), as the template has them: ``lumi-scaffold doctor`` (or
     ``sha256sum -c scripts/lib/SHA256SUMS``) names a library file that was changed."""
-    import hashlib
-
     env, values = ctx.environment, ctx.get_all()
     base = Path(str(ctx["_copier_conf"]["src_path"]))
     prefix = base / "project-templates" / "project"
@@ -349,8 +354,23 @@ def lumi_library_sums(ctx: Context) -> str:
                 continue
             parts = [_render_part(env, part, values) for part in relative.parts]
             if all(parts):
-                lines.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {'/'.join(parts)}")
+                lines.append(f"{_sha256(path)}  {'/'.join(parts)}")
     return "\n".join(lines)
+
+
+_SUMS: dict[tuple[str, int, int], str] = {}
+
+
+def _sha256(path: Path) -> str:
+    """The file's SHA-256, kept per (path, mtime, size): the library is the same in every
+    project one process renders (the test matrix, check_conformance)."""
+    import hashlib
+
+    info = path.stat()
+    key = (str(path), info.st_mtime_ns, info.st_size)
+    if key not in _SUMS:
+        _SUMS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return _SUMS[key]
 
 
 @pass_context
@@ -402,6 +422,12 @@ def lumi_path_variable(path: Any) -> str:
     return path_variable(str(path))
 
 
+def lumi_anchor(title: Any) -> str:
+    """The anchor GitHub and GitLab give a Markdown heading: lower case; letters, digits,
+    ``-`` and ``_`` kept, each space a ``-``, the rest dropped."""
+    return "".join("-" if ch == " " else ch for ch in str(title).lower() if ch.isalnum() or ch in "-_ ")
+
+
 def lumi_storage_variables(plugin_data: Any, *more: Any) -> list[str]:
     """The environment variables the project's storage paths start with
     (lumi_scaffold.plugin_data.storage_variables; ``more``: other paths, e.g. the dataset archive)."""
@@ -425,7 +451,8 @@ _GLOBALS = {f.__name__: _user_errors(f) for f in (
     lumi_choices, lumi_default, lumi_check, lumi_resolve, lumi_notices, lumi_placeholders, lumi_framework_text,
     lumi_plugin_files, lumi_sources, lumi_values, lumi_launch_note, lumi_refused, lumi_command, lumi_library_sums)}
 _FILTERS = {f.__name__: _user_errors(f) for f in (
-    lumi_render, lumi_yaml, lumi_py_text, lumi_sh, lumi_cite, lumi_path_variable, lumi_storage_variables, lumi_gpu)}
+    lumi_render, lumi_yaml, lumi_py_text, lumi_sh, lumi_cite, lumi_path_variable, lumi_storage_variables, lumi_gpu,
+    lumi_anchor)}
 
 
 class LumiExtension(Extension):

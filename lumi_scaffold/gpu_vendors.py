@@ -7,6 +7,7 @@ before 0.5 was); nothing else in the runtime names one. Each fact carries its so
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -39,7 +40,7 @@ class GpuVendor:
     source: str
 
     def facts(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(_facts(self))
 
 
 VENDORS: dict[str, GpuVendor] = {
@@ -71,3 +72,9 @@ def container_gpu_flag(site: Any, node: Any) -> ContainerGpuFlag:
     flag: ContainerGpuFlag = site.container_gpu_flag if site.container_gpu_flag is not None else \
         VENDORS[node.gpu_vendor].container_flag
     return flag
+
+
+@functools.lru_cache(maxsize=None)
+def _facts(vendor: GpuVendor) -> dict[str, Any]:
+    """asdict once per vendor (templates ask ~30 times a project); facts() hands out copies."""
+    return asdict(vendor)

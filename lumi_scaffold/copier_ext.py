@@ -358,19 +358,18 @@ def lumi_library_sums(ctx: Context) -> str:
     return "\n".join(lines)
 
 
-_SUMS: dict[tuple[str, int, int], str] = {}
-
-
 def _sha256(path: Path) -> str:
-    """The file's SHA-256, kept per (path, mtime, size): the library is the same in every
-    project one process renders (the test matrix, check_conformance)."""
+    """The file's SHA-256, computed once per (path, mtime, size) in a process: the library is
+    the same in every project one process renders (the test matrix, check_conformance)."""
+    info = path.stat()
+    return _sha256_of(str(path), info.st_mtime_ns, info.st_size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
     import hashlib
 
-    info = path.stat()
-    key = (str(path), info.st_mtime_ns, info.st_size)
-    if key not in _SUMS:
-        _SUMS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return _SUMS[key]
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @pass_context

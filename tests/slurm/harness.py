@@ -20,9 +20,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import site
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -94,6 +96,29 @@ class JobResult:
             return ""
 
 
+def image_python(root: Path) -> Path:
+    """The stand-in image's Python: a bin directory (second on the jobs' PATH, after fakebin)
+    whose ``python`` and ``python3`` are this interpreter's binary in a venv that sees this
+    environment's packages (torch, jax, ...) by plain directory lines in a .pth file. Plain
+    lines add the directories without running the .pth files in them, so the jobs' Python
+    starts as an image's would: without this machine's site hooks (a sandbox's certificate
+    hook, the editable installs' finders: 40-55 ms of CPU per process here, and a job starts
+    dozens). Returns the bin directory; made once per directory."""
+    bin_dir = root / "bin"
+    if (bin_dir / "python3").exists():
+        return bin_dir
+    binary = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(root), "platbase": str(root)}))
+    purelib.mkdir(parents=True, exist_ok=True)
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (root / "pyvenv.cfg").write_text(f"home = {binary.parent}\ninclude-system-site-packages = false\n"
+                                     f"version = {'.'.join(map(str, sys.version_info[:3]))}\n")
+    (purelib / "image-packages.pth").write_text("".join(f"{d}\n" for d in site.getsitepackages()))
+    for name in ("python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}"):
+        (bin_dir / name).symlink_to(binary)
+    return bin_dir
+
+
 def slurm_available() -> tuple[bool, str]:
     """Whether a local Slurm cluster can be started here, and why (not)."""
     if not sys.platform.startswith("linux"):
@@ -127,10 +152,12 @@ def ensure_tool(tool: str, package: str, log: Path, search_path: str | None = No
 
 
 def worker_port_start() -> int:
-    """Where this process looks for free ports: each pytest-xdist worker in a range of its
-    own (gw0 from 6817, gw1 from 7317, ...), so that two workers starting clusters at the
+    """Where this process looks for free ports: the two pytest-xdist workers that run the
+    Slurm groups (gw0 and gw1: tests/conftest.py) each in a range of its own (from 6817 and
+    from 7317; a third worker shares gw0's), so that two workers starting clusters at the
     same moment never pick the same free block (the check and the daemons' bind are not
-    one step). Job ids follow the ports: each cluster's ids start 1000 apart."""
+    one step; start() retries the next block where they did). Job ids follow the ports:
+    each cluster's ids start 1000 apart."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
     return 6817 + 500 * (index % 2)
@@ -238,7 +265,8 @@ class SlurmCluster:
         if self._env is None:
             env = _scrubbed_environ()
             env["SLURM_CONF"] = str(self.conf)
-            parts = [str(FAKEBIN)] + [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p]
+            parts = [str(FAKEBIN), str(image_python(self.directory / "image-python"))]
+            parts += [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p]
             parts += [d for d in _SBIN if d not in parts]
             env["PATH"] = os.pathsep.join(parts)
             self._env = env

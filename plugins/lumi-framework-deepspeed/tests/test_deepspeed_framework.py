@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -137,51 +136,58 @@ def _example(project: Path, out: Path, *args: str, **env: str) -> subprocess.Com
 
 
 @pytest.fixture(scope="module")
-def trained(project, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, subprocess.CompletedProcess]:
-    """The example's output directory after 30 steps with --lr 0.0005, then to 40 steps
-    as job 77, with TensorBoard tracking; and the two runs."""
+def trained(project, tmp_path_factory) -> tuple[Path, list[subprocess.CompletedProcess]]:
+    """The example's output directory and its three runs, each as rank 0 of a job on the
+    CPU: 30 steps with --lr 0.0005 and TensorBoard tracking; then as job 78, whose
+    time-limit warning has come (the flag file the job's USR1 trap creates), asked for 100;
+    then as job 77, to 40 steps, tracked again. Each later run starts only where the one
+    before it did what it should."""
     _need_deepspeed()
-    out = tmp_path_factory.mktemp("trained") / "out"
+    work = tmp_path_factory.mktemp("trained")
+    out, time_up = work / "out", work / "time-up"
     tracking = {"LUMI_SCAFFOLD_TRACKING": "tensorboard"}  # (scripts/lib/python/runlog.py: tracking, and the job report in a job)
-    first = _example(project, out, "--steps", "30", "--lr", "0.0005", **tracking)
-    second = _example(project, out, "--steps", "40", SLURM_JOB_ID="77", **tracking) if first.returncode == 0 else None
-    return out, first, second
+    every = ("--checkpoint-every", "10")
+    runs = [_example(project, out, *every, "--steps", "30", "--lr", "0.0005", **tracking)]
+    if runs[-1].returncode == 0:
+        time_up.touch()  # Slurm's warning came (time_is_up in scripts/lib/job.sh)
+        runs.append(_example(project, out, *every, "--steps", "100", LUMI_SCAFFOLD_TRACKING="none", SLURM_JOB_ID="78",
+                             LUMI_SCAFFOLD_JOB_KIND="train", LUMI_SCAFFOLD_TIME_UP=str(time_up)))
+        time_up.unlink()
+    if runs[-1].returncode == 75:
+        runs.append(_example(project, out, *every, "--steps", "40", SLURM_JOB_ID="77", **tracking))
+    return out, runs
+
+
+@pytest.mark.slow
+def test_example_saves_at_the_time_limit_warning_and_resumes_there(trained):
+    """The second run resumes at step 30, stops at its first agreement (runlog.time_to_stop,
+    deepspeed.comm's all-reduce), saves that step, not a multiple of --checkpoint-every,
+    and exits 75 (its report says so); the third resumes from it."""
+    out, runs = trained
+    assert runs[0].returncode == 0, runs[0].stderr[-2000:]
+    assert "done: 30 steps on 1 process(es)" in runs[0].stdout and ", lr 0.0005" in runs[0].stdout
+    stopped = runs[1]
+    assert stopped.returncode == 75, stopped.stdout[-2000:] + stopped.stderr[-2000:]
+    assert "at step 30" in stopped.stdout, stopped.stdout
+    assert "time limit: stopped at step 31 on every rank, saved it" in stopped.stdout, stopped.stdout
+    assert json.loads((out / "reports/78.json").read_text())["ended"] == "time limit"
+    third = runs[2]
+    assert third.returncode == 0, third.stderr[-2000:]
+    assert "at step 31" in third.stdout and "done: 40 steps" in third.stdout, third.stdout
 
 
 @pytest.mark.slow
 def test_example_trains_and_resumes_on_the_cpu(trained):
-    out, first, second = trained
-    assert first.returncode == 0, first.stderr[-2000:]
-    assert "done: 30 steps on 1 process(es)" in first.stdout and ", lr 0.0005" in first.stdout
-    assert second.returncode == 0, second.stderr[-2000:]
-    assert "at step 30" in second.stdout and "done: 40 steps" in second.stdout
+    """Across the three runs: one TensorBoard run, every 10th step once, with the first
+    run's learning rate (resumed from the checkpoints); the last job's report counts its
+    own steps."""
+    out, runs = trained
+    assert [run.returncode for run in runs] == [0, 75, 0], runs[-1].stderr[-2000:]
     report = json.loads((out / "reports/77.json").read_text())
-    assert report["steps"] == {"first": 31, "last": 40, "done": 10} and report["samples_per_step"] == 64, report
+    assert report["steps"] == {"first": 32, "last": 40, "done": 9} and report["samples_per_step"] == 64, report
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(out / "tensorboard"))
     events.Reload()
     assert [e.step for e in events.Scalars("loss")] == [10, 20, 30, 40]
     assert [e.value for e in events.Scalars("lr")] == pytest.approx([0.0005] * 4)  # (resumed: the checkpoint's)
-
-
-@pytest.mark.slow
-def test_example_saves_at_the_time_limit_warning_and_resumes_there(project, trained, tmp_path):
-    """As rank 0 of a training job whose time-limit warning has come (the flag file the
-    job's USR1 trap creates): the example, resuming a copy of the run above (at step 40),
-    stops at its first agreement (runlog.time_to_stop, deepspeed.comm's all-reduce), saves
-    that step, not a multiple of --checkpoint-every, and exits 75; the next run resumes
-    from it."""
-    out = shutil.copytree(trained[0], tmp_path / "out")
-    assert trained[2] is not None and trained[2].returncode == 0, "the run above did not train"
-    env = dict(LUMI_SCAFFOLD_TRACKING="none", SLURM_JOB_ID="78", LUMI_SCAFFOLD_JOB_KIND="train",
-               LUMI_SCAFFOLD_TIME_UP=str(tmp_path / "time-up"))
-    every = ("--checkpoint-every", "10")
-    (tmp_path / "time-up").touch()  # Slurm's warning came (time_is_up in scripts/lib/job.sh)
-    stopped = _example(project, out, *every, "--steps", "100", **env)
-    assert stopped.returncode == 75, stopped.stdout[-2000:] + stopped.stderr[-2000:]
-    assert "time limit: stopped at step 41 on every rank, saved it" in stopped.stdout, stopped.stdout
-    assert json.loads((out / "reports/78.json").read_text())["ended"] == "time limit"
-    (tmp_path / "time-up").unlink()
-    third = _example(project, out, *every, "--steps", "50", **env)
-    assert third.returncode == 0 and "at step 41" in third.stdout and "done: 50 steps" in third.stdout, third.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import shutil
 import textwrap
@@ -44,9 +45,25 @@ def template_copy(dest: Path) -> Path:
 def render(template: Path | str, dest: Path, **answers: Any) -> Path:
     """Render a project with ``answers`` (plus DEFAULTS) and defaults for the rest. The
     repository renders as checked out (HEAD and uncommitted changes), never its newest tag,
-    which a checkout with the release tags would give (a CI clone has none)."""
-    return render_project(template, dest, {**DEFAULTS, **answers},
-                          vcs_ref="HEAD" if Path(template).resolve() == REPO else None)
+    which a checkout with the release tags would give (a CI clone has none). A fresh
+    destination outside git renders through the matrix's Copier shortcuts (the same bytes:
+    tests/test_render.py::test_copier_shortcuts_change_nothing), without the ~50 `git
+    config` processes plain Copier starts for a project's files."""
+    dest = Path(dest)
+    fresh = not (dest.exists() and any(dest.iterdir())) and not _in_git(dest)
+    with _shortcuts() if fresh else contextlib.nullcontext():
+        return render_project(template, dest, {**DEFAULTS, **answers},
+                              vcs_ref="HEAD" if Path(template).resolve() == REPO else None)
+
+
+def _shortcuts():
+    from .copier_shortcuts import copier_shortcuts
+
+    return copier_shortcuts()
+
+
+def _in_git(path: Path) -> bool:
+    return any((parent / ".git").exists() for parent in path.resolve().parents)
 
 
 def load_module(name: str, path: Path) -> ModuleType:

@@ -115,17 +115,21 @@ def fake_site_packages(tmp_path, monkeypatch):
     plugins.reset()
 
 
-# The suite runs on two xdist workers (pyproject.toml's addopts: -n 2 --dist loadgroup).
-# Tests on the local Slurm run in two groups, one per worker, each in collection order on
-# clusters of its own (the harness gives each worker its own ports and job ids): one
-# group's waits on Slurm (jobs starting, the watchdog's limits, the time-limit jobs)
-# overlap the other's work. A module stays in one group (module fixtures such as the
-# behaviour matrix's jobs run once); _SLURM_A is about half the group's time as measured
-# on 2 cores (test_slurm_jobs 300 s; the rest of A about 170 s, of B about 500 s), and
-# every other module (a new one included) goes to B.
-# Tests that build the wheel share one session build: another group. tryfirst: xdist's own
-# hook (on each worker) turns the xdist_group marks into the "@group" suffix of the node
-# ids it sends for scheduling; it must see the marks we add.
+# The suite runs on three xdist workers on the 2 cores (pyproject.toml's addopts: -n 3
+# --dist loadgroup). Tests on the local Slurm run in two groups, each in collection order on
+# clusters of its own (the harness gives each group's worker its own ports and job ids);
+# the tests that build the wheel share one session build: a third group. xdist hands the
+# largest groups out first, one to each worker (slurm-b, slurm-a, wheel), then single
+# tests to whichever worker is free. The Slurm groups alone keep the 2 cores about 60%
+# busy (jobs starting, the watchdog's limits, the time-limit jobs: 2026-11-29, 564 CPU-s
+# in 492 s), so the third worker's tests fill the rest from the start instead of queuing
+# behind them (on this machine: 17:09 with two workers; 15:11 with three and the same
+# day's cuts, 96% of both cores busy: docs/performance.md). A module stays in one group (module
+# fixtures such as the behaviour matrix's jobs run once); _SLURM_A is about half the Slurm
+# tests' time as measured on 2 cores (test_slurm_jobs 300 s; the rest of A about 170 s, of
+# B about 500 s), and every other module (a new one included) goes to B. tryfirst:
+# xdist's own hook (on each worker) turns the xdist_group marks into the "@group" suffix
+# of the node ids it sends for scheduling; it must see the marks we add.
 _WHEEL_MODULES = {"test_install", "test_packaging", "test_bundle"}
 _SLURM_A = {"test_slurm_jobs", "test_fault_model_jobs", "test_preflight", "test_own_script_jobs", "test_job_nodes"}
 # Tests whose jobs wait on Slurm's clock (a time limit, the warning before it), each with the

@@ -12,6 +12,7 @@ import re
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -286,13 +287,25 @@ def test_the_sweep_summary_and_explain_runs_read_the_reports_alike(template, tmp
     assert runs["example-001"]["last_step"] == 30 and runs["example-001"]["steps"] == 40  # 20 + 20
 
 
+def _new_mlflow_run(tmp_path: Path, monkeypatch, module: str):
+    """A new run of the project's runlog (loaded afresh as ``module``) with the MLflow tracker."""
+    import mlflow
+
+    monkeypatch.syspath_prepend(str(RUNLOG_DIR))  # (runlog imports jobfiles beside it)
+    runlog = load_module(module, RUNLOG_DIR / "runlog.py")
+    runlog.MLflow.load()
+    try:
+        return runlog.Tracker.open("mlflow", str(tmp_path / "run"), {"lr": 0.1})
+    finally:
+        mlflow.end_run()
+
+
 def test_a_run_whose_experiment_another_process_made_meanwhile_lands_in_that_experiment(tmp_path, monkeypatch):
     """Sweep trials (or the ranks of chained jobs) that start together on a new MLflow store:
     one makes the experiment between another's look-up and that one's own create. MLflow's
     set_experiment then returns the experiment without making it the active one (3.17,
     fluent.set_experiment), and a run started after it went to "Default" (seen with two trials
     at once). Here the look-up answers "none" once, after the experiment was made."""
-    import mlflow
     from mlflow.tracking import MlflowClient
     from mlflow.tracking._tracking_service.client import TrackingServiceClient
 
@@ -307,13 +320,34 @@ def test_a_run_whose_experiment_another_process_made_meanwhile_lands_in_that_exp
         return None if len(looked) == 1 else real(self, name)
 
     monkeypatch.setattr(TrackingServiceClient, "get_experiment_by_name", before_the_other_made_it)
-    monkeypatch.syspath_prepend(str(RUNLOG_DIR))  # (runlog imports jobfiles beside it)
-    runlog = load_module("runlog_experiment_race", RUNLOG_DIR / "runlog.py")
-    runlog.MLflow.load()
-    try:
-        tracker = runlog.Tracker.open("mlflow", str(tmp_path / "run"), {"lr": 0.1})
-    finally:
-        mlflow.end_run()
+    tracker = _new_mlflow_run(tmp_path, monkeypatch, "runlog_experiment_race")
     client = MlflowClient(str(store))
     assert looked and [r.info.run_id for r in client.search_runs([client.get_experiment_by_name("demo").experiment_id])] \
         == [tracker.state["id"]]
+
+
+def test_a_run_whose_experiment_another_process_made_twice_lands_in_the_oldest(tmp_path, monkeypatch):
+    """Two sweep trials that start together on a new MLflow file store can each make the
+    experiment (the store checks the name, then writes): two experiments of one name, and
+    the trials' runs split between them (seen in CI, 2026-11-29: a sweep of three trials
+    found two runs under the name). Here the other process's "demo" is the older; this
+    process's set_experiment gets its own newer copy. The run goes to the older, the empty
+    copy is removed, and the name finds the run."""
+    import mlflow
+    import yaml
+    from mlflow.tracking import MlflowClient
+
+    store = tmp_path / "mlruns"
+    for name, value in {**TRACKERS_ENV, "MLFLOW_TRACKING_URI": str(store), "LUMI_SCAFFOLD_PROJECT": "demo"}.items():
+        monkeypatch.setenv(name, value)
+    client = MlflowClient(str(store))
+    older = client.create_experiment("demo")  # the other process's
+    time.sleep(0.01)
+    newer = client.create_experiment("demo-copy")  # this process's, made at the same moment
+    meta = store / newer / "meta.yaml"
+    meta.write_text(yaml.safe_dump({**yaml.safe_load(meta.read_text()), "name": "demo"}))
+    monkeypatch.setattr(mlflow, "set_experiment", lambda name: client.get_experiment(newer))
+    tracker = _new_mlflow_run(tmp_path, monkeypatch, "runlog_experiment_twice")
+    assert [r.info.run_id for r in client.search_runs([older])] == [tracker.state["id"]]
+    assert client.get_experiment(newer).lifecycle_stage == "deleted"
+    assert client.get_experiment_by_name("demo").experiment_id == older

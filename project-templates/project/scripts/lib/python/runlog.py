@@ -357,7 +357,7 @@ class MLflow(Tracker):
         # process makes the experiment between its look-up and its own create (sweep trials
         # starting together on a new store), set_experiment returns it without making it
         # active (MLflow 3.17, fluent.set_experiment), and the run went to "Default".
-        found = mlflow.set_experiment(experiment())
+        found = first_of_its_name(mlflow.set_experiment(experiment()))
         tags = {"sweep": os.environ["LUMI_SCAFFOLD_SWEEP"]} if os.environ.get("LUMI_SCAFFOLD_SWEEP") else None
         run = mlflow.start_run(experiment_id=found.experiment_id, run_name=os.environ.get("RUN_NAME", "run"), tags=tags)
         mlflow.log_params({k: str(v)[:500] for k, v in self.config.items()})  # (params cannot change later)
@@ -368,6 +368,28 @@ class MLflow(Tracker):
 
     def close(self, finished: bool) -> None:
         mlflow.end_run(status="FINISHED" if finished else "KILLED")
+
+
+def first_of_its_name(found: Any) -> Any:
+    """The experiment a new run goes to: the oldest of ``found``'s name. MLflow's file store
+    checks that a name is free, then writes the experiment: two sweep trials starting
+    together on a new store can each make one, and their runs landed in two experiments of
+    one name (seen in a sweep of three trials, two at once; MLflow 3.17). Every process
+    takes the oldest (by creation time, then id: they all agree), and one that made a
+    newer copy renames and removes it while it holds no run (a removed experiment keeps its
+    name in MLflow), so the name finds the experiment with the runs."""
+    client = mlflow.MlflowClient()
+    same = [e for e in client.search_experiments() if e.name == found.name]
+    if len(same) < 2:
+        return found
+    first = min(same, key=lambda e: (e.creation_time or 0, e.experiment_id))
+    if first.experiment_id != found.experiment_id and not client.search_runs([found.experiment_id], max_results=1):
+        try:
+            client.rename_experiment(found.experiment_id, f"{found.name} (duplicate {found.experiment_id})")
+            client.delete_experiment(found.experiment_id)
+        except mlflow.exceptions.MlflowException:
+            pass  # (another process removed it first)
+    return first
 
 
 class WandB(Tracker):

@@ -152,12 +152,12 @@ def ensure_tool(tool: str, package: str, log: Path, search_path: str | None = No
 
 
 def worker_port_start() -> int:
-    """Where this process looks for free ports: the two pytest-xdist workers that run the
-    Slurm groups (gw0 and gw1: tests/conftest.py) each in a range of its own (from 6817 and
-    from 7317; a third worker shares gw0's), so that two workers starting clusters at the
-    same moment never pick the same free block (the check and the daemons' bind are not
-    one step; start() retries the next block where they did). Job ids follow the ports:
-    each cluster's ids start 1000 apart."""
+    """Where this process looks for free ports: gw0 (and gw2) from 6817, gw1 from 7317, so
+    that two workers starting clusters at the same moment seldom pick the same free block
+    (the check and the daemons' bind are not one step). xdist gives the two Slurm groups to
+    whichever workers come first (seen: gw0 and gw2), so two groups may share a range;
+    start() then takes the next block where another cluster took one. Job ids follow the
+    ports: each cluster's ids start 1000 apart."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
     return 6817 + 500 * (index % 2)

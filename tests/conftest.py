@@ -117,7 +117,7 @@ def fake_site_packages(tmp_path, monkeypatch):
 
 # The suite runs on three xdist workers on the 2 cores (pyproject.toml's addopts: -n 3
 # --dist loadgroup). Tests on the local Slurm run in two groups, each in collection order on
-# clusters of its own (the harness gives each group's worker its own ports and job ids);
+# clusters of its own (the harness keeps their ports and job ids apart);
 # the tests that build the wheel share one session build: a third group. xdist hands the
 # largest groups out first, one to each worker (slurm-b, slurm-a, wheel), then single
 # tests to whichever worker is free. The Slurm groups alone keep the 2 cores about 60%

@@ -96,8 +96,12 @@ def main() -> None:
     with open(os.path.join(directory, name + ".tmp"), "w", encoding="utf-8") as handle:
         json.dump(record, handle, sort_keys=True)
     os.replace(os.path.join(directory, name + ".tmp"), os.path.join(directory, name))
-    print(f"probe: rank {record['torch']['rank']}/{record['torch']['world']} slurm {record['jax']['rank']}"
-          f"/{record['jax']['world']} on {record['node']}", flush=True)
+    # One write per line: under `python -u` print() writes the text and its newline apart, and
+    # torchrun's workers share one stdout, so another rank's line could land between the two
+    # (a CI run's log: "probe: rank 1/4 ... on nid005000rank 2/4 node ...").
+    sys.stdout.write(f"probe: rank {record['torch']['rank']}/{record['torch']['world']} slurm {record['jax']['rank']}"
+                     f"/{record['jax']['world']} on {record['node']}\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from tests.slurm.harness import (
     FAKEBIN,
     SLURM_DIR,
     SlurmCluster,
+    _CompletionLog,
     parse_scontrol_line,
 )
 
@@ -438,6 +439,37 @@ def test_wait_job_script_and_wait_report_exit_code(slurm_cluster: SlurmCluster,
     assert (result.state, result.exit_code, result.ok) == ("FAILED", 3, False)
     unknown = slurm_cluster.run(["bash", str(SLURM_DIR / "wait-job.sh"), "999999", "5"])
     assert unknown.returncode == 255
+
+
+@pytest.mark.slurm
+def test_wait_asks_the_controller_when_the_completion_log_names_the_job(slurm_cluster: SlurmCluster,
+                                                                        tmp_path: Path) -> None:
+    """wait() asks scontrol once at the start, then when the job's line appears in Slurm's
+    completion log (not every check_every s): the log works on this Slurm."""
+    asked = []
+    job = slurm_cluster.sbatch(["--wrap", "sleep 2", "--output=/dev/null"], cwd=tmp_path)
+    original = slurm_cluster.job_info
+    slurm_cluster.job_info = lambda job_id: asked.append(time.monotonic()) or original(job_id)  # type: ignore[method-assign]
+    try:
+        result = slurm_cluster.wait(job, timeout=60, check_every=30)
+    finally:
+        del slurm_cluster.job_info
+    assert result.state == "COMPLETED" and len(asked) == 2, (result, asked)
+    assert re.search(rf"^JobId={job} .*JobState=COMPLETED", slurm_cluster.completions.read_text(), re.M)
+
+
+def test_the_completion_log_gives_each_new_line_once(tmp_path: Path) -> None:
+    log = tmp_path / "jobcomp.log"
+    log.write_text("JobId=1 JobState=COMPLETED\n")
+    seen = _CompletionLog(log)  # what was there before is not news
+    assert not seen.names(1) and not seen.names(2)
+    with log.open("a") as handle:
+        handle.write("JobId=2 JobState=REQUEUED\nJobId=3 JobSt")  # the last line half written
+    assert not seen.names(3) and seen.names(2) and not seen.names(2)
+    with log.open("a") as handle:
+        handle.write("ate=FAILED\nJobId=2 JobState=COMPLETED\n")
+    assert seen.names(3) and seen.names(2) and not seen.names(1)
+    assert not _CompletionLog(tmp_path / "none.log").names(1)
 
 
 @pytest.mark.slurm

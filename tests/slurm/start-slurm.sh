@@ -182,7 +182,8 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=${TASK_PLUGIN}
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=${LOG}/jobcomp.log
 MpiDefault=none
 SchedulerType=sched/backfill
 SchedulerParameters=batch_sched_delay=0

@@ -387,6 +387,22 @@ def test_node_local_storage_under_a_variable_is_expanded_on_the_node(template, t
     assert done.stdout.splitlines() == ["/node/tmp/u1-tmp-7-1", "/node/tmp", "/node/tmp/u1-demo-7"]
 
 
+def test_expand_replaces_each_variable_in_place_without_a_subshell(template, tmp_path):
+    """values-lib.sh's expand_into sets a variable (run.sh expands ~20 values a rank, and a
+    subshell each was ~1 ms); expand prints the same. It has no local variable to hide a
+    name (the old one's were ``rest``, ``out`` and ``name``). (A bare ``$`` never reaches it:
+    values are checked to hold ``${NAME}`` references only, lumi_scaffold._types.)"""
+    project = render(template, tmp_path / "p")
+    script = ('set -euo pipefail; source scripts/lib/values-lib.sh; '
+              'expand_into got "${VALUE}"; printf "%s\\n" "${got}" "$(expand "${VALUE}")"')
+    value = "/a/${USER}-${rest}/${NOT_SET}x/${name}${out}/${USER}"
+    done = subprocess.run(["bash", "-c", script], cwd=project, capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], "VALUE": value, "USER": "u1", "rest": "r",
+                               "name": "n", "out": "o"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["/a/u1-r/x/no/u1"] * 2
+
+
 def test_a_site_without_variables_has_no_storage_check(template, tmp_path):
     from lumi_scaffold.answers import read_answers
     from lumi_scaffold.doctor import storage_checks

@@ -15,11 +15,13 @@ PROJECT_DIR="${PROJECT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 # shellcheck source=values-lib.sh
 source "${PROJECT_DIR}/scripts/lib/values-lib.sh"
 
-# Exports each NAME=value given, its ${NAME}s expanded.
+# Exports each NAME=value given, its ${NAME}s expanded (a value may name NAME itself: its
+# value before). No local variable: one would hide a ${NAME} of the same name.
 export_values() {
-    local setting
-    for setting in "$@"; do
-        export "${setting%%=*}=$(expand "${setting#*=}")"
+    while [ "$#" -gt 0 ]; do
+        expand_into "${1%%=*}" "${1#*=}"
+        export "${1%%=*}"
+        shift
     done
 }
 
@@ -100,9 +102,14 @@ fi
 # framework caches in the project's cache area (cache_env): all off $HOME. Every rank makes
 # the kernel caches' directories (idempotent, and no rank waits for another).
 export_values "${kernel_cache_env[@]}" "${cache_env[@]}"
+cache_dirs=() cache_dir=""
 for setting in "${kernel_cache_env[@]}"; do
-    mkdir -p "$(expand "${setting#*=}")"
+    expand_into cache_dir "${setting#*=}"
+    cache_dirs+=("${cache_dir}")
 done
+if [ "${#cache_dirs[@]}" -gt 0 ]; then
+    mkdir -p "${cache_dirs[@]}"
+fi
 
 # One line per rank: where it runs, its GPU and its CPUs (not in the jobs' helper steps:
 # LUMI_SCAFFOLD_HELPER=1).

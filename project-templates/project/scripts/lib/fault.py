@@ -69,6 +69,35 @@ STALL = re.compile(r"^watchdog: no progress for .*?last progress: rank (\d+) on 
 NO_BEAT = re.compile(r"^watchdog: no rank made (?:progress|its first step) within the startup allowance")
 OUTPUT_STALL = re.compile(r"^watchdog: the job's output did not grow for (\d+) s \(OUTPUT_TIMEOUT=")
 NET_FALLBACK = re.compile(r"\b(?P<library>NCCL/RCCL|NCCL|RCCL) talks between nodes over TCP sockets.*Stopping the job")
+# What a rank's log says of a hardware fault of its GPU, a node's fault, not the code's (one
+# pattern per message, its source beside it; fault.hardware() ties it to a node):
+HARDWARE = re.compile("|".join([
+    # CUDA's text for cudaErrorECCUncorrectable (CUDA_ERROR_ECC_UNCORRECTABLE, code 214), e.g.
+    #   RuntimeError: CUDA error: uncorrectable ECC error encountered
+    # from PyTorch on one cluster node that its site then found and fixed:
+    # jade-hpc-gpu/jade-hpc-gpu.github.io#194 (https://github.com/jade-hpc-gpu/jade-hpc-gpu.github.io/issues/194);
+    # a hardware error in the maintainers' words: vllm-project/vllm#5222
+    # (https://github.com/vllm-project/vllm/issues/5222), verl-project/verl#407 (https://github.com/verl-project/verl/issues/407).
+    r"uncorrectable ECC error encountered",
+    # ROCm's runtime (ROCr) when the kernel driver reports the GPU's ECC event; it aborts the process:
+    #   HW Exception by GPU node-1 (Agent handle: 0x...) reason :ECC
+    # ROCm/ROCR-Runtime, runtime/hsa-runtime/core/runtime/runtime.cpp, HwExceptionHandler (https://github.com/ROCm/
+    # ROCR-Runtime/blob/013efee3e00c774e237466c9bf05f2836d151621/runtime/hsa-runtime/core/runtime/runtime.cpp), where
+    # the cause is HSA_AMD_HW_EXCEPTION_CAUSE_ECC ("SRAM ECC" in runtime/hsa-runtime/inc/hsa_ext_amd.h); the driver's
+    # event comes from an uncorrectable error (Linux commit 9b54d2017687, "drm/amdkfd: add RAS ECC event support").
+    # The vendor's source, not a log: no public log with this line was found.
+    r"HW Exception by GPU node-\d+ \(Agent handle: [^)]*\) reason :ECC\b",
+    # The same runtime's memory access fault when the driver gives an ECC error type (VMFaultHandler, same file), e.g.
+    #   Memory access fault by GPU node-4 (Agent handle: 0x...) on address 0x.... Reason: DRAM ECC failure.
+    # (also the vendor's source, not a log). Any other reason (e.g. "Page not present or supervisor privilege": an
+    # address not mapped for the GPU, which a kernel's bad pointer gives) is no hardware message: left out.
+    r"Memory access fault by GPU node-\d+ .*Reason: [DS]RAM ECC failure",
+]))
+# Left out as ambiguous (a hardware fault or the code's): ROCr's "reason :GPU Hang" (a kernel that never ends
+# hangs the GPU too; e.g. ROCm/ROCm#4021, https://github.com/ROCm/ROCm/issues/4021), CUDA's "an illegal memory
+# access was encountered" and "unspecified launch failure" (the CUDA runtime API's documentation names a bad device
+# pointer as a common cause) and "unknown error" (also what a GPU gone gives: proteneer/timemachine#1203), and
+# "GPU has fallen off the bus" (Xid 79: in the kernel's log, never the rank's).
 # What the signal that ended the batch script (job.sh's trap, --signal) says of the job
 SIGNALS = {"TERM": "SIGTERM: scancel, or Slurm ended the job", "INT": "SIGINT: Ctrl-C", "HUP": "SIGHUP: its terminal closed"}
 
@@ -315,12 +344,47 @@ def culprit(cause, facts, text, beats, flight_dir):
         elif facts.get("timed_out") is not None:
             evidence.append("rank {}{} timed out waiting; the rank it waited for is not named".format(
                 facts["timed_out"], " on " + nodes[facts["timed_out"]] if facts["timed_out"] in nodes else ""))
+    elif cause in ("rank died", "failed"):
+        exclude = hardware(facts, text, nodes, evidence)
     if "rank" in facts and not facts.get("node"):
         facts["node"] = nodes.get(facts["rank"], "")
     if "step" not in facts and beats:
         facts["step"] = beats[facts["rank"]].step if facts.get("rank") in beats else max(b.step for b in beats.values())
     facts["evidence"] = "; ".join(evidence)
     return exclude
+
+
+def hardware(facts, text, nodes, evidence):
+    """The node a hardware message (HARDWARE) of the log is tied to ('' for none), said in
+    ``evidence``. The log merges every rank's output: a message is a rank's by its [rankN]:
+    prefix (torch.distributed's), else the node's of the rank that ended first, else the
+    job's only node; a message tied to none of them blames no node."""
+    found = [l.strip() for l in text.splitlines() if HARDWARE.search(l)]
+    if not found:
+        return ""
+    said = found[0] if len(found[0]) <= 240 else found[0][:237] + "..."
+    ranks = sorted({int(m.group(1)) for m in (RANK_PREFIX.match(l) for l in found) if m})
+    everyone = sorted(set(nodes.values()))
+    if ranks:
+        where = sorted({nodes.get(r, "") for r in ranks})
+        whose = "of rank{} {}".format("s" if len(ranks) > 1 else "", ", ".join(map(str, ranks)))
+    elif facts.get("rank") is not None or facts.get("node"):
+        where = [facts.get("node") or nodes.get(facts["rank"], "")]
+        whose = "in the log; {} ended first".format(
+            "rank {}".format(facts["rank"]) if facts.get("rank") is not None else "the task on " + where[0])
+    else:
+        where = everyone if len(everyone) == 1 else []
+        whose = "in the log; every rank ran on it"
+    if len(where) != 1 or not where[0]:
+        evidence.append("hardware message not tied to one node ({}; no node blamed): {}".format(
+            "its ranks {} ran on {}".format(", ".join(map(str, ranks)), ", ".join(w or "?" for w in where)) if ranks
+            else "no [rankN]: prefix, and no rank named as the one that ended first", said))
+        return ""
+    if facts.get("rank") is None and ranks:
+        facts["rank"] = ranks[0]
+    facts["node"] = facts.get("node") or where[0]
+    evidence.append("hardware message {} (on {}): {}".format(whose, where[0], said))
+    return where[0]
 
 
 def decide(cause, facts, exclude, hung_before, known_issues, status, chain=1, next_job=""):
@@ -344,6 +408,12 @@ def decide(cause, facts, exclude, hung_before, known_issues, status, chain=1, ne
                               "the image's known issues: {}".format(facts["rank"], how, issues))
         return "resume", ("software hang suspected (no rank is shown behind the others): {} resumes on any nodes; "
                           "the image's known issues: {}".format(how, issues))
+    if exclude:  # (a rank that died with a hardware message tied to its node: hardware())
+        if hung_before:
+            return "stop", "this chain already replaced a job once (after: {})".format(hung_before)
+        how = "a job that replaces this one" if chain > 1 else "submitting again"
+        return "resume-elsewhere", "a hardware fault of {}: {} resumes without it{}".format(
+            exclude, how, "" if chain > 1 else " (sbatch --exclude={} ...)".format(exclude))
     if cause == "cancelled":
         return "stop", "the job was cancelled; submitting again resumes the run from its newest checkpoint"
     if cause == "no heartbeat":

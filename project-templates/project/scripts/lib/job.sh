@@ -616,11 +616,15 @@ train_job() {
     rm -f "${LUMI_SCAFFOLD_TIME_UP}"
     if [ "${FAULT_DECISION}" = finished ]; then
         stop_chain "training finished"
-    elif [ "${FAULT_HANG}" = 1 ] && [ "${FAULT_DECISION}" != stop ] && [ "${chain}" -gt 1 ]; then
-        # A hang in a chain: once per chain the run goes on in a job that replaces this one,
-        # without a node only on evidence against it; a second hang ends the chain.
+    elif { [ "${FAULT_HANG}" = 1 ] || [ "${FAULT_DECISION}" = resume-elsewhere ]; } && [ "${FAULT_DECISION}" != stop ] \
+        && [ "${chain}" -gt 1 ]; then
+        # A hang, or a rank that died with a hardware message tied to its node, in a chain: once
+        # per chain the run goes on in a job that replaces this one, without a node only on
+        # evidence against it; a second time ends the chain.
         what="a collective timed out in this job (a hang)"
-        if [ "${FAULT_CAUSE}" != "collective timeout" ]; then
+        if [ "${FAULT_HANG}" != 1 ]; then
+            what="a rank of this job died with a hardware message"
+        elif [ "${FAULT_CAUSE}" != "collective timeout" ]; then
             what="the watchdog stopped this job"
         fi
         ledger_nodes   # (with the node the evidence named, unless LEDGER_DAYS=0)

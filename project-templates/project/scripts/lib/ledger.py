@@ -1,6 +1,7 @@
 # OWNED BY THE TEMPLATE: `lumi-scaffold update` rewrites this file (`lumi-scaffold doctor` names a change).
 """The project's node ledger: nodes with evidence against them (a hang its ranks were named in
-by the Flight Recorder or by heartbeats), which every later job of the project excludes
+by the Flight Recorder or by heartbeats, a rank that died with a hardware message tied to
+it: scripts/lib/fault.py), which every later job of the project excludes
 until the entry expires. One line per entry in OUTPUT_ROOT/node-ledger.tsv, tab-separated:
 node, expiry (seconds since the epoch), job, time, evidence. Standard library and Python
 3.6's grammar (it runs with the node's own python3, and on the login node).

@@ -54,3 +54,30 @@ def test_fault_writes_the_node_the_evidence_names_and_doctor_lists_it(tmp_path, 
     notes = ledger_notes(project)
     assert len(notes) == 1 and notes[0].startswith("nid005001 excluded until ") and notes[0].endswith(
         "(clear: python3 scripts/lib/ledger.py clear nid005001)"), notes
+
+
+def test_a_rank_that_died_with_a_hardware_message_puts_its_node_in_the_ledger(tmp_path):
+    """fault.py end, run as the job runs it, on a rank killed by its GPU's uncorrectable ECC error
+    (CUDA's text, with torch.distributed's rank prefix): its node goes into the ledger, with the
+    message as the evidence, and the decision excludes it; a Python traceback in its place
+    writes nothing."""
+    outputs = tmp_path / "outputs"
+    ranks = "rank 0/2 node nid005000 local_rank 0 gpu 0 cpus 1\nrank 1/2 node nid005001 local_rank 0 gpu 0 cpus 1\n"
+    env = {"PATH": "/usr/bin:/bin", "OUTPUT_ROOT": str(outputs)}
+    for death, blamed in (("[rank1]: RuntimeError: CUDA error: uncorrectable ECC error encountered", True),
+                          ("[rank1]: ValueError: the batch has 3 dimensions", False)):
+        log = tmp_path / "job.log"
+        log.write_text(ranks + death + "\nsrun: error: nid005001: task 1: Exited with exit code 1\n")
+        done = subprocess.run([sys.executable, str(LIB / "fault.py"), "end", "--status", "1", "--log", str(log), "--chain", "2",
+                               "--job", "42", "--run-dir", str(outputs / "demo"), "--out", str(tmp_path / "decision"),
+                               "--ledger-days", "7"], capture_output=True, text=True, env=env, check=True)
+        decision = (tmp_path / "decision").read_text()
+        assert done.stdout.startswith("fault: rank died: rank 1 on nid005001 (Exited with exit code 1)"), done.stdout
+        if blamed:
+            assert "hardware message of rank 1 (on nid005001): " + death in done.stdout, done.stdout
+            assert "decision=resume-elsewhere\nexclude=nid005001\n" in decision, decision
+            row = (outputs / "node-ledger.tsv").read_text().split("\t")
+            assert row[0] == "nid005001" and row[2] == "42" and death in row[4], row
+        else:
+            assert "decision=stop\nexclude=\n" in decision and "hardware" not in done.stdout, done.stdout
+            assert len((outputs / "node-ledger.tsv").read_text().splitlines()) == 1  # (the first death's entry alone)

@@ -151,6 +151,10 @@ def test_a_hardware_message_of_the_rank_that_died_puts_its_node_in_the_ledger(fa
         cause, facts = fault.classify("\n".join(RANKS + [message] + SRUN_DIED), 7, 0)
         assert fault.culprit(cause, facts, "\n".join(RANKS + [message] + SRUN_DIED), {}, "") == "nid005001", message
         assert "ended first" in facts["evidence"] and message in facts["evidence"]
+    # on a job of one node, any rank's message is that node's
+    one = "\n".join(RANKS[:2] + [ROCR_ECC])
+    cause, facts = fault.classify(one, 134, 0)
+    assert fault.culprit(cause, facts, one, {}, "") == "nid005000" and "the job's only node" in facts["evidence"]
     # a second replacement in one chain stops it
     assert fault.decide("rank died", {}, "nid005001", "nid005000", "", 1, 2)[0] == "stop"
 

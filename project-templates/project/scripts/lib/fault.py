@@ -368,17 +368,18 @@ def hardware(facts, text, nodes, evidence):
     if ranks:
         where = sorted({nodes.get(r, "") for r in ranks})
         whose = "of rank{} {}".format("s" if len(ranks) > 1 else "", ", ".join(map(str, ranks)))
+        untied = "its ranks {} ran on {}".format(", ".join(map(str, ranks)), ", ".join(w or "?" for w in where))
     elif facts.get("rank") is not None or facts.get("node"):
         where = [facts.get("node") or nodes.get(facts["rank"], "")]
         whose = "in the log; {} ended first".format(
             "rank {}".format(facts["rank"]) if facts.get("rank") is not None else "the task on " + where[0])
+        untied = "no [rankN]: prefix, and the log names no node of rank {}, which ended first".format(facts.get("rank"))
     else:
         where = everyone if len(everyone) == 1 else []
-        whose = "in the log; every rank ran on it"
+        whose = "in the log of the job's only node"
+        untied = "no [rankN]: prefix, and no rank named as the one that ended first"
     if len(where) != 1 or not where[0]:
-        evidence.append("hardware message not tied to one node ({}; no node blamed): {}".format(
-            "its ranks {} ran on {}".format(", ".join(map(str, ranks)), ", ".join(w or "?" for w in where)) if ranks
-            else "no [rankN]: prefix, and no rank named as the one that ended first", said))
+        evidence.append("hardware message not tied to one node ({}; no node blamed): {}".format(untied, said))
         return ""
     if facts.get("rank") is None and ranks:
         facts["rank"] = ranks[0]

@@ -149,6 +149,57 @@ def test_a_network_fallback_and_a_dying_rank_are_named_and_stop_the_chain(slurm_
     assert slurm_cluster_2nodes.wait(int(queued.group(1)), timeout=30).state == "CANCELLED"
 
 
+# TEST STAND-IN for a training script whose rank 1 dies once with CUDA's text for an
+# uncorrectable ECC error (torch.distributed's [rank1]: prefix), the first time it runs in
+# the run: a marker in RUN_DIR says it did.
+DIES_ONCE_WITH_ECC = """import os, sys, time
+marker = os.path.join(os.environ["RUN_DIR"], "died-once")
+time.sleep(1)
+if os.environ["RANK"] == "1" and not os.path.exists(marker):
+    open(marker, "w").close()
+    sys.stderr.write("[rank1]: RuntimeError: CUDA error: uncorrectable ECC error encountered\\n")
+    sys.stderr.flush()
+    sys.exit(1)
+time.sleep(3)
+print("rank", os.environ["RANK"], "trained", flush=True)
+"""
+
+
+def test_a_rank_that_dies_with_a_hardware_message_puts_its_node_in_the_ledger_and_the_chain_goes_on_without_it(
+        slurm_cluster_2nodes, template, tmp_path, site_root):
+    """A 1-node job of 2 ranks, CHAIN=2, on 2 nodes: rank 1 dies with an uncorrectable ECC
+    error. One `fault:` line names the rank, its node and the message; the node goes into the
+    ledger with a report for the site's support; a job without that node replaces this one
+    (job.sh's chain, as after a hang with node evidence) and finishes; the queued one is
+    cancelled."""
+    project = render(template, tmp_path / "p", partition="small-g", gpus_per_node=2, walltime="01:00:00")
+    (project / "src/demo/train.py").write_text(DIES_ONCE_WITH_ECC)
+    env = job_env(slurm_cluster_2nodes, tmp_path, site_root)
+    first = slurm_cluster_2nodes.sbatch(["jobs/train.sbatch"], cwd=project, env={**env, "CHAIN": "2"})
+    result = slurm_cluster_2nodes.wait(first, timeout=120)
+    log = log_of(project, first)
+    assert result.state == "FAILED", log
+    line = re.search(r"^fault: rank died: rank 1 on (nid00500[01]) \(Exited with exit code 1\); hardware message of "
+                     r"rank 1 \(on \1\): \[rank1\]: RuntimeError: CUDA error: uncorrectable ECC error encountered\. "
+                     r"Next: resume elsewhere: a hardware fault of \1", log, re.M)
+    assert line and log.count("fault: ") == 1, log
+    node = line.group(1)
+    assert re.search(rf"^ledger: {node} is excluded from this project's jobs until .*\n  Suspect node {node}: job {first} "
+                     r"at \S+\. Evidence: .*uncorrectable ECC error", log, re.M), log
+    assert (tmp_path / "outputs/node-ledger.tsv").read_text().startswith(f"{node}\t"), log
+    report = json.loads((tmp_path / "outputs/demo/reports" / f"{first}.json").read_text())
+    assert (report["stopped_by"]["rank"], report["stopped_by"]["node"], report["stopped_by"]["decision"],
+            report["stopped_by"]["exclude"]) == (1, node, "resume-elsewhere", node), report
+    queued = re.search(r"^chain: job (\d+) continues run demo", log, re.M)
+    retry = re.search(rf"^chain: job (\d+) resumes run demo from its newest checkpoint, without node {node}$", log, re.M)
+    assert queued and retry and f"a rank of this job died with a hardware message; a job without {node} replaces it" in log, log
+    assert slurm_cluster_2nodes.wait(int(retry.group(1)), timeout=120).state == "COMPLETED", log_of(project, int(retry.group(1)))
+    assert slurm_cluster_2nodes.job_info(int(retry.group(1)))["ExcNodeList"] == node
+    log2 = log_of(project, int(retry.group(1)))
+    assert "rank 1 trained" in log2 and "fault:" not in log2 and f"ledger: {node} excluded until " in log2, log2
+    assert slurm_cluster_2nodes.wait(int(queued.group(1)), timeout=30).state == "CANCELLED"
+
+
 def test_a_job_ended_by_scancel_says_so_and_its_report_records_stopped_by(slurm_cluster, template, tmp_path,
                                                                            site_root):
     """The PyTorch example (2 ranks) in a chain of 2, cancelled with `scancel` while it trains:

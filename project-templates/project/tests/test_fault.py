@@ -127,7 +127,7 @@ def test_a_rank_that_dies_is_named_by_srun_and_stops_the_chain(fault, tmp_path, 
 # jade-hpc-gpu/jade-hpc-gpu.github.io#194, a node its site found faulty), with the [rank3]: prefix
 # torch.distributed puts before a rank's traceback lines; ROCm's runtime's line for the same event
 # (ROCm/ROCR-Runtime, runtime.cpp's HwExceptionHandler), which has no rank prefix.
-ECC = "[rank3]: RuntimeError: CUDA error: uncorrectable ECC error encountered"
+ECC_LINE = "[rank3]: RuntimeError: CUDA error: uncorrectable ECC error encountered"
 ROCR_ECC = "HW Exception by GPU node-2 (Agent handle: 0x55d0c0a4e2b0) reason :ECC"
 
 
@@ -135,19 +135,19 @@ def test_a_hardware_message_of_the_rank_that_died_puts_its_node_in_the_ledger(fa
     """Rank 3 (on nid005001) died first with an uncorrectable ECC error: its node is excluded by
     the job that replaces this one and goes into the project's ledger, with the message."""
     monkeypatch.setenv("OUTPUT_ROOT", str(tmp_path / "out"))
-    decision, report = end(fault, tmp_path, RANKS + [ECC] + SRUN_DIED, chain=2, ledger_days=7)
+    decision, report = end(fault, tmp_path, RANKS + [ECC_LINE] + SRUN_DIED, chain=2, ledger_days=7)
     out = capsys.readouterr().out
     line = out.splitlines()[0]
     assert line.startswith("fault: rank died: rank 3 on nid005001 (Exited with exit code 7); hardware message of rank 3 "
-                           "(on nid005001): " + ECC + ". Next: resume elsewhere: a hardware fault of nid005001"), line
+                           "(on nid005001): " + ECC_LINE + ". Next: resume elsewhere: a hardware fault of nid005001"), line
     assert decision == {"cause": "rank died", "decision": "resume-elsewhere", "exclude": "nid005001",
                         "reason": decision["reason"]}
     assert report["stopped_by"]["exclude"] == "nid005001" and report["stopped_by"]["hang"] is False
     rows = (tmp_path / "out" / "node-ledger.tsv").read_text().splitlines()
-    assert len(rows) == 1 and rows[0].split("\t")[0] == "nid005001" and ECC in rows[0], rows
+    assert len(rows) == 1 and rows[0].split("\t")[0] == "nid005001" and ECC_LINE in rows[0], rows
     assert "Suspect node nid005001: job 12 at " in out and "uncorrectable ECC error encountered" in out
     # the same message without a prefix is tied to the node of the rank that ended first; ROCm's line too
-    for message in (ECC[len("[rank3]: "):], ROCR_ECC):
+    for message in (ECC_LINE[len("[rank3]: "):], ROCR_ECC):
         cause, facts = fault.classify("\n".join(RANKS + [message] + SRUN_DIED), 7, 0)
         assert fault.culprit(cause, facts, "\n".join(RANKS + [message] + SRUN_DIED), {}, "") == "nid005001", message
         assert "ended first" in facts["evidence"] and message in facts["evidence"]
@@ -163,21 +163,21 @@ def test_a_hardware_message_tied_to_no_node_blames_none(fault, tmp_path, capsys,
     """A message without a rank prefix in a log that names no rank that ended first, on two
     nodes: nothing ties it to one, and no node is blamed."""
     monkeypatch.setenv("OUTPUT_ROOT", str(tmp_path / "out"))
-    decision, report = end(fault, tmp_path, RANKS + [ECC[len("[rank3]: "):]], chain=2, ledger_days=7)
+    decision, report = end(fault, tmp_path, RANKS + [ECC_LINE[len("[rank3]: "):]], chain=2, ledger_days=7)
     line = capsys.readouterr().out
     assert "hardware message not tied to one node (no [rankN]: prefix, and no rank named as the one that ended first; " \
            "no node blamed): RuntimeError: CUDA error: uncorrectable ECC error encountered" in line, line
     assert decision["decision"] == "stop" and decision["exclude"] == "" and report["stopped_by"]["exclude"] is None
     assert not (tmp_path / "out" / "node-ledger.tsv").exists()
     # prefixes of ranks on two nodes do not tie it either
-    text = "\n".join(RANKS + ["[rank0]: RuntimeError: CUDA error: uncorrectable ECC error encountered", ECC] + SRUN_DIED)
+    text = "\n".join(RANKS + ["[rank0]: RuntimeError: CUDA error: uncorrectable ECC error encountered", ECC_LINE] + SRUN_DIED)
     cause, facts = fault.classify(text, 7, 0)
     assert fault.culprit(cause, facts, text, {}, "") == "" and "ran on nid005000, nid005001" in facts["evidence"]
 
 
 def test_a_software_death_blames_no_node(fault, tmp_path, capsys, monkeypatch):
     """A Python exception, a bad address (ROCm's memory access fault, "Page not present": the line
-    of ROCm/ROCm#2804), a GPU hang the runtime reports (ROCm/ROCm#4021's line) and CUDA's illegal
+    of ROCm/legacy-rocm-build#2804), a GPU hang the runtime reports (ROCm/legacy-rocm-build#4021's line) and CUDA's illegal
     memory access: no hardware message, no node blamed, no ledger."""
     monkeypatch.setenv("OUTPUT_ROOT", str(tmp_path / "out"))
     software = ["[rank3]: Traceback (most recent call last):", "[rank3]: ValueError: shapes do not match",

@@ -70,34 +70,38 @@ NO_BEAT = re.compile(r"^watchdog: no rank made (?:progress|its first step) withi
 OUTPUT_STALL = re.compile(r"^watchdog: the job's output did not grow for (\d+) s \(OUTPUT_TIMEOUT=")
 NET_FALLBACK = re.compile(r"\b(?P<library>NCCL/RCCL|NCCL|RCCL) talks between nodes over TCP sockets.*Stopping the job")
 # What a rank's log says of a hardware fault of its GPU, a node's fault, not the code's (one
-# pattern per message, its source beside it; fault.hardware() ties it to a node):
+# pattern per message, its sources beside it; hardware() ties it to a node):
 HARDWARE = re.compile("|".join([
-    # CUDA's text for cudaErrorECCUncorrectable (CUDA_ERROR_ECC_UNCORRECTABLE, code 214), e.g.
+    # NVIDIA GPUs: CUDA's text for an uncorrectable ECC error (cudaErrorECCUncorrectable), e.g.
     #   RuntimeError: CUDA error: uncorrectable ECC error encountered
-    # from PyTorch on one cluster node that its site then found and fixed:
-    # jade-hpc-gpu/jade-hpc-gpu.github.io#194 (https://github.com/jade-hpc-gpu/jade-hpc-gpu.github.io/issues/194);
-    # a hardware error in the maintainers' words: vllm-project/vllm#5222
-    # (https://github.com/vllm-project/vllm/issues/5222), verl-project/verl#407 (https://github.com/verl-project/verl/issues/407).
+    # from PyTorch on a cluster node that its site then found and fixed
+    # (https://github.com/jade-hpc-gpu/jade-hpc-gpu.github.io/issues/194); a hardware error in
+    # the maintainers' words (https://github.com/vllm-project/vllm/issues/5222,
+    # https://github.com/verl-project/verl/issues/407).
     r"uncorrectable ECC error encountered",
-    # ROCm's runtime (ROCr) when the kernel driver reports the GPU's ECC event; it aborts the process:
+    # AMD GPUs (the line above is CUDA's, NVIDIA's): ROCm's runtime, ROCr, prints these when the
+    # kernel driver reports an uncorrectable ECC error of the GPU, and aborts the process:
     #   HW Exception by GPU node-1 (Agent handle: 0x...) reason :ECC
-    # ROCm/ROCR-Runtime, runtime/hsa-runtime/core/runtime/runtime.cpp, HwExceptionHandler (https://github.com/ROCm/
-    # ROCR-Runtime/blob/013efee3e00c774e237466c9bf05f2836d151621/runtime/hsa-runtime/core/runtime/runtime.cpp), where
-    # the cause is HSA_AMD_HW_EXCEPTION_CAUSE_ECC ("SRAM ECC" in runtime/hsa-runtime/inc/hsa_ext_amd.h); the driver's
-    # event comes from an uncorrectable error (Linux commit 9b54d2017687, "drm/amdkfd: add RAS ECC event support").
-    # The vendor's source, not a log: no public log with this line was found.
-    r"HW Exception by GPU node-\d+ \(Agent handle: [^)]*\) reason :ECC\b",
-    # The same runtime's memory access fault when the driver gives an ECC error type (VMFaultHandler, same file), e.g.
     #   Memory access fault by GPU node-4 (Agent handle: 0x...) on address 0x.... Reason: DRAM ECC failure.
-    # (also the vendor's source, not a log). Any other reason (e.g. "Page not present or supervisor privilege": an
-    # address not mapped for the GPU, which a kernel's bad pointer gives) is no hardware message: left out.
-    r"Memory access fault by GPU node-\d+ .*Reason: [DS]RAM ECC failure",
+    # Their source, AMD's code (NVIDIA's CUDA has its own text, above): the repository ROCm/ROCR-Runtime
+    # at commit 013efee3e00c774e237466c9bf05f2836d151621, runtime/hsa-runtime/core/runtime/runtime.cpp
+    # (HwExceptionHandler, whose cause HSA_AMD_HW_EXCEPTION_CAUSE_ECC is "SRAM ECC" in
+    # hsa_ext_amd.h; VMFaultHandler, with the driver's ECC error types); the driver's event:
+    # Linux commit 9b54d2017687 ("drm/amdkfd: add RAS ECC event support"). The vendor's code,
+    # not a log: no public log with these lines was found.
+    # Any other reason of a memory access fault (e.g. "Page not present or supervisor
+    # privilege", an address not mapped for the GPU, which a kernel's bad pointer gives) is no
+    # hardware message.
+    r"HW Exception by GPU node-\d+ \(Agent handle: [^)]*\) reason :ECC\b",
+    r"Memory access fault by GPU node-\d+ .*Reason: (?:DRAM|SRAM) ECC failure",
 ]))
-# Left out as ambiguous (a hardware fault or the code's): ROCr's "reason :GPU Hang" (a kernel that never ends
-# hangs the GPU too; e.g. ROCm/ROCm#4021, https://github.com/ROCm/ROCm/issues/4021), CUDA's "an illegal memory
-# access was encountered" and "unspecified launch failure" (the CUDA runtime API's documentation names a bad device
-# pointer as a common cause) and "unknown error" (also what a GPU gone gives: proteneer/timemachine#1203), and
-# "GPU has fallen off the bus" (Xid 79: in the kernel's log, never the rank's).
+# Left out as ambiguous, a hardware fault or the code's (AMD's and NVIDIA's GPUs alike): ROCr's
+# "reason :GPU Hang" (a kernel that never ends hangs the GPU too: e.g.
+# https://github.com/ROCm/legacy-rocm-build/issues/4021); CUDA's "an illegal memory access was encountered"
+# and "unspecified launch failure" (the CUDA runtime API's documentation names a bad device
+# pointer as a common cause) and "unknown error" (also what a GPU gone gives:
+# https://github.com/proteneer/timemachine/pull/1203); "GPU has fallen off the bus" (NVIDIA's
+# Xid 79: in the kernel's log, never the rank's).
 # What the signal that ended the batch script (job.sh's trap, --signal) says of the job
 SIGNALS = {"TERM": "SIGTERM: scancel, or Slurm ended the job", "INT": "SIGINT: Ctrl-C", "HUP": "SIGHUP: its terminal closed"}
 

@@ -72,8 +72,8 @@ def test_home_url_without_an_installed_package_is_empty(monkeypatch):
 _HOME = re.compile(r"(?:https?://github\.com/|gh:)([^/\s`'\")]+)/lumi-scaffold\b")
 PLACEHOLDER = "<your-org>"
 # What earlier releases wrote, kept as it was: the CHANGELOG's entries about them, and the
-# frozen copies of 0.2.0's and 0.3.0's plugins that the compatibility tests install.
-HISTORY = ("CHANGELOG.md", "tests/fixtures/plugins-0.2.0/", "tests/fixtures/plugins-0.3.0/")
+# frozen copies of 0.2.0's, 0.3.0's and 0.4.0's plugins that the compatibility tests install.
+HISTORY = ("CHANGELOG.md", "tests/fixtures/plugins-0.2.0/", "tests/fixtures/plugins-0.3.0/", "tests/fixtures/plugins-0.4.0/")
 
 
 def written_home_addresses() -> list[str]:

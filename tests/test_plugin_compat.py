@@ -1,7 +1,7 @@
 """Plugins written for an older SDK keep working (docs/plugins/compatibility.md).
 
-The Frontier and DeepSpeed example plugins as released with 0.2.0 and with 0.3.0
-(tests/fixtures/plugins-0.2.0 and plugins-0.3.0, each taken unchanged from its release commit;
+The Frontier and DeepSpeed example plugins as released with 0.2.0, 0.3.0 and 0.4.0
+(tests/fixtures/plugins-0.2.0, plugins-0.3.0 and plugins-0.4.0, each taken unchanged from its release commit;
 docs/plugins/compatibility.md: a release that changes that page adds the plugins of the
 release before) are installed with pip into a directory of their
 own and put first on the path of a fresh Python, beside the SDK of this checkout: they are
@@ -26,9 +26,9 @@ from lumi_scaffold import PLUGIN_API, __version__, plugins
 
 from .helpers import REPO, template_copy, values
 
-# Each earlier release whose example plugins are kept, and the version those plugins had then.
-RELEASED = {"0.2.0": "0.2.0", "0.3.0": "0.2.0"}
 NAMES = ("lumi-site-frontier", "lumi-framework-deepspeed")
+# Each earlier release whose example plugins are kept, and the versions those plugins had then.
+RELEASED = {"0.2.0": ("0.2.0", "0.2.0"), "0.3.0": ("0.2.0", "0.2.0"), "0.4.0": ("0.2.0", "0.3.0")}
 
 # Runs in the fresh Python: renders and lints a project per answers, prints what it found.
 SCRIPT = textwrap.dedent("""
@@ -71,11 +71,11 @@ def released(request, tmp_path_factory) -> tuple[Path, str]:
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--no-compile", "--disable-pip-version-check", "--target", str(target), *map(str, sources)],
                    check=True, capture_output=True, text=True)
-    return target, RELEASED[request.param]
+    return target, dict(zip(NAMES, RELEASED[request.param]))
 
 
 def test_the_plugins_as_released_before_render_and_lint_with_this_sdk(released, tmp_path, _shellcheck_memo_dir):
-    released, version = released
+    released, versions = released
     env = {k: v for k, v in os.environ.items() if k not in (plugins.ENV_DISABLE, plugins.ENV_LOAD)}
     env["PYTHONPATH"] = os.pathsep.join([str(released), str(REPO)])
     result = subprocess.run([sys.executable, "-c", SCRIPT, str(template_copy(tmp_path / "template")), str(tmp_path),
@@ -83,7 +83,7 @@ def test_the_plugins_as_released_before_render_and_lint_with_this_sdk(released, 
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert all(Path(module).is_relative_to(released) for module in report["modules"]), report["modules"]
-    assert {name: report["versions"][name] for name in NAMES} == {name: version for name in NAMES}
+    assert {name: report["versions"][name] for name in NAMES} == versions
     assert [p for p in report["problems"] if p.startswith(tuple(f"plugin {n!r}" for n in NAMES))] == []
     for name, project in report["projects"].items():
         assert project["lint"] == [], name

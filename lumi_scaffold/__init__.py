@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .hookspecs import hookimpl
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 # The version of what plugins may rely on: hooks and their arguments, the catalogue's YAML
 # fields, the Jinja globals and filters, lumi_scaffold.testing (docs/plugins/compatibility.md).

@@ -392,6 +392,14 @@ def hardware(facts, text, nodes, evidence):
     return where[0]
 
 
+def _without(node, chain):
+    """How the run goes on without ``node``: in the job that replaces this one (``chain`` > 1),
+    else by submitting again with --exclude."""
+    if chain > 1:
+        return "a job that replaces this one resumes without it"
+    return "submitting again resumes without it (sbatch --exclude={} ...)".format(node)
+
+
 def decide(cause, facts, exclude, hung_before, known_issues, status, chain=1, next_job=""):
     """(decision, reason): finished, resume, resume-elsewhere or stop. ``chain``: the jobs
     this one's chain has left (1: none after it); ``next_job``: the one already queued."""
@@ -405,8 +413,7 @@ def decide(cause, facts, exclude, hung_before, known_issues, status, chain=1, ne
             return "stop", "the second hang of this chain (the first: {})".format(hung_before)
         how = "a job that replaces this one" if chain > 1 else "submitting again"
         if exclude:
-            return "resume-elsewhere", "its ranks on {} are behind the others: {} resumes without it{}".format(
-                exclude, how, "" if chain > 1 else " (sbatch --exclude={} ...)".format(exclude))
+            return "resume-elsewhere", "its ranks on {} are behind the others: {}".format(exclude, _without(exclude, chain))
         issues = known_issues or "none recorded for this image (scripts/values.sh)"
         if facts.get("rank") is not None:  # (a stopped rank, or one elsewhere in the code than the others)
             return "resume", ("the evidence names rank {} but nothing against its node: {} resumes on any nodes; "
@@ -416,9 +423,7 @@ def decide(cause, facts, exclude, hung_before, known_issues, status, chain=1, ne
     if exclude:  # (a rank that died with a hardware message tied to its node: hardware())
         if hung_before:
             return "stop", "this chain already replaced a job once (after: {})".format(hung_before)
-        how = "a job that replaces this one" if chain > 1 else "submitting again"
-        return "resume-elsewhere", "a hardware fault of {}: {} resumes without it{}".format(
-            exclude, how, "" if chain > 1 else " (sbatch --exclude={} ...)".format(exclude))
+        return "resume-elsewhere", "a hardware fault of {}: {}".format(exclude, _without(exclude, chain))
     if cause == "cancelled":
         return "stop", "the job was cancelled; submitting again resumes the run from its newest checkpoint"
     if cause == "no heartbeat":

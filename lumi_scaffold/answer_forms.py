@@ -1,16 +1,18 @@
-"""The whole-number questions and their one check, shared by ``-d`` (:mod:`lumi_scaffold.cli_data`)
-and the questionnaire (:mod:`lumi_scaffold.questions`); imports nothing, as the command's
-start-up needs."""
+"""How an answer typed as text reads as a whole number or a yes, shared by ``-d``
+(:mod:`lumi_scaffold.cli_data`) and the questionnaire (:mod:`lumi_scaffold.questions`, whose
+registry says which questions take which); imports nothing, as the command's start-up needs."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-__all__ = ["INT_QUESTIONS", "WHOLE", "whole_number_problem"]
+__all__ = ["NO", "WHOLE", "YES", "whole_number_problem"]
 
 WHOLE = re.compile(r"-?[0-9]+")
-INT_QUESTIONS = ("nodes", "gpus_per_node", "profile_rank")
+# The yes and no answers -d takes (each reads as Copier casts it: copier/_tools.py cast_to_bool).
+YES = frozenset({"true", "yes", "y", "on", "1"})
+NO = frozenset({"false", "no", "n", "off", "0"})
 
 
 def whole_number_problem(name: str, value: Any) -> str:

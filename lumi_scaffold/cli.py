@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import settings
 from .answers import read_answers, recorded_plugin_data
-from .cli_data import BUNDLED_QUESTIONS, check_data, check_site, check_unasked, parse_data, question_types
+from .cli_data import check_data, check_site, check_unasked, parse_data, question_types
 from .errors import Interrupted, LumiScaffoldError, UsageError, UserMessageError, copier_message, one_line
 
 if TYPE_CHECKING:

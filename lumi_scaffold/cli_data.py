@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .answer_forms import INT_QUESTIONS, whole_number_problem
+from .answer_forms import NO, YES, whole_number_problem
 from .answers import load_yaml
 from .errors import UsageError
 
-__all__ = ["BOOL_QUESTIONS", "BUNDLED_QUESTIONS", "INT_QUESTIONS", "check_data", "check_site", "check_unasked", "parse_data", "question_types",
+__all__ = ["bundled_questions", "check_data", "check_site", "check_unasked", "parse_data", "question_types",
            "whole_number_problem"]
 
 
@@ -34,18 +34,12 @@ def parse_data(pairs: list[str], data_file: str | None) -> dict[str, Any]:
     return {name: value.strip() if isinstance(value, str) and name != "project_name" else value for name, value in data.items()}
 
 
-_TRUE = {"true", "yes", "y", "on", "1"}
-_FALSE = {"false", "no", "n", "off", "0"}
+def bundled_questions() -> dict[str, str]:
+    """Question name -> answer type of the template bundled in this package (a git repository,
+    not a directory to read): its copier.yml is written from the question registry."""
+    from .questions import QUESTIONS
 
-
-# The questions of the template bundled in this package (tests/test_cli.py checks that
-# they are copier.yml's): the bundle is a git repository, not a directory to read.
-BUNDLED_QUESTIONS = {
-    "project_name": "str", "site": "str", "account": "str", "framework": "str", "container": "str",
-    "container_path": "str", "nodes": "int", "gpus_per_node": "int", "partition": "str", "walltime": "str",
-    "launcher": "str", "data_location": "str", "prestage": "bool", "dataset_archive": "str", "profiler": "str",
-    "profile_rank": "int", "tracking": "str", "extra_requirements": "str", "plugin_data": "json",
-}
+    return {name: q.kind for name, q in QUESTIONS.items()}
 
 
 def question_types(template: str) -> dict[str, str] | None:
@@ -55,7 +49,7 @@ def question_types(template: str) -> dict[str, str] | None:
     from .bundle import is_bundled
 
     if is_bundled(template):
-        return dict(BUNDLED_QUESTIONS)
+        return bundled_questions()
     path = Path(template).expanduser() / "copier.yml"
     try:
         if not path.is_file():
@@ -67,22 +61,26 @@ def question_types(template: str) -> dict[str, str] | None:
         return None
     types = {str(k): str(v.get("type", "str")) if isinstance(v, dict) else "str"
              for k, v in config.items() if not str(k).startswith("_")}
-    # copier.yml asks the whole numbers as text, so that its check answers `yes` (whole_number_problem).
+    # This package's copier.yml asks its whole numbers as text, so that their check answers `yes`.
+    from .questions import INT_QUESTIONS
+
     return {k: "int" if k in INT_QUESTIONS else v for k, v in types.items()}
 
 
 def check_data(data: dict[str, Any], types: dict[str, str] | None) -> None:
     """Refuse unknown questions and values of the wrong type, before Copier casts them
-    (it truncates 2.5 nodes to 2 and takes any word for a yes)."""
+    (it truncates 2.5 nodes to 2 and takes any word for a yes). Where the template's questions
+    are not known (``types`` None), the whole numbers and yes/no answers of this package's."""
+    known = types if types is not None else {n: k for n, k in bundled_questions().items() if k in ("int", "bool")}
     for name, value in data.items():
         if types is not None and name not in types:
             close = difflib.get_close_matches(str(name), types, n=1)
             hint = f"did you mean {close[0]}? " if close else ""
             raise UsageError(f"{name}={value!r}: there is no question {name!r}. Fix: {hint}the questions are {', '.join(types)}")
-        kind = (types or {}).get(name) or ("int" if name in INT_QUESTIONS else "bool" if name in BOOL_QUESTIONS else "")
+        kind = known.get(name, "")
         if kind == "int" and (problem := whole_number_problem(name, value)):
             raise UsageError(f"{name}={value!r}: {problem}")
-        if kind == "bool" and not (type(value) is bool or isinstance(value, str) and value.lower() in _TRUE | _FALSE):
+        if kind == "bool" and not (type(value) is bool or isinstance(value, str) and value.lower() in YES | NO):
             raise UsageError(f"{name}={value!r}: not a yes/no answer. Fix: --data {name}=true or --data {name}=false")
         if kind == "json" and isinstance(value, str):
             try:
@@ -92,9 +90,6 @@ def check_data(data: dict[str, Any], types: dict[str, str] | None) -> None:
         if kind == "str" and not isinstance(value, str):
             raise UsageError(f"{name}={value!r}: expected text, got a {type(value).__name__}. "
                              f"Fix: quote it in the data file, e.g. {name}: \"{value}\"")
-
-
-BOOL_QUESTIONS = ("prestage",)
 
 
 def check_site(data: dict[str, Any]) -> None:

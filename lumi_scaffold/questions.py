@@ -13,6 +13,7 @@ What the answers give the templates (``plugin_data``) is assembled in
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from .plugins import Catalogue
 from .models import Partition, Site
 from . import plugin_data as _plugin_data
 from . import choices as _choices, defaults, jobs
-from .answer_forms import INT_QUESTIONS, whole_number_problem
+from .answer_forms import YES, whole_number_problem
 from .defaults import (CONTAINER_SPECIAL, TEST_SITES, TEST_SITES_ENV, Answers, answered_partition, chosen_image, offered_sites,
                        split_requirements)
 from .labels import LABEL_WIDTH, fit
@@ -32,8 +33,8 @@ from .gpu_vendors import VENDORS
 from .requirements import conflicts
 from .tracking import TRACKERS
 
-__all__ = ["CONTAINER_SPECIAL", "LABEL_WIDTH", "QUESTIONS", "TEST_SITES", "TEST_SITES_ENV", "Answers", "Placeholder", "Question",
-           "answered_partition", "check", "check_all", "choices", "chosen_image", "default", "fit", "normalise", "normalised",
+__all__ = ["CONTAINER_SPECIAL", "LABEL_WIDTH", "QUESTIONS", "TEST_SITES", "TEST_SITES_ENV", "Answers", "INT_QUESTIONS", "Placeholder", "Question", "When",
+           "answered_partition", "check", "check_all", "choices", "chosen_image", "copier_yml", "default", "fit", "normalise", "normalised",
            "offered_choices", "offered_sites", "placeholder_answers", "placeholders", "split_requirements", "unasked"]
 
 _PROJECT_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
@@ -304,19 +305,56 @@ def _tracking(value: Any, a: Answers) -> str:
 # ---------------------------------------------------------------- the questions
 
 
+class When(NamedTuple):
+    """A question asked only where the answer ``answer`` is ``value`` (``equal``), or is not:
+    copier.yml's ``when:`` is written from it (:func:`copier_yml`), and Python asks the same
+    (a check is skipped, and an answer given with ``-d`` refused, where it is not asked)."""
+
+    answer: str
+    value: Any
+    equal: bool = True
+    needs: str = ""  # what a refusal says the question needs, where ``answer=value`` would not say it
+
+    def __call__(self, a: Answers) -> bool:
+        given = a.get(self.answer)
+        if given is None:
+            return False
+        if self.value is True:  # a yes/no answer, as Copier would cast it (``-d prestage=yes``)
+            given = given.strip().lower() in YES if isinstance(given, str) else bool(given)
+        return (given == self.value) is self.equal
+
+    @property
+    def jinja(self) -> str:
+        if self.value is True and self.equal:
+            return f"{{{{ {self.answer} }}}}"
+        return f"{{{{ {self.answer} {'==' if self.equal else '!='} {self.value!r} }}}}"
+
+    @property
+    def need(self) -> str:
+        return self.needs or f"{self.answer}={'true' if self.value is True else self.value}"
+
+
 @dataclass(frozen=True)
 class Question:
-    """One question's logic, side by side, after Copier's own ``Question``
-    (copier/_user_data.py): the ``choices`` (copier.yml's ``lumi_choices``), ``default``
-    (``lumi_default``) and ``check`` (``lumi_check``) of the answers so far, and ``when``
-    the question is asked: copier.yml's ``when:``, in Python (its check is skipped where it
-    is not asked). A part that is None is not computed here (copier.yml has a literal or none)."""
+    """One question, whole: copier.yml's entry is written from it (:func:`copier_yml`), after
+    Copier's own ``Question`` (copier/_user_data.py). ``kind`` is the answer's type (``int``:
+    asked as text so that its check, not Copier, answers ``yes``; the templates get an int);
+    ``choices`` (copier.yml's ``lumi_choices``), ``default`` (``lumi_default``) and ``check``
+    (``lumi_check``) compute from the answers so far; ``literal`` is copier.yml's default
+    where none is computed (a value, or Jinja text); ``when`` is asked only then; a
+    ``computed`` question is never asked (its check still refuses a bad value given with
+    ``--data`` or read from an answers file)."""
 
     name: str
+    help: str = ""
     choices: Callable[[Answers], dict[str, str]] | None = None
     default: Callable[[Answers], Any] | None = None
     check: Callable[[Any, Answers], str] | None = None
-    when: Callable[[Answers], bool] | None = None
+    when: When | None = None
+    kind: str = "str"
+    literal: Any = None
+    computed: bool = False
+    comment: str = ""  # written above the entry in copier.yml
 
     def asked(self, a: Answers) -> bool:
         return self.when is None or self.when(a)
@@ -326,29 +364,93 @@ def _registry(*entries: Question) -> Mapping[str, Question]:
     return MappingProxyType({q.name: q for q in entries})
 
 
+# In the order Copier asks them. Adding a question is one entry here, then
+# `python3 scripts/copier-yml` writes copier.yml (tests/test_question_registry.py fails until it is run).
 QUESTIONS = _registry(
-    Question("project_name", check=_project_name),
-    Question("site", _choices.site_choices, defaults.default_site, _site),
-    Question("account", default=defaults.default_account, check=_account),
-    Question("framework", _choices.framework_choices, defaults.default_framework, _framework),
-    Question("container", _choices.container_choices, defaults.default_container, _container),
-    Question("container_path", default=defaults.default_container_path, check=_container_path,
-             when=lambda a: a.get("container") == "custom"),
-    Question("nodes", check=_nodes),
-    Question("gpus_per_node", default=defaults.default_gpus_per_node, check=_gpus),
-    Question("partition", _choices.partition_choices, defaults.default_partition, _partition),
-    Question("walltime", default=defaults.default_walltime, check=_walltime),
-    Question("launcher", _choices.launcher_choices, check=_supported_by_framework("launchers", "launcher")),
-    Question("data_location", _choices.data_location_choices, defaults.default_data_location, _data_location),
-    Question("dataset_archive", default=defaults.default_dataset_archive, check=_dataset_archive,
-             when=lambda a: bool(a.get("prestage"))),
-    Question("profiler", _choices.profiler_choices, check=_profiler),
-    Question("profile_rank", check=_profile_rank, when=lambda a: a.get("profiler") not in (None, "none")),
-    Question("extra_requirements", check=_extra_requirements),
-    Question("tracking", _choices.tracking_choices, check=_tracking),
-    # Computed, never asked; checked when it arrives with --data or from an answers file.
-    Question("plugin_data", check=lambda value, a: _plugin_data.check(value)),
+    Question("project_name", "Project name (lowercase letters, digits, dashes); names the Python package", check=_project_name,
+             literal="{{ _folder_name | lower | replace('_', '-') | regex_replace('[^a-z0-9-]', '') "
+                     "| regex_replace('^[^a-z]+', '') or 'my-project' }}"),
+    Question("site", "Which site runs the jobs?", _choices.site_choices, defaults.default_site, _site),
+    Question("account", "Slurm account, i.e. your project (on LUMI `lumi-workspaces` lists yours)",
+             default=defaults.default_account, check=_account),
+    Question("framework", "Machine-learning framework", _choices.framework_choices, defaults.default_framework, _framework),
+    Question("container", "Container image. recommended: the catalogue's choice (updates move you to\n"
+                          "new ones); an image id: pinned; custom: your own .sif; cotainr: build one.\n"
+                          "A key like LAIF-I28 in [...] is a known issue: the end of copy says\n"
+                          "whether it affects your job's shape, and what to do instead.\n"
+                          "Terms (LAIF, LUST, cotainr, observed): lumi-scaffold reference glossary",
+             _choices.container_choices, defaults.default_container, _container),
+    Question("container_path", "Absolute path of your .sif image", default=defaults.default_container_path,
+             check=_container_path, when=When("container", "custom")),
+    Question("nodes", "Nodes per training job (more than one node means whole nodes)", check=_nodes, kind="int", literal=1),
+    Question("gpus_per_node", "GPUs per node; one task per GPU. A GPU is one GCD, half an MI250X: LUMI\n"
+                              "bills GPU-hours per whole MI250X (lumi-scaffold reference glossary)",
+             default=defaults.default_gpus_per_node, check=_gpus, kind="int"),
+    Question("partition", "Slurm partition (derived from the job shape; change it only with a reason)",
+             _choices.partition_choices, defaults.default_partition, _partition),
+    Question("walltime", "Wall time of the training job (90 = minutes, HH:MM:SS or D-HH:MM:SS)",
+             default=defaults.default_walltime, check=_walltime),
+    Question("launcher", "How ranks are started", _choices.launcher_choices,
+             check=_supported_by_framework("launchers", "launcher"), literal="srun"),
+    Question("data_location", "Where the training data lives (cost first; lumi-scaffold reference\n"
+                              "questions prints each area's whole note)",
+             _choices.data_location_choices, defaults.default_data_location, _data_location),
+    Question("prestage", "Extract a dataset archive into node-local memory (/tmp) before training?", kind="bool",
+             literal=False),
+    Question("dataset_archive", "Absolute path of the .tar archive to pre-stage", default=defaults.default_dataset_archive,
+             check=_dataset_archive, when=When("prestage", True)),
+    Question("profiler", "Profiler for jobs/profile.sbatch (it wraps one rank only)", _choices.profiler_choices,
+             check=_profiler, literal="none"),
+    Question("profile_rank", "The one rank to profile, counted from 0 over all nodes", check=_profile_rank, kind="int",
+             literal=0, when=When("profiler", "none", equal=False, needs="a profiler (e.g. profiler=rocprofv3)")),
+    Question("tracking", "Experiment tracker for the training jobs (every job also reports)", _choices.tracking_choices,
+             check=_tracking, literal="none"),
+    Question("extra_requirements", 'Extra pip requirements for the venv, e.g. "transformers datasets"',
+             check=_extra_requirements, literal=""),
+    Question("plugin_data", check=lambda value, a: _plugin_data.check(value), kind="json",
+             literal="{{ lumi_resolve() | tojson }}", computed=True, comment=(
+                 "Computed, never asked. Everything the project takes from plugin data, recorded in the\n"
+                 "answers file so that `copier update` replays the old project exactly and brings in\n"
+                 "only what changed in the catalogue (new container paths, binds, pins).\n"
+                 "It ends up in shell scripts, so a value given with --data or read back from an answers\n"
+                 "file is validated like plugin data (lumi_scaffold.plugin_data), or refused.")),
 )
+
+INT_QUESTIONS = tuple(name for name, q in QUESTIONS.items() if q.kind == "int")
+
+# copier.yml's questions follow this line; scripts/copier-yml writes them from QUESTIONS.
+COPIER_YML_MARK = "# ---- The questions: written from lumi_scaffold.questions.QUESTIONS by scripts/copier-yml; edit them there.\n"
+_AS_TEXT = "  # a whole number, asked as text: its check says so where `yes` is typed (Copier's int: a bare 'Invalid input')"
+
+
+def _yaml_scalar(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _copier_entry(q: Question) -> list[str]:
+    out = [f"# {line}".rstrip() for line in q.comment.splitlines()]
+    out += [f"{q.name}:", f"  type: {'str' + _AS_TEXT if q.kind == 'int' else q.kind}"]
+    if "\n" in q.help:
+        out += ["  help: |-", *(f"    {line}" for line in q.help.splitlines())]
+    elif q.help:
+        out.append(f"  help: {_yaml_scalar(q.help)}")
+    if q.choices:
+        out.append(f"  choices: \"{{{{ lumi_choices('{q.name}') | tojson }}}}\"")
+    if q.computed or q.when:
+        out.append(f"  when: {'false' if q.computed else _yaml_scalar(q.when.jinja)}")  # type: ignore[union-attr]
+    default = f"{{{{ lumi_default('{q.name}') }}}}" if q.default else q.literal
+    if default is not None:
+        out.append(f"  default: {_yaml_scalar(default)}")
+    if q.check:
+        out.append(f"  validator: \"{{{{ lumi_check('{q.name}') }}}}\"")
+    return out
+
+
+def copier_yml(text: str) -> str:
+    """copier.yml's ``text`` with its questions written from :data:`QUESTIONS` (what follows
+    :data:`COPIER_YML_MARK`; the settings above it are copier.yml's own)."""
+    head = text.partition(COPIER_YML_MARK)[0]
+    return head + COPIER_YML_MARK + "\n\n".join("\n".join(_copier_entry(q)) for q in QUESTIONS.values()) + "\n"
 
 
 def choices(name: str, answers: Mapping[str, Any], cat: Catalogue, whole: bool = False) -> dict[str, Any]:
@@ -392,12 +494,6 @@ def offered_choices(name: str, answers: Mapping[str, Any], cat: Catalogue) -> di
             for label, value in offered.items()}
 
 
-# What each question asked only in some cases needs; an answer given for it without that
-# is refused (nothing would use it: profile_rank=3 with no profiler profiles nothing).
-_NEEDS = {"container_path": "container=custom", "dataset_archive": "prestage=true",
-          "profile_rank": "a profiler (e.g. profiler=rocprofv3)"}
-
-
 def unasked(given: Mapping[str, Any], cat: Catalogue, answers: Mapping[str, Any] | None = None) -> str:
     """The first answer ``given`` (with -d, --data-file or Copier's data) for a question that
     these answers (``answers``, the project's so far, with ``given``) do not ask, as a
@@ -406,7 +502,7 @@ def unasked(given: Mapping[str, Any], cat: Catalogue, answers: Mapping[str, Any]
     for name in given:
         q = QUESTIONS.get(name)
         if q is not None and not q.asked(a):
-            return (f"{name}={given[name]!r} applies only with {_NEEDS.get(name, 'other answers')}, which these answers do "
+            return (f"{name}={given[name]!r} applies only with {q.when.need if q.when else 'other answers'}, which these answers do "
                     f"not give, so nothing would use it. Fix: add that answer, or leave {name} out")
     return ""
 

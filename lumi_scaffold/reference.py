@@ -1,5 +1,5 @@
-"""The reference pages, made from the code: every question (copier.yml, with the choices
-and defaults the built-in plugins give), the catalogue models (lumi_scaffold/models/),
+"""The reference pages, made from the code: every question (the registry copier.yml is
+written from, with the choices and defaults the built-in plugins give), the catalogue models (lumi_scaffold/models/),
 PluginData (lumi_scaffold/plugin_data.py) and the hook specifications
 (lumi_scaffold/hookspecs.py).
 
@@ -27,21 +27,6 @@ __all__ = ["PAGES", "pages"]
 GENERATED = "Generated from `{source}` (the documentation site and `lumi-scaffold reference` make it)."
 
 
-def _load_yaml(text: str) -> Any:
-    from ruamel.yaml import YAML
-
-    return YAML(typ="safe", pure=True).load(text)
-
-
-def _copier_yml() -> Path:
-    from .bundle import template_root
-
-    root = template_root()
-    if root is None:
-        raise FileNotFoundError("this lumi_scaffold has no template (neither a source checkout nor a wheel)")
-    return Path(root) / "copier.yml"
-
-
 # `lumi-scaffold reference PAGE` -> (site path, the function that makes it)
 PAGES = {
     "questions": ("reference/questions.md", lambda: questions_page()),
@@ -50,14 +35,6 @@ PAGES = {
     "hooks": ("reference/hookspecs.md", lambda: hookspecs_page()),
     "glossary": ("glossary.md", lambda: glossary_page()),
 }
-
-
-def _answer_type(name: str, q: dict[str, Any]) -> str:
-    """The answer's type: copier.yml's, but `int` for a whole number it asks as text
-    (lumi_scaffold.answer_forms)."""
-    from .answer_forms import INT_QUESTIONS
-
-    return "int" if name in INT_QUESTIONS else str(q.get("type", "str"))
 
 
 def pages() -> dict[str, str]:
@@ -218,23 +195,18 @@ def builtin_catalogue() -> plugins.Catalogue:
     return plugins.build_catalogue(pm, infos)
 
 
-_CALL = re.compile(r"^\{\{\s*lumi_(default|choices)\('(\w+)'\)(?:\s*\|\s*tojson)?\s*\}\}$")
-
-
 def _jinja(value: Any) -> str | None:
     """The expression inside ``{{ ... }}``, or None for a literal."""
     match = re.fullmatch(r"\{\{\s*(.*?)\s*\}\}", value.strip(), re.S) if isinstance(value, str) else None
     return match.group(1) if match else None
 
 
-def questions_page(copier_yml: Path | None = None) -> str:
-    config = _load_yaml((copier_yml or _copier_yml()).read_text())
+def questions_page() -> str:
     cat = builtin_catalogue()
     answers: dict[str, Any] = {"project_name": "my-project"}
-    names = [k for k in config if not k.startswith("_")]
     parts = [
         "# Every question", "",
-        GENERATED.format(source="copier.yml"), "",
+        GENERATED.format(source="lumi_scaffold/questions.py"), "",
         "`lumi-scaffold new` (or `copier copy --trust`) asks these in this order. Each answer can be given on the "
         "command line instead, `-d NAME=VALUE` (`--data`), or in a YAML file (`--data-file`); `--defaults` takes "
         "the default of every question not given. The names do not change between versions.", "",
@@ -244,53 +216,43 @@ def questions_page(copier_yml: Path | None = None) -> str:
         "and a wrong one is refused with a message that says what to give instead.", "",
         "| Question | Type | Asked |", "|---|---|---|",
     ]
-    parts += [f"| [`{n}`](#{n}) | `{_answer_type(n, config[n])}` | {_asked(config[n])} |" for n in names]
+    parts += [f"| [`{n}`](#{n}) | `{q.kind}` | {_asked(q)} |" for n, q in questions.QUESTIONS.items()]
     parts.append("")
-    for name in names:
-        parts += _question(name, config[name], answers, cat)
+    for q in questions.QUESTIONS.values():
+        parts += _question(q, answers, cat)
     return "\n".join(parts)
 
 
-def _asked(question: dict) -> str:
-    when = question.get("when", True)
-    if when is False:
+def _asked(q: questions.Question) -> str:
+    if q.computed:
         return "never (computed)"
-    condition = _jinja(when)
-    return f"when `{condition}`" if condition else "always"
+    return f"when `{_jinja(q.when.jinja)}`" if q.when else "always"
 
 
-def _question(name: str, q: dict, answers: dict[str, Any], cat: plugins.Catalogue) -> list[str]:
-    kind = _answer_type(name, q)
-    about = q.get("help") or (_md(plugin_data.__doc__).splitlines()[0] if name == "plugin_data" else "")
-    out = [f"## {name}", "", _cell(about), "",
-           f"- **Type:** `{kind}`", f"- **Asked:** {_asked(q)}"]
-    default = q.get("default")
-    call = _CALL.match(default) if isinstance(default, str) else None
-    if name == "plugin_data":
+def _question(q: questions.Question, answers: dict[str, Any], cat: plugins.Catalogue) -> list[str]:
+    name = q.name
+    about = q.help or (_md(plugin_data.__doc__).splitlines()[0] if name == "plugin_data" else "")
+    out = [f"## {name}", "", _cell(about), "", f"- **Type:** `{q.kind}`", f"- **Asked:** {_asked(q)}"]
+    if q.computed:
         value = None
         out.append("- **Value:** computed from the answers and the catalogue, recorded in `.copier-answers.yml`; "
                    "its fields: [Plugin data](plugin-data.md).")
-    elif call:
-        value = questions.default(call.group(2), answers, cat)
+    elif q.default:
+        value = questions.default(name, answers, cat)
         out.append(f"- **Default:** from the catalogue; with the built-in plugins: `{value}`")
-    elif _jinja(default) is not None:
+    elif _jinja(q.literal) is not None:
         value = answers.get(name)
-        out.append(f"- **Default:** computed, `{_jinja(default)}`" + (f" (e.g. `{value}`)" if value else ""))
+        out.append(f"- **Default:** computed, `{_jinja(q.literal)}`" + (f" (e.g. `{value}`)" if value else ""))
     else:
-        value = default
-        shown = "''" if default == "" else str(default).lower() if isinstance(default, bool) else default
+        value = q.literal
+        shown = "''" if value == "" else str(value).lower() if isinstance(value, bool) else value
         out.append(f"- **Default:** `{shown}`")
-    choices = q.get("choices")
-    call = _CALL.match(choices) if isinstance(choices, str) else None
-    if call:
-        options = questions.choices(call.group(2), answers, cat, whole=True)
+    if q.choices:
+        options = questions.choices(name, answers, cat, whole=True)
         out.append("- **Choices** with the built-in plugins:")
         out += [f"    - `{v}`: {_cell(label.split(': ', 1)[-1])}" for label, v in options.items()]
-    elif isinstance(choices, dict):
-        out.append("- **Choices:**")
-        out += [f"    - `{v}`: {_cell(label)}" for label, v in choices.items()]
-    if name != "plugin_data":
-        example = "true" if kind == "bool" else value if value not in (None, "") else "..."
+    if not q.computed:
+        example = "true" if q.kind == "bool" else value if value not in (None, "") else "..."
         out.append(f"- **On the command line:** `-d {name}={example}`")
     if value is not None:
         answers[name] = value

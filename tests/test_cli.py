@@ -340,7 +340,9 @@ def test_ctrl_c_while_rendering_leaves_no_half_written_project(template, tmp_pat
 def test_the_bundled_templates_questions_are_copier_ymls(capsys):
     from lumi_scaffold.bundle import SOURCE
 
-    assert cli.question_types(str(REPO)) == cli.BUNDLED_QUESTIONS == cli.question_types(SOURCE)
+    from lumi_scaffold.cli_data import bundled_questions
+
+    assert cli.question_types(str(REPO)) == bundled_questions() == cli.question_types(SOURCE)
     assert cli.main(["new", "p", "--template", SOURCE, "-d", "nod=2", "--defaults"]) == 1  # refused before Copier
     assert "there is no question 'nod'. Fix: did you mean nodes?" in capsys.readouterr().err
 

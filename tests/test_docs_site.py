@@ -90,14 +90,15 @@ def test_a_broken_link_or_an_orphan_page_fails_the_build(tmp_path, where, text, 
 # ---------------------------------------------------------------- the generated pages
 
 
-def test_questions_page_is_generated_from_copier_yml(tmp_path):
-    config = (REPO / "copier.yml").read_text()
-    config += "\nnew_question:\n  type: int\n  help: A question added to copier.yml only\n  default: 7\n"
-    (tmp_path / "copier.yml").write_text(config)
-    page = reference.questions_page(tmp_path / "copier.yml")
+def test_questions_page_is_generated_from_the_registry(monkeypatch):
+    from lumi_scaffold import questions
+
+    added = questions.Question("new_question", "A question added to the registry only", kind="int", literal=7)
+    monkeypatch.setattr(questions, "QUESTIONS", {**questions.QUESTIONS, added.name: added})
+    page = reference.questions_page()
     assert re.findall(r"^## (\w+)$", page, re.M) == [*QUESTIONS, "new_question"]
     section = page.split("## new_question\n", 1)[1]
-    assert "A question added to copier.yml only" in section and "`int`" in section and "`-d new_question=7`" in section
+    assert "A question added to the registry only" in section and "`int`" in section and "`-d new_question=7`" in section
 
 
 def test_questions_page_shows_the_built_in_choices_and_defaults():

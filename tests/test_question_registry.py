@@ -1,54 +1,68 @@
-"""One entry per question: copier.yml's lumi_* calls and ``when:`` match the registry."""
+"""One entry per question: copier.yml's questions are written from the registry, and each
+entry's ``when`` asks in Python what copier.yml's asks in Jinja."""
 
 from __future__ import annotations
 
 import itertools
-import re
+import subprocess
+import sys
 
 import jinja2
 import pytest
 
 from lumi_scaffold.defaults import Answers
 from lumi_scaffold.plugins import get_catalogue
-from lumi_scaffold.questions import QUESTIONS, check, choices, default
+from lumi_scaffold.questions import COPIER_YML_MARK, QUESTIONS, Question, When, _copier_entry, check, choices, copier_yml, default, unasked
 
-from .test_questions import BASE, _copier_questions
-
-# copier.yml field -> the lumi_* function it calls -> the registry entry's part.
-_FIELDS = {"choices": "choices", "default": "default", "validator": "check"}
-_CALL = re.compile(r"lumi_(choices|default|check)\('([a-z_]+)'\)")
+from .helpers import REPO
+from .test_questions import BASE
 
 
-def _called_parts() -> dict[str, set[str]]:
-    """Per copier.yml question: the parts it asks the package for (lumi_choices, ...)."""
-    out: dict[str, set[str]] = {}
-    for name, q in _copier_questions().items():
-        for field, part in _FIELDS.items():
-            for kind, asked in _CALL.findall(str(q.get(field, ""))):
-                assert (kind, asked) == (part, name), f"copier.yml {name}.{field} calls lumi_{kind}({asked!r})"
-                out.setdefault(name, set()).add(part)
-    return out
+def test_copier_yml_is_written_from_the_registry():
+    text = (REPO / "copier.yml").read_text()
+    assert COPIER_YML_MARK in text
+    assert copier_yml(text) == text, "copier.yml differs from lumi_scaffold.questions.QUESTIONS: run python3 scripts/copier-yml"
 
 
-def test_every_question_that_calls_the_package_has_one_entry_with_exactly_those_parts():
-    registered = {name: {part for part in _FIELDS.values() if getattr(q, part) is not None} for name, q in QUESTIONS.items()}
-    assert registered == _called_parts()
+def test_an_entry_is_written_as_copier_reads_it():
+    added = Question("new_question", "Asked once\nover two lines", when=When("prestage", True), kind="int", literal=3)
+    assert "\n".join(_copier_entry(added)) == (
+        "new_question:\n  type: str  # a whole number, asked as text: its check says so where `yes` is typed "
+        "(Copier's int: a bare 'Invalid input')\n  help: |-\n    Asked once\n    over two lines\n"
+        "  when: \"{{ prestage }}\"\n  default: 3")
 
 
-def test_the_entries_when_is_copier_yml_s_when():
-    questions = _copier_questions()
+def test_the_script_refuses_a_stale_copier_yml_with_check_and_rewrites_it_without(tmp_path):
+    path = tmp_path / "copier.yml"
+    current = (REPO / "copier.yml").read_text()
+    path.write_text(current.replace("help: \"Machine-learning framework\"", "help: \"Edited by hand\""))
+    script = [sys.executable, str(REPO / "scripts" / "copier-yml")]
+    stale = subprocess.run([*script, "--check", str(path)], capture_output=True, text=True)
+    assert stale.returncode == 1 and "differs from lumi_scaffold.questions.QUESTIONS" in stale.stderr
+    assert subprocess.run([*script, str(path)], capture_output=True, text=True).returncode == 0
+    assert path.read_text() == current
+    assert subprocess.run([*script, "--check", str(path)], capture_output=True, text=True).returncode == 0
+
+
+def test_the_entries_when_asks_what_copier_yml_s_when_asks():
     env = jinja2.Environment()
     samples = [dict(zip(("container", "prestage", "profiler"), values))
                for values in itertools.product(("custom", "recommended", "cotainr"), (True, False), ("none", "rocprofv3"))]
-    for name, entry in QUESTIONS.items():
-        when = questions[name].get("when")
-        if not isinstance(when, str):  # none, or a literal (plugin_data: never asked)
-            assert entry.when is None, name
-            continue
-        assert entry.when is not None, f"copier.yml asks {name} only when {when}; its entry has no when"
+    conditional = [entry for entry in QUESTIONS.values() if entry.when]
+    assert {q.name for q in conditional} == {"container_path", "dataset_archive", "profile_rank"}
+    for entry in conditional:
         for sample in samples:
-            asked = env.from_string(when).render(**sample) == "True"
-            assert entry.asked(Answers(sample, get_catalogue())) is asked, (name, sample)
+            asked = env.from_string(entry.when.jinja).render(**sample) == "True"
+            assert entry.asked(Answers(sample, get_catalogue())) is asked, (entry.name, sample)
+
+
+@pytest.mark.parametrize(("prestage", "asked"), [("true", True), ("yes", True), ("false", False), ("0", False), (True, True),
+                                                 (False, False)])
+def test_a_yes_no_answer_given_as_text_asks_as_copier_reads_it(prestage, asked):
+    refusal = unasked({"prestage": prestage, "dataset_archive": "/data/x.tar"}, get_catalogue())
+    assert (refusal == "") is asked, refusal
+    if not asked:
+        assert refusal.startswith("dataset_archive='/data/x.tar' applies only with prestage=true")
 
 
 def test_a_question_not_asked_is_not_checked():

@@ -9,7 +9,7 @@ import pytest
 from lumi_scaffold.plugins import get_catalogue
 from lumi_scaffold.assemble import resolve
 from lumi_scaffold.known_issues import notices
-from lumi_scaffold.questions import check, check_all, choices, default
+from lumi_scaffold.questions import QUESTIONS, check, check_all, choices, default
 
 BASE = {
     "project_name": "demo",
@@ -325,19 +325,9 @@ def test_a_project_name_is_trimmed_and_one_with_a_newline_inside_is_refused():
     assert check("project_name", " demo\n", BASE, get_catalogue()) == ""
 
 
-def _copier_questions() -> dict:
-    from ruamel.yaml import YAML
-
-    from .helpers import REPO
-
-    config = YAML(typ="safe").load((REPO / "copier.yml").read_text())
-    return {k: v for k, v in config.items() if not k.startswith("_")}
-
-
 def test_help_texts_fit_80_columns():
     # Copier prints the help after "🎤 " (3 columns) and the answer on the next line.
-    wide = [(name, line) for name, q in _copier_questions().items() for line in str(q.get("help", "")).splitlines()
-            if len(line) > 77]
+    wide = [(name, line) for name, q in QUESTIONS.items() for line in q.help.splitlines() if len(line) > 77]
     assert wide == []
 
 

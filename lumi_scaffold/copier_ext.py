@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +21,10 @@ from jinja2.runtime import Context
 from . import assemble, command, home_url, known_issues, plugins, questions, sources, values
 from .errors import RefusedAnswer, LumiScaffoldError
 
-_warned = False
-
-
 def _catalogue() -> plugins.Catalogue:
-    global _warned
     cat = plugins.get_catalogue()
-    if cat.problems and not _warned:
-        _warned = True
+    if cat.problems and not cat.problems_printed:
+        cat.problems_printed = True
         for problem in cat.problems:
             if problem.kind != "note":
                 print(f"lumi-scaffold: warning: {problem}", file=sys.stderr)
@@ -39,11 +36,27 @@ def _answers(ctx: Context) -> dict[str, Any]:
     return questions.normalised({k: v for k, v in ctx.get_all().items() if not k.startswith("_") and not callable(v)})
 
 
-# Answers given with --data that their validator refused, per Copier worker (its `data`
-# mapping, compared by identity): raised by the next lumi_* call as Copier's user error.
-# Copier turns whatever a validator raises into a ValueError, which plain `copier copy`
-# prints with a traceback; every later question (plugin_data last) calls a lumi_* global.
-_refused: list[tuple[Any, str]] = []
+@dataclass
+class _Worker:
+    """What the lumi_* calls of one Copier worker share: Copier builds a Jinja environment for
+    each worker (a copy; an update runs three), and LumiExtension gives each its own."""
+
+    # An answer given with --data that its validator refused: Copier turns whatever a
+    # validator raises into a ValueError, which plain `copier copy` prints with a traceback;
+    # the next lumi_* call outside a validator raises it as Copier's user error instead
+    # (every later question calls one, plugin_data's default last).
+    refused: str = ""
+    # The plugin_data object last validated and its PluginData: four globals read it, in
+    # several files, and every file of a project shares the object.
+    validated: tuple[Any, Any] = (None, None)
+
+
+def _worker(ctx: Context) -> _Worker:
+    state = getattr(ctx.environment, "lumi_worker", None)
+    if state is None:  # an environment without LumiExtension (a test's own): one state for it
+        state = _Worker()
+        ctx.environment.extend(lumi_worker=state)
+    return state
 
 
 def _given(ctx: Context) -> Any:
@@ -55,13 +68,10 @@ def _given(ctx: Context) -> Any:
 
 
 def _raise_refused(ctx: Context) -> None:
-    data = _given(ctx)
-    if data is None:
-        return
-    for i, (given, message) in enumerate(_refused):
-        if given is data:
-            del _refused[i]
-            raise _copier_aware(RefusedAnswer)(message)
+    state = _worker(ctx)
+    if state.refused:
+        message, state.refused = state.refused, ""
+        raise _copier_aware(RefusedAnswer)(message)
 
 
 def _as_copier_error(exc: LumiScaffoldError) -> BaseException:
@@ -124,12 +134,11 @@ def lumi_check(ctx: Context, name: str) -> str:
         # Never passed on: the files must not render with refused plugin_data. The last
         # question; an answer refused before it is refused here too (as Copier's ValueError,
         # or, where Copier checks a recorded answer and drops it, by lumi_resolve next).
-        pending = [m for given, m in _refused if given is data] if data is not None else []
-        return message or (pending[0] if pending else "")
+        return message or _worker(ctx).refused
     if message and data is not None and name in data:
         # Copier would raise a ValueError (a traceback): the next lumi_* call outside a
         # validator raises it instead, at the latest plugin_data's default (lumi_resolve).
-        _refused[:] = [r for r in _refused if r[0] is not data] + [(data, f"Validation error for question {name!r}: {message}")]
+        _worker(ctx).refused = f"Validation error for question {name!r}: {message}"
         return ""
     return message
 
@@ -283,19 +292,16 @@ def _render_part(env: Any, part: str, values: dict[str, Any]) -> str:
     return str(env.from_string(stem).render(values)) + suffix
 
 
-_VALIDATED: list[Any] = [None, None]  # [the plugin_data object last validated, its PluginData]
-
-
 def _plugin_data(ctx: Context) -> Any:
     """The context's plugin_data validated (lumi_scaffold.plugin_data.validate_plugin_data),
-    once for the object every file of a project shares: four globals read it, in several
-    files. The data is validated again when another object comes, or an equal copy."""
+    once per worker for the object every file of a project shares. The data is validated
+    again when another object comes, or an equal copy."""
     from .plugin_data import validate_plugin_data
 
-    data = ctx.get("plugin_data")
-    if _VALIDATED[0] is not data or data is None:
-        _VALIDATED[:] = [data, validate_plugin_data(data)]
-    return _VALIDATED[1]
+    state, data = _worker(ctx), ctx.get("plugin_data")
+    if state.validated[0] is not data or data is None:
+        state.validated = (data, validate_plugin_data(data))
+    return state.validated[1]
 
 
 @pass_context
@@ -359,17 +365,9 @@ def lumi_library_sums(ctx: Context) -> str:
 
 
 def _sha256(path: Path) -> str:
-    """The file's SHA-256, computed once per (path, mtime, size) in a process: the library is
-    the same in every project one process renders (the test matrix, check_conformance)."""
-    info = path.stat()
-    return _sha256_of(str(path), info.st_mtime_ns, info.st_size)
-
-
-@functools.lru_cache(maxsize=1024)
-def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
     import hashlib
 
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pass_context
@@ -461,6 +459,7 @@ class LumiExtension(Extension):
         super().__init__(environment)
         environment.globals.update(_GLOBALS, lumi_home_url=home_url())
         environment.filters.update(_FILTERS)
+        environment.extend(lumi_worker=_Worker())
         _share_compiled_code(environment)
         _normalise_answers(environment)
 

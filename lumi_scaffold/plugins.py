@@ -94,6 +94,9 @@ class Catalogue:
     # (framework, image id): an image of the framework it runs on whose requirements
     # conflict with its own (_cross_check, requirements.requirement_clash), not offered for it.
     refused_images: set[tuple[str, str]] = field(default_factory=set)
+    # Whether a copy has printed ``problems`` (copier_ext): once per catalogue, not once per
+    # Copier worker (an update runs three).
+    problems_printed: bool = field(default=False, compare=False, repr=False)
 
     def images(self, site: str, framework: str, *, include_removed: bool = False) -> list[ContainerImage]:
         """The images offered for ``framework`` on ``site``: its own, then those of the

@@ -61,12 +61,8 @@ def test_a_plugin_file_that_fails_with_the_answers_is_one_line_and_leaves_nothin
 SYNTAX = "#!/bin/bash\necho ok\necho {{ project_name\n"
 
 
-def test_a_syntax_error_in_a_plugin_file_is_refused_when_the_plugin_loads(template, tmp_path, capsys, monkeypatch):
+def test_a_syntax_error_in_a_plugin_file_is_refused_when_the_plugin_loads(template, tmp_path, capsys):
     """Parsed at load: `plugins --strict` names the file and line; copies go on without it."""
-    from lumi_scaffold import copier_ext
-
-    # The extension warns once per process: another test in this worker may have had its turn.
-    monkeypatch.setattr(copier_ext, "_warned", False)
     with isolated_catalogue(files_plugin(SYNTAX)) as cat:
         assert [str(p) for p in cat.problems] == [
             "plugin 'lumi-extra-files': template file scripts/extra.sh (for framework 'pytorch'), line 3: unexpected "
@@ -77,6 +73,18 @@ def test_a_syntax_error_in_a_plugin_file_is_refused_when_the_plugin_loads(templa
     assert code == 0, err
     assert "warning: plugin 'lumi-extra-files': template file scripts/extra.sh" in err
     assert not (tmp_path / "p" / "scripts" / "extra.sh").exists()
+
+
+def test_a_catalogues_problems_are_printed_by_its_first_copy_only(template, tmp_path, capsys):
+    """Once per catalogue, not per Copier worker (an update runs three) or per process: a
+    catalogue built again (plugins installed since) warns again."""
+    warning = "warning: plugin 'lumi-extra-files': template file scripts/extra.sh"
+    for again in ("a", "b"):
+        with isolated_catalogue(files_plugin(SYNTAX)):
+            first = new(template, tmp_path / again / "1", capsys, *ANSWERS)
+            second = new(template, tmp_path / again / "2", capsys, *ANSWERS)
+        assert first[0] == second[0] == 0
+        assert first[1].count(warning) == 1 and warning not in second[1], (first, second)
 
 
 @pytest.mark.parametrize("how", ["lumi-scaffold new", "copier copy"])

@@ -32,7 +32,7 @@ from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, 
                      SiteNote, TrainArg, check_pull_address)
 from .models.resources import check_path_note
 
-__all__ = ["SCHEMA", "Cost", "PluginData", "PluginDataError", "storage_variables", "validate_plugin_data"]
+__all__ = ["SCHEMA", "Cost", "PluginData", "PluginDataError", "job_disagreement", "storage_variables", "validate_plugin_data"]
 
 SCHEMA = 3
 """Shape of plugin_data written now. 1: lumi-scaffold 0.1 and 0.2 (no computed job fields);
@@ -153,7 +153,7 @@ class JobFields(_Part):
     # Computed (schema 2).
     slurm: dict[JobKind, list[SlurmOption]] = Field(
         default_factory=dict, description="The Slurm options of each job kind (jobs/interactive.sh uses train's; "
-        "preflight: multi-node projects only)."
+        "preflight: multi-node projects only): what `shapes` renders, checked on every load (schema 3)."
     )
     allreduce_bench: Literal["", "torch", "jax"] = Field(
         "", description="The project's all-reduce benchmark the preflight runs where the image has no all_reduce_perf.")
@@ -403,11 +403,43 @@ def validate_plugin_data(data: Any, where: str = "plugin_data") -> PluginData:
         raise PluginDataError(f"{where or 'plugin_data'}: expected a mapping, got {type(data).__name__}. Fix: {FIX}.",
                               field=where or "plugin_data", value=data)
     try:
-        return PluginData.model_validate(data)
+        pd = PluginData.model_validate(data)
     except ValidationError as exc:
         field, value = _first_problem(exc, data, where)
         raise PluginDataError(one_line_message(exc, data, where), field=field,
                               value=None if value is _MISSING else value) from None
+    if disagreement := job_disagreement(pd):
+        name, value, reason = disagreement
+        field = f"{where}.{name}" if where else name
+        raise PluginDataError(" ".join(f"{field}={value!r}: {reason}. Fix: {FIX}.".split()), field=field, value=value)
+    return pd
+
+
+def job_disagreement(pd: PluginData) -> tuple[str, Any, str] | None:
+    """Each job is recorded as its shape (``job.shapes``) and again as what the templates
+    print of it: its sbatch options (``job.slurm``, Shape.options) and the training job's
+    fields (tasks, binding, memory...). Where a record has shapes (schema 3), the first
+    field its shape does not give, as (field, recorded value, what the shape gives); None
+    when they agree. Schema 2's shapes are read from its options, and agree by construction."""
+    job = pd.job
+    if pd.schema_ < 3:
+        return None
+    for kind in dict.fromkeys([*job.shapes, *job.slurm]):
+        shape, recorded = job.shapes.get(kind), job.slurm.get(kind)
+        if shape is None or recorded != shape.options():
+            return (f"job.slurm.{kind}", recorded,
+                    f"job.shapes.{kind} renders {shape.options()}" if shape else f"there is no job.shapes.{kind}")
+    train = job.shapes.get("train")
+    if train is None:
+        return None
+    derived = {"whole_node": train.whole_node, "exclusive": train.exclusive, "tasks": train.ranks,
+               "tasks_per_node": train.tasks_per_node, "ranks_per_task": train.ranks_per_task,
+               "cpus_per_task": train.cpus_per_task, "binding": train.binding, "memory": train.memory.option,
+               "memory_note": train.memory.note(train.whole_node)}
+    for name, value in derived.items():
+        if getattr(job, name) != value:
+            return f"job.{name}", getattr(job, name), f"job.shapes.train gives {value!r}"
+    return None
 
 
 def _first_problem(exc: ValidationError, data: Any, where: str) -> tuple[str, Any]:

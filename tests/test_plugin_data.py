@@ -74,6 +74,40 @@ def test_each_injection_is_refused_with_one_line_naming_the_field(field, payload
     assert message.startswith(f"plugin_data.{reported}=") and "Fix: plugin_data is computed" in message, message
 
 
+# A job recorded twice, as its shape and as what the templates print of it: each record
+# changed alone (an answers file edited by hand) -> the field named, and what the shape gives.
+DISAGREEMENTS = [
+    ("job.slurm.train.4", "--nodes=3", "job.slurm.train", "job.shapes.train renders"),
+    ("job.slurm.smoke", ["--job-name=x"], "job.slurm.smoke", "job.shapes.smoke renders"),
+    ("job.shapes.preflight.nodes", 3, "job.slurm.preflight", "--nodes=3"),
+    ("job.tasks", 15, "job.tasks", "job.shapes.train gives 16"),
+    ("job.cpus_per_task", 1, "job.cpus_per_task", "job.shapes.train gives 7"),
+    ("job.binding", "slurm", "job.binding", "job.shapes.train gives 'masks'"),
+    ("job.memory", "--mem=1G", "job.memory", "job.shapes.train gives '--mem=480G'"),
+    ("job.whole_node", False, "job.whole_node", "gives True"),
+]
+
+
+@pytest.mark.parametrize("field,value,reported,reason", DISAGREEMENTS, ids=[c[0] for c in DISAGREEMENTS])
+def test_a_job_whose_two_records_disagree_is_refused_naming_the_field(field, value, reason, reported):
+    with pytest.raises(PluginDataError) as exc:
+        validate_plugin_data(tampered(field, value))
+    message = exc.value.message
+    assert "\n" not in message and message.startswith(f"plugin_data.{reported}=") and reason in message, message
+    assert exc.value.field == f"plugin_data.{reported}"
+
+
+def test_a_kind_recorded_once_only_is_refused():
+    data = good()
+    del data["job"]["shapes"]["sweep"]
+    with pytest.raises(PluginDataError, match=r"^plugin_data\.job\.slurm\.sweep=\[.*\]: there is no job\.shapes\.sweep"):
+        validate_plugin_data(data)
+    data = good()
+    del data["job"]["slurm"]["sweep"]
+    with pytest.raises(PluginDataError, match=r"^plugin_data\.job\.slurm\.sweep=None: job\.shapes\.sweep renders \["):
+        validate_plugin_data(data)
+
+
 def test_an_empty_cpu_mask_is_refused_as_the_catalogue_refuses_it():
     # One CpuMask type: plugin_data once took 0x0, which binds a rank to no core.
     with pytest.raises(PluginDataError, match=r"^plugin_data\.site\.cpu_masks\.3='0x0': mask '0x0' must be a non-zero hex"):

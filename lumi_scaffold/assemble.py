@@ -235,11 +235,12 @@ def _job_fields(a: Answers, site: Site, part: Partition, container: ContainerFac
 
 
 def _allreduce_bench(fw: Framework, cat: Catalogue) -> str:
-    """The framework benchmark the preflight falls back on (the image has no all_reduce_perf):
-    JAX's psum, or torch.distributed's all_reduce for frameworks on torch.distributed's
-    env:// rendezvous (PyTorch, DeepSpeed); a framework that runs on another's images (Flax on
-    JAX's) has that one's; none for others."""
-    if fw.name == "jax":
+    """The framework benchmark the preflight falls back on (the image has no all_reduce_perf),
+    which imports the image's framework: JAX's psum for a framework that pins ``jax`` in its
+    images, torch.distributed's all_reduce for one on torch.distributed's env:// rendezvous
+    (PyTorch, DeepSpeed); a framework that runs on another's images (Flax on JAX's) has that
+    one's; none for others."""
+    if "jax" in fw.pinned_packages:
         return "jax"
     if fw.needs_master_addr:
         return "torch"

@@ -59,8 +59,8 @@ def _is_undefined(value: Any) -> bool:
 
 
 def default_site(a: Answers) -> str:
-    offered = offered_sites(a.cat)
-    return "lumi" if "lumi" in offered else next(iter(offered), "")
+    """The first site offered: the built-in plugins register first (LUMI), installed ones after."""
+    return next(iter(offered_sites(a.cat)), "")
 
 
 def default_account(a: Answers) -> str:
@@ -68,8 +68,9 @@ def default_account(a: Answers) -> str:
 
 
 def default_framework(a: Answers) -> str:
+    """The site's first framework, in the catalogue's order (PyTorch, then JAX, then installed ones)."""
     names = a.cat.frameworks_for(a.site.name) if a.site else []
-    return "pytorch" if "pytorch" in names else (names[0] if names else "")
+    return names[0] if names else ""
 
 
 def default_container(a: Answers) -> str:

@@ -518,13 +518,19 @@ def check_all(answers: Mapping[str, Any], cat: Catalogue) -> list[str]:
     return problems
 
 
+_MOVED = {"resolve": "assemble", "build_plugin_data": "assemble", "notices": "known_issues"}
+
+
 def __getattr__(name: str) -> Any:
     """``questions.resolve``, ``build_plugin_data`` and ``notices`` (before 0.4) live on in
-    :mod:`lumi_scaffold.assemble` and :mod:`lumi_scaffold.known_issues`."""
-    if name in ("resolve", "build_plugin_data"):
-        from . import assemble
-        return getattr(assemble, name)
-    if name == "notices":
-        from .known_issues import notices
-        return notices
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    :mod:`lumi_scaffold.assemble` and :mod:`lumi_scaffold.known_issues`: deprecated, removed
+    in 0.6."""
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    import warnings
+
+    home = f"lumi_scaffold.{_MOVED[name]}"
+    warnings.warn(f"lumi_scaffold.questions.{name} is deprecated and is removed in lumi-scaffold 0.6: "
+                  f"use {home}.{name}", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(home), name)

@@ -331,6 +331,34 @@ def test_help_texts_fit_80_columns():
     assert wide == []
 
 
+def test_the_preflight_benchmark_follows_what_the_framework_pins_not_its_name():
+    """The fallback benchmark imports the image's framework: JAX's psum for one that pins jax,
+    whatever its name; torch's all_reduce for one on env:// (MASTER_ADDR); none for others."""
+    from lumi_scaffold.assemble import _allreduce_bench
+
+    cat = get_catalogue()
+    jax, torch = cat.frameworks["jax"], cat.frameworks["pytorch"]
+    assert _allreduce_bench(jax.model_copy(update={"name": "myjax"}), cat) == "jax"
+    assert _allreduce_bench(torch.model_copy(update={"name": "mytorch"}), cat) == "torch"
+    assert _allreduce_bench(jax.model_copy(update={"name": "other", "pinned_packages": ["other"]}), cat) == ""
+
+
+def test_what_moved_out_of_questions_or_went_out_of_use_warns_and_still_works():
+    """Deprecated names work until 0.6 and say so, naming where to go."""
+    import lumi_scaffold.questions as q
+    from lumi_scaffold import assemble
+
+    with pytest.warns(DeprecationWarning, match=r"removed in lumi-scaffold 0\.6: use lumi_scaffold\.assemble\.resolve"):
+        assert q.resolve is assemble.resolve
+    with pytest.warns(DeprecationWarning, match=r"use lumi_scaffold\.known_issues\.notices"):
+        assert q.notices is notices
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        q.nothing  # noqa: B018
+    cotainr = get_catalogue().sites["lumi"].cotainr
+    with pytest.warns(DeprecationWarning, match=r"build_from is deprecated and is removed in lumi-scaffold 0\.6"):
+        assert cotainr.build_from in (f"--system={cotainr.system}", f"--base-image={cotainr.base_image}")
+
+
 def _every_site_and_framework(cat):
     for site in cat.sites:
         for fw in cat.frameworks_for(site):

@@ -14,7 +14,6 @@ import inspect
 import re
 import types
 import typing
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel

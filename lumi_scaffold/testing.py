@@ -41,9 +41,10 @@ __all__ = ["answer_matrix", "job_shapes", "lint_projects", "project_values", "re
            "scratch_dir", "template_root", "template_source"]
 
 
-def template_source(dest: Path | None = None) -> Path:
-    """A copy of the template without git history (renders faster than a git source)."""
-    root = template_root()
+def template_source(dest: Path | None = None, *, root: Path | None = None) -> Path:
+    """A copy of the template without git history (renders faster than a git source):
+    ``root``'s (a checkout), this installation's by default."""
+    root = root or template_root()
     if root is None:
         raise FileNotFoundError("lumi-scaffold's template is not installed with this lumi_scaffold package: "
                                 "install lumi-scaffold from a wheel or a checkout, or set LUMI_SCAFFOLD_TEMPLATE")

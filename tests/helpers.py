@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import shutil
 import textwrap
 from pathlib import Path
 from types import ModuleType
@@ -35,11 +34,11 @@ def need_module(name: str, reason: str, *, required: bool = False) -> None:
 
 
 def template_copy(dest: Path) -> Path:
-    """The template without its git history (renders in ~90 ms instead of a git clone each)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(REPO / "copier.yml", dest / "copier.yml")
-    shutil.copytree(REPO / "project-templates", dest / "project-templates", dirs_exist_ok=True)
-    return dest
+    """This checkout's template without its git history (renders in ~90 ms instead of a git
+    clone each)."""
+    from lumi_scaffold.testing import template_source
+
+    return template_source(dest, root=REPO)
 
 
 def render(template: Path | str, dest: Path, **answers: Any) -> Path:

@@ -3,7 +3,6 @@ are generated from the code, a broken link fails the build."""
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import os
 import re
@@ -13,17 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from lumi_scaffold import cli, home_url, hookspecs, models, plugin_data, reference
 
-from .helpers import REPO
+from lumi_scaffold.questions import QUESTIONS as REGISTRY
 
-spec = importlib.util.spec_from_file_location("lumi_docs", REPO / "docs" / "_hooks" / "lumi_docs.py")
-lumi_docs = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(lumi_docs)
+from .helpers import REPO, load_module
 
-QUESTIONS = [name for name in yaml.safe_load((REPO / "copier.yml").read_text()) if not name.startswith("_")]
+lumi_docs = load_module("lumi_docs", REPO / "docs" / "_hooks" / "lumi_docs.py")
+
+QUESTIONS = list(REGISTRY)
 
 
 def build(root: Path, site: Path) -> subprocess.CompletedProcess:

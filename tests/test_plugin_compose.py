@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import subprocess
 import types
-import warnings
 from pathlib import Path
 
-import copier
 import pytest
 
 from lumi_scaffold import ContainerImage, Framework, Site, cli, hookimpl, load_data_file
@@ -132,10 +130,8 @@ def template_repo(tmp_path) -> Path:
 
 def test_when_the_site_moves_its_image_an_update_moves_the_project(template_repo, tmp_path):
     project = tmp_path / "p"
-    with isolated_catalogue(site_plugin(OLD), framework_plugin()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        copier.run_copy(str(template_repo), str(project), data={**DEFAULTS, **ANSWERS}, defaults=True, unsafe=True,
-                        quiet=True, vcs_ref="v1.0.0", settings=copier.Settings())
+    with isolated_catalogue(site_plugin(OLD), framework_plugin()):
+        render_project(template_repo, project, {**DEFAULTS, **ANSWERS}, vcs_ref="v1.0.0")
     _git(project, "init", "-q")
     _git(project, "add", "-A")
     _git(project, "commit", "-q", "-m", "generated")

@@ -13,10 +13,8 @@ import os
 import re
 import shutil
 import subprocess
-import warnings
 from pathlib import Path
 
-import copier
 import pytest
 import yaml
 
@@ -24,7 +22,7 @@ from lumi_scaffold import cli, plugins
 from lumi_scaffold.models import NodeLayout
 from lumi_scaffold.plugin_data import SCHEMA, PluginData, PluginDataError, validate_plugin_data
 from lumi_scaffold.assemble import resolve
-from lumi_scaffold.testing import answer_matrix
+from lumi_scaffold.testing import answer_matrix, render_project
 
 from .helpers import DEFAULTS, REPO, render
 
@@ -158,10 +156,8 @@ def test_new_refuses_plugin_data_given_with_data(tmp_path, capsys, field, payloa
 
 def test_copier_itself_refuses_it(tmp_path):
     """Plain `copier copy --data plugin_data=...` goes through the question's validator."""
-    with warnings.catch_warnings(), pytest.raises(ValueError, match=r"'plugin_data': container\.path="):
-        warnings.simplefilter("ignore")
-        copier.run_copy(str(REPO), str(tmp_path / "p"), data={**DEFAULTS, "plugin_data": tampered(*INJECTIONS[0][:2])},
-                        defaults=True, unsafe=True, quiet=True, vcs_ref="HEAD")
+    with pytest.raises(ValueError, match=r"'plugin_data': container\.path="):
+        render_project(REPO, tmp_path / "p", {**DEFAULTS, "plugin_data": tampered(*INJECTIONS[0][:2])}, vcs_ref="HEAD")
     assert not (tmp_path / "p" / "scripts").exists()
 
 
@@ -185,9 +181,7 @@ def committed_project(tmp_path) -> Path:
     _git(template, "add", "-A")
     _git(template, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "t")
     project = tmp_path / "project"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        copier.run_copy(str(template), str(project), data=DEFAULTS, defaults=True, unsafe=True, quiet=True, vcs_ref="HEAD")
+    render_project(template, project, DEFAULTS, vcs_ref="HEAD")
     _git(project, "init", "-q")
     _git(project, "add", "-A")
     _git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "generated")
@@ -307,10 +301,7 @@ def test_a_project_made_by_an_older_release_updates_and_keeps_its_edits(tmp_path
     answers, recorded = _recorded(release)
     assert recorded["schema"] == schema
     project = tmp_path / "project"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        copier.run_copy(str(template), str(project), data={**answers, "plugin_data": recorded}, defaults=True,
-                        unsafe=True, quiet=True, vcs_ref=f"v{release}")
+    render_project(template, project, {**answers, "plugin_data": recorded}, vcs_ref=f"v{release}")
     from lumi_scaffold.update import ANSWERS_FILE
 
     assert yaml.safe_load((project / ANSWERS_FILE).read_text())["plugin_data"] == recorded
@@ -327,9 +318,7 @@ def test_a_project_made_by_an_older_release_updates_and_keeps_its_edits(tmp_path
     assert "# our own line" in train.read_text() and "<<<<<<<" not in train.read_text()
     assert (project / "scripts" / "sweep.py").is_file()  # a file neither release had
     fresh = tmp_path / "fresh"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        copier.run_copy(str(template), str(fresh), data=answers, defaults=True, unsafe=True, quiet=True, vcs_ref="v9.0.0")
+    render_project(template, fresh, answers, vcs_ref="v9.0.0")
     assert after["plugin_data"] == yaml.safe_load((fresh / ANSWERS_FILE).read_text())["plugin_data"]
     for name in ("scripts/lib/job.sh", "jobs/profile.sbatch", "README.md"):
         assert (project / name).read_text() == (fresh / name).read_text(), name
@@ -348,10 +337,7 @@ def test_an_edit_to_the_old_library_or_job_file_is_named_with_what_to_do(tmp_pat
     template = _release_and_now(tmp_path, release, commit)
     answers, recorded = _recorded(release)
     project = tmp_path / "project"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        copier.run_copy(str(template), str(project), data={**answers, **({"plugin_data": recorded} if recorded else {})},
-                        defaults=True, unsafe=True, quiet=True, vcs_ref=f"v{release}")
+    render_project(template, project, {**answers, **({"plugin_data": recorded} if recorded else {})}, vcs_ref=f"v{release}")
     env = project / "scripts" / "job-env.sh"
     text = env.read_text()
     assert 'BINDS="${BINDS:-' in text

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import types
 
-import copier
 import pytest
 
 from lumi_scaffold import TemplateFile, cli, hookimpl
 from lumi_scaffold.default_plugins._common import framework
 from lumi_scaffold.errors import PluginTemplateError
-from lumi_scaffold.testing import isolated_catalogue
+from lumi_scaffold.testing import isolated_catalogue, render_project
 
 ANSWERS = ["-d", "account=project_465000000", "-d", "framework=pytorch"]
 
@@ -99,8 +98,7 @@ def test_a_destination_that_existed_is_left_as_it_was(template, tmp_path, capsys
             assert code == 1 and "scripts/extra.sh, line 1: UndefinedError: 'nosuch' is undefined" in err
         else:
             with pytest.raises(PluginTemplateError):
-                copier.run_copy(str(template), str(dest), data={"account": "project_465000000", "framework": "pytorch"},
-                                defaults=True, unsafe=True, quiet=True)
+                render_project(template, dest, {"account": "project_465000000", "framework": "pytorch"})
     assert dest.is_dir() and list(dest.iterdir()) == []
 
 
@@ -124,8 +122,7 @@ def test_plain_copier_copy_gets_a_message_copier_prints_without_traceback(templa
     from copier.errors import UserMessageError
 
     with isolated_catalogue(files_plugin("{{ 1 + nosuch.x }}")), pytest.raises(PluginTemplateError) as info:
-        copier.run_copy(str(template), str(tmp_path / "p"), data={"account": "project_465000000", "framework": "pytorch"},
-                        defaults=True, unsafe=True, quiet=True)
+        render_project(template, tmp_path / "p", {"account": "project_465000000", "framework": "pytorch"})
     assert isinstance(info.value, UserMessageError) and info.value.message == str(info.value)
     assert (info.value.plugin, info.value.file, info.value.line) == ("lumi-extra-files", "scripts/extra.sh", 1)
     assert not (tmp_path / "p").exists()

@@ -18,6 +18,7 @@ import yaml
 
 from lumi_scaffold import cli, plugins
 from lumi_scaffold.models import ContainerImage
+from lumi_scaffold.testing import render_project
 
 from .helpers import DEFAULTS, template_copy, values
 
@@ -75,10 +76,7 @@ def era(monkeypatch):
 
 
 def copy_project(template: Path, dest: Path, ref: str = "v1.0.0", **answers) -> Path:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        copier.run_copy(str(template), str(dest), data={**DEFAULTS, **answers}, defaults=True, unsafe=True,
-                        quiet=True, vcs_ref=ref, settings=copier.Settings())
+    render_project(template, dest, {**DEFAULTS, **answers}, vcs_ref=ref)
     git(dest, "init", "-q")
     commit(dest, "generated")
     return dest

@@ -20,10 +20,11 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from types import ModuleType
 
 from .errors import UserMessageError
 
-__all__ = ["PACKAGE_BUNDLE", "SOURCE", "is_bundled", "package_bundle", "refresh", "template_ref"]
+__all__ = ["PACKAGE_BUNDLE", "SOURCE", "is_bundled", "package_bundle", "refresh", "template_module", "template_ref"]
 
 SOURCE = "~/.cache/lumi-scaffold/template.bundle"
 PACKAGE_BUNDLE = Path(__file__).resolve().parent / "_template.bundle"
@@ -38,6 +39,19 @@ def template_root() -> Path | None:
         if (root / "copier.yml").is_file() and (root / "project-templates").is_dir():
             return root
     return None
+
+
+def template_module(name: str, path: Path) -> ModuleType:
+    """A Python file of the template, or of a project made from it (a helper of scripts/lib/:
+    the standard library only), loaded as module ``name``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def is_bundled(src: str | None) -> bool:

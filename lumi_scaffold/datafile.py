@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import DataFileError
 
-__all__ = ["error_messages", "load_data_file", "locate", "validation_lines"]
+__all__ = ["error_messages", "load_data_file", "locate", "validation_lines", "value_at"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -85,12 +85,14 @@ def _model_at(model: Any, loc: tuple[Any, ...]) -> type[BaseModel] | None:
     return None  # not reached
 
 
-def _node_at(data: Any, loc: tuple[Any, ...]) -> Any:
+def value_at(data: Any, loc: tuple[Any, ...], missing: Any = None) -> Any:
+    """The value at ``loc`` (keys and list indexes, as a validation error names it) in
+    ``data``, or ``missing`` where there is none."""
     for part in loc:
         try:
             data = data[part]
         except (KeyError, IndexError, TypeError):
-            return None
+            return missing
     return data
 
 
@@ -109,7 +111,7 @@ def error_messages(model: Any, data: Any, error: ValidationError) -> list[tuple[
             parent, key = loc[:-1], str(loc[-1])
             owner = _model_at(model, parent)
             if owner is not None:
-                present = _node_at(data, parent)
+                present = value_at(data, parent)
                 fields = [f for f in owner.model_fields if not (isinstance(present, dict) and f in present)]
                 close = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
                 if close:
@@ -126,7 +128,7 @@ def validation_lines(path: str, data: Any, error: ValidationError, *, prefix: tu
     """One ``file:line:col: field: message`` line per pydantic error (``model``, when given,
     adds "did you mean" to unknown keys)."""
     lines = []
-    for loc, kind, message, _value in error_messages(model, _node_at(data, prefix), error):
+    for loc, kind, message, _value in error_messages(model, value_at(data, prefix), error):
         line, col = locate(data, prefix + loc, at_key=kind == "extra_forbidden")
         field = ".".join(str(p) for p in prefix + loc) or "(top level)"
         lines.append(f"{path}:{line}:{col}: {field}: {message}")

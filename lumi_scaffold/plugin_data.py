@@ -26,6 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ._types import (AbsPath, AbsPathOrEmpty, ContainerGpuFlag, CpuMask, EnvName, GpuVendorName, Ident, NameWordOrEmpty, OneLine, Package, PartitionName, PlainNameOrEmpty,
                      PythonName, Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_answer_path, path_variable)
+from .datafile import value_at
 from .errors import PluginDataError
 from .jobs import JOB_KINDS, Binding, Cost, Shape, shape_from_options
 from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
@@ -445,7 +446,7 @@ def job_disagreement(pd: PluginData) -> tuple[str, Any, str] | None:
 def _first_problem(exc: ValidationError, data: Any, where: str) -> tuple[str, Any]:
     """The dotted name of the first bad field and its value (``_MISSING`` where absent)."""
     loc = _field_path(_first_error(exc)["loc"])
-    return ".".join(map(str, (where, *loc) if where else loc)), _lookup(data, loc)
+    return ".".join(map(str, (where, *loc) if where else loc)), value_at(data, loc, _MISSING)
 
 
 def _first_error(exc: ValidationError) -> Any:
@@ -477,15 +478,6 @@ def _field_path(loc: tuple) -> tuple:
 
 
 _MISSING = object()
-
-
-def _lookup(data: Any, loc: tuple) -> Any:
-    for key in loc:
-        try:
-            data = data[key]
-        except (KeyError, IndexError, TypeError):
-            return _MISSING
-    return data
 
 
 def check(data: Any) -> str:

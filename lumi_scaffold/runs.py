@@ -14,7 +14,6 @@ show as "not reported", the energy of nodes without counters as "not measured".
 from __future__ import annotations
 
 import getpass
-import importlib.util
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -32,17 +31,13 @@ REPORTS = Path("project-templates", "project", "scripts", "lib", "reports.py")
 @lru_cache(maxsize=None)
 def project_reports() -> ModuleType:
     """The template's ``scripts/lib/reports.py``, loaded as a module (standard library only)."""
-    from .bundle import template_root
+    from .bundle import template_module, template_root
 
     root = template_root()
     if root is None:
         raise UserMessageError("this lumi_scaffold has no template (neither a source checkout nor a wheel), and "
                                "with it no scripts/lib/reports.py to read job reports with. Fix: reinstall lumi-scaffold")
-    spec = importlib.util.spec_from_file_location("lumi_scaffold._project_reports", root / REPORTS)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return template_module("lumi_scaffold._project_reports", root / REPORTS)
 
 
 def output_root(recorded: str, given: str | None = None) -> Path:

@@ -30,7 +30,7 @@ from . import plugins as _plugins
 from . import settings
 from .answers import read_answers
 from .choices import offered_profilers
-from .bundle import template_root
+from .bundle import template_module, template_root
 from . import lint
 from .lint import ValuesUnion, bash_syntax, check_headers, lint_key, shell_files
 from .models import Site
@@ -60,12 +60,7 @@ def project_values(project: Path) -> dict[str, Any]:
     """A rendered project's ``scripts/values.sh`` as its jobs read it, each ``${NAME}`` as
     written: ``project_values(p)["modules"] == ["load rocm"]``. Read with the project's own
     ``scripts/lib/project_values.py``, the reader its helpers use."""
-    path = Path(project) / "scripts" / "lib" / "project_values.py"
-    spec = importlib.util.spec_from_file_location("project_values", path)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = template_module("project_values", Path(project) / "scripts" / "lib" / "project_values.py")
     return dict(module.read(Path(project) / "scripts" / "values.sh", raw=True))
 
 

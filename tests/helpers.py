@@ -68,11 +68,9 @@ def _in_git(path: Path) -> bool:
 def load_module(name: str, path: Path) -> ModuleType:
     """A Python file of the template (a runtime helper, or a module of the project's own
     tests/: pytest and the standard library only) as module ``name``."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader, path
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from lumi_scaffold.bundle import template_module
+
+    return template_module(name, path)
 
 
 def read_tree(root: Path) -> dict[str, bytes]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from ._types import (AbsPath, AbsPathOrEmpty, ContainerGpuFlag, CpuMask, EnvName, GpuVendorName, Ident, NameWordOrEmpty, OneLine, Package, PartitionName, PlainNameOrEmpty,
                      PythonName, Requirement, ShellWord, SlurmOption, Slug, SlurmTime, Version, check_answer_path, path_variable)
@@ -31,6 +31,7 @@ from .errors import PluginDataError
 from .jobs import JOB_KINDS, Binding, Cost, Shape, shape_from_options
 from .models import (AllreduceReference, CotainrSupport, EnvModule, EnvSetting, ProfilerEnvSetting, ProfilerWord, RcclCheck,
                      SiteNote, TrainArg, check_pull_address)
+from .models.base import Model
 from .models.resources import check_path_note
 
 __all__ = ["SCHEMA", "Cost", "PluginData", "PluginDataError", "job_disagreement", "storage_variables", "validate_plugin_data"]
@@ -45,13 +46,7 @@ def _pull_from(value: str) -> str:
     return check_pull_address(value) if value else value
 
 
-class _Part(BaseModel):
-    """Unknown keys are errors: a misspelled or smuggled key fails loudly."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class SiteFacts(_Part):
+class SiteFacts(Model):
     name: Slug
     title: OneLine
     display_name: OneLine = Field("", description="How prose names the site (schema 1: absent, the name is used).")
@@ -105,7 +100,7 @@ class SiteFacts(_Part):
     _counters = field_validator("energy_counters")(check_path_note)
 
 
-class PartitionFacts(_Part):
+class PartitionFacts(Model):
     name: PartitionName
     slurm_partition: PlainNameOrEmpty = ""
     qos: PlainNameOrEmpty = ""
@@ -128,7 +123,7 @@ def _recorded_kind(value: str) -> str:
 JobKind = Annotated[str, AfterValidator(_recorded_kind)]
 
 
-class JobFields(_Part):
+class JobFields(Model):
     """The job shape and the fields computed from it (schema 2; shapes, binding and the
     memory prose: schema 3), which the templates print. Computed by lumi_scaffold.jobs."""
 
@@ -176,7 +171,7 @@ class JobFields(_Part):
         "(jobs/interactive.sh: train's per hour).")
 
 
-class ImageIssue(_Part):
+class ImageIssue(Model):
     """A known issue of the image that the project's job shape may hit (lumi-facts §11), for
     the README's container row and the comment above values.sh's image line."""
 
@@ -186,7 +181,7 @@ class ImageIssue(_Part):
     conditional: OneLine = Field("", description="The condition the answers cannot show ('' when none).")
 
 
-class ContainerFacts(_Part):
+class ContainerFacts(Model):
     id: Ident
     title: OneLine
     path: str
@@ -234,7 +229,7 @@ class ContainerFacts(_Part):
         return data
 
 
-class EnvLeftOut(_Part):
+class EnvLeftOut(Model):
     """A site or framework setting not exported in this project, and why (a known issue)."""
 
     name: EnvName
@@ -243,7 +238,7 @@ class EnvLeftOut(_Part):
     source: OneLine = ""
 
 
-class Section(_Part):
+class Section(Model):
     """A README section from a plugin (plain Markdown)."""
 
     title: OneLine
@@ -251,7 +246,7 @@ class Section(_Part):
     source: OneLine = ""
 
 
-class FrameworkFacts(_Part):
+class FrameworkFacts(Model):
     name: Slug
     title: OneLine
     needs_master_addr: bool = True
@@ -260,12 +255,12 @@ class FrameworkFacts(_Part):
     train_args: list[TrainArg] = []
 
 
-class Cache(_Part):
+class Cache(Model):
     name: EnvName
     value: ShellWord
 
 
-class KernelCache(_Part):
+class KernelCache(Model):
     """A compiler cache that lives in node-local tmp during a job and is carried from job to
     job through an archive in the project's cache area (scripts/lib/caches.sh)."""
 
@@ -274,13 +269,13 @@ class KernelCache(_Part):
     path: ShellWord = Field(description="The node-local directory (${USER}, ${SLURM_JOB_ID}, ${SLURM_NODEID} expand in the job).")
 
 
-class Storage(_Part):
+class Storage(Model):
     name: Slug
     path: AbsPath
     note: OneLine = ""
 
 
-class ProfilerFacts(_Part):
+class ProfilerFacts(Model):
     name: Slug
     title: OneLine
     kind: Literal["none", "command", "framework"]
@@ -289,7 +284,7 @@ class ProfilerFacts(_Part):
     view: OneLine = ""
 
 
-class TrackingFacts(_Part):
+class TrackingFacts(Model):
     """The experiment tracker the jobs log to (lumi_scaffold.tracking; absent: none)."""
 
     name: Literal["tensorboard", "mlflow", "wandb"]
@@ -299,7 +294,7 @@ class TrackingFacts(_Part):
     source: OneLine = ""
 
 
-class PluginData(_Part):
+class PluginData(Model):
     """The recorded ``plugin_data`` answer (see the module docstring)."""
 
     schema_: int = Field(SCHEMA, alias="schema", ge=1, le=SCHEMA, description="Shape version (1: lumi-scaffold 0.1/0.2).")
@@ -330,7 +325,7 @@ class PluginData(_Part):
     requirements: list[Requirement] = []
     readme: list[Section] = Field(default_factory=list, description="README sections from the site's and framework's plugins.")
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     @model_validator(mode="before")
     @classmethod

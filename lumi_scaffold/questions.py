@@ -324,10 +324,15 @@ class When(NamedTuple):
         return (given == self.value) is self.equal
 
     @property
-    def jinja(self) -> str:
+    def expression(self) -> str:
+        """The test as a Jinja expression (``prestage``, ``site == 'lumi'``)."""
         if self.value is True and self.equal:
-            return f"{{{{ {self.answer} }}}}"
-        return f"{{{{ {self.answer} {'==' if self.equal else '!='} {self.value!r} }}}}"
+            return self.answer
+        return f"{self.answer} {'==' if self.equal else '!='} {self.value!r}"
+
+    @property
+    def jinja(self) -> str:
+        return f"{{{{ {self.expression} }}}}"
 
     @property
     def need(self) -> str:
@@ -500,9 +505,9 @@ def unasked(given: Mapping[str, Any], cat: Catalogue, answers: Mapping[str, Any]
     one-line refusal; '' when there is none."""
     a = Answers(normalised({**(answers or {}), **given}), cat)
     for name in given:
-        q = QUESTIONS.get(name)
-        if q is not None and not q.asked(a):
-            return (f"{name}={given[name]!r} applies only with {q.when.need if q.when else 'other answers'}, which these answers do "
+        when = QUESTIONS[name].when if name in QUESTIONS else None
+        if when is not None and not when(a):
+            return (f"{name}={given[name]!r} applies only with {when.need}, which these answers do "
                     f"not give, so nothing would use it. Fix: add that answer, or leave {name} out")
     return ""
 

@@ -225,7 +225,7 @@ def questions_page() -> str:
 def _asked(q: questions.Question) -> str:
     if q.computed:
         return "never (computed)"
-    return f"when `{_jinja(q.when.jinja)}`" if q.when else "always"
+    return f"when `{q.when.expression}`" if q.when else "always"
 
 
 def _question(q: questions.Question, answers: dict[str, Any], cat: plugins.Catalogue) -> list[str]:

@@ -336,12 +336,19 @@ end_nodes() {
 }
 # Waits up to 10 s for the guards to end (stood down, or ending the job on Slurm's SIGTERM).
 wait_guards() {
+    wait_gone "${NODE_GUARD_PID}" 100
+    kill "${NODE_GUARD_PID}" 2>/dev/null || true
+}
+# Waits up to $2 tenths of a second for the background process $1 to end. Polled, never
+# `wait`ed: bash 5.2 once blocked in `wait` for a watchdog that had already exited (it
+# exits as it signals the USR2 trap), and the job would have held its nodes to its time
+# limit (2026-11-29, a two-node job of tests/test_guard_jobs.py); no status is needed here.
+wait_gone() {
     local waited=0
-    while kill -0 "${NODE_GUARD_PID}" 2>/dev/null && [ "${waited}" -lt 20 ]; do
-        sleep 0.5
+    while kill -0 "$1" 2>/dev/null && [ "${waited}" -lt "$2" ]; do
+        sleep 0.1
         waited=$(( waited + 1 ))
     done
-    kill "${NODE_GUARD_PID}" 2>/dev/null || true
 }
 # The energy each node used (scripts/lib/python/jobfiles.py, from the nodes' records) into
 # the job report, and one line; the records go.
@@ -526,7 +533,7 @@ stop_watching() {
     trap - USR2
     if [ -n "${WATCHDOG_PID}" ]; then
         kill -TERM "${WATCHDOG_PID}" 2>/dev/null || true
-        wait "${WATCHDOG_PID}" 2>/dev/null || true
+        wait_gone "${WATCHDOG_PID}" 50
     fi
 }
 
@@ -776,16 +783,13 @@ stop_chain() {
 # shellcheck disable=SC2329  # invoked by the traps in train_job
 stop_train() {
     trap '' TERM INT HUP
-    local status=$(( 128 + $(kill -l "$1") )) waited=0
+    local status=$(( 128 + $(kill -l "$1") ))
     if [ "${time_up}" = 0 ]; then
         stop_chain "this job was cancelled"
     fi
     if [ -n "${STEP_PID:-}" ]; then
         kill -TERM "${STEP_PID}" 2>/dev/null || true   # (run by hand, Ctrl-C alone would not reach it)
-        while kill -0 "${STEP_PID}" 2>/dev/null && [ "${waited}" -lt 10 ]; do
-            sleep 0.5
-            waited=$(( waited + 1 ))
-        done
+        wait_gone "${STEP_PID}" 50
     fi
     if [ "${NODES_HERE:-0}" = 1 ]; then   # (one node, the batch shell's: read and cleaned from here)
         bash "${LIB}/nodes.sh" end || true

@@ -49,6 +49,9 @@ class _Worker:
     # The plugin_data object last validated and its PluginData: four globals read it, in
     # several files, and every file of a project shares the object.
     validated: tuple[Any, Any] = (None, None)
+    # The answers lumi_resolve last computed plugin_data for (and the catalogue), and the
+    # result: Copier renders plugin_data's default twice a copy, with the same answers.
+    resolved: tuple[Any, Any, Any] = (None, None, None)
 
 
 def _worker(ctx: Context) -> _Worker:
@@ -151,6 +154,13 @@ def lumi_resolve(ctx: Context) -> dict[str, Any]:
         # An answer no question asks (profile_rank=3 with no profiler): Copier would drop it
         # silently (plugin_data, computed, is never validated: its default is where to say so).
         raise RefusedAnswer(unused)
+    state = _worker(ctx)
+    try:
+        key: Any = frozenset(answers.items())
+    except TypeError:  # an unhashable answer (a list given with --data): computed each time
+        key = None
+    if key is not None and state.resolved[0] is cat and state.resolved[1] == key:
+        return state.resolved[2]
     try:
         data = assemble.resolve(answers, cat)
     except ValueError:
@@ -162,6 +172,7 @@ def lumi_resolve(ctx: Context) -> dict[str, Any]:
                 raise RefusedAnswer(f"Validation error for question {name!r}: {message}") from None
         raise
     _try_plugin_texts(ctx, cat, data)
+    state.resolved = (cat, key, data)
     return data
 
 
@@ -260,17 +271,24 @@ def lumi_sources(ctx: Context) -> list[dict[str, str]]:
     from (plugin_data's source fields); each with title, address and date read."""
     env, values = ctx.environment, ctx.get_all()
     root = str(ctx["_copier_conf"]["src_path"])
-    texts = []
-    for name, text in sources.template_texts(root):
+    always, conditional = sources.template_texts(root)
+    texts = list(always)
+    rendered: dict[str, str | None] = {}  # a folder's part recurs in each of its files' paths
+    for name, text in conditional:
         if "yield" in name:  # plugin files: their contents below
             continue
-        try:
-            # Part by part, as Copier renders paths (a file's name without the suffix), so
-            # the parts with Jinja are compiled already; the suffix stays, as before.
-            parts = [_render_part(env, part, values) for part in name.split("/")]
-        except Exception:  # noqa: BLE001 (a path this context cannot render is not this project's)
+        for part in name.split("/"):
+            if part not in rendered:
+                try:
+                    # Part by part, as Copier renders paths (a file's name without the suffix),
+                    # so the parts with Jinja are compiled already; the suffix stays, as before.
+                    rendered[part] = _render_part(env, part, values)
+                except Exception:  # noqa: BLE001 (a path this context cannot render is not this project's)
+                    rendered[part] = None
+        parts = [rendered[part] for part in name.split("/")]
+        if None in parts:
             continue
-        path = "/".join(parts)
+        path = "/".join(map(str, parts))
         path = path[:-len(".jinja")] if path.endswith(".jinja") else path  # Copier's template suffix
         if all(path.split("/")):  # no empty part: a file (or folder) this project gets
             texts.append(text)

@@ -70,6 +70,14 @@ def keys_in_text(text: str) -> set[str]:
     return {key for match in _CITATION.finditer(text) for key in match.group(1).split(", ")}
 
 
+@functools.lru_cache(maxsize=1024)
+def _keys_in(text: str) -> frozenset[str]:
+    """:func:`keys_in_text`, once per text: a project's README cites the keys of every
+    template file, and most of those texts are the same objects from project to project
+    (template_texts), whose hash Python keeps."""
+    return frozenset(keys_in_text(text))
+
+
 def keys_in_field(value: str) -> set[str]:
     """The keys of a ``source:`` field: 'UG-part, TM-Slurm (sinfo Apr 2026), UG-bill'."""
     return {re.sub(r"\s*\(.*?\)", "", part).strip() for part in value.split(",") if part.strip()}
@@ -96,7 +104,7 @@ def cited_in(texts: Iterable[str], data: Any = None, site: str | None = None,
     given) and ``data``, sorted by key, each as {key, title, url, read}; ``registered``:
     the plugins' own sources (register_sources), beside the bibliography."""
     known = {**(registered or {}), **bibliography()}
-    keys = {key for text in texts for key in keys_in_text(text) if site is None or citable(key, site)}
+    keys = {key for text in texts for key in _keys_in(text) if site is None or citable(key, site)}
     keys |= keys_in_data(data)
     return [{"key": key, "title": known[key]["title"], "url": known[key]["url"], "read": known[key]["read"]}
             for key in sorted(keys) if key in known]
@@ -124,8 +132,11 @@ def markdown() -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def template_texts(root: str) -> tuple[tuple[str, str], ...]:
-    """(relative path, text) of every file under ``root``/project-templates."""
+def template_texts(root: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The files under ``root``/project-templates: the texts of those whose path has no
+    Jinja (every project has them), and (relative path, text) of the others (a project
+    has one where its path renders with no empty part)."""
     base = Path(root)
     files = sorted(p for p in (base / "project-templates").rglob("*") if p.is_file())
-    return tuple((str(p.relative_to(base)), p.read_text(encoding="utf-8", errors="replace")) for p in files)
+    named = [(str(p.relative_to(base)), p.read_text(encoding="utf-8", errors="replace")) for p in files]
+    return tuple(text for name, text in named if "{" not in name), tuple(e for e in named if "{" in e[0])

@@ -93,6 +93,26 @@ def test_compiled_code_is_shared_and_changes_nothing(template, tmp_path, monkeyp
     assert second == first
 
 
+def test_plugin_data_is_computed_once_a_copy_and_again_for_other_answers(template, tmp_path, monkeypatch):
+    """Copier renders plugin_data's default twice a copy, with the same answers: lumi_resolve
+    computes it once; a copy with other answers in the same process computes its own."""
+    from lumi_scaffold import assemble
+
+    computed: list[dict[str, Any]] = []
+    resolve = assemble.resolve
+
+    def counting(answers, cat):
+        computed.append(dict(answers))
+        return resolve(answers, cat)
+
+    monkeypatch.setattr(assemble, "resolve", counting)
+    one = render(template, tmp_path / "one")
+    two = render(template, tmp_path / "two", nodes=2)
+    assert [a["nodes"] for a in computed] == [1, 2]
+    assert "#SBATCH --nodes=2" in (two / "jobs/train.sbatch").read_text()
+    assert "#SBATCH --nodes=1" in (one / "jobs/train.sbatch").read_text()
+
+
 def test_shared_code_follows_the_filters_of_each_environment(monkeypatch):
     """Jinja runs filters on constants while compiling: an environment whose filter of the
     same name is another function does not get the other's code."""

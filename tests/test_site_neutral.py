@@ -118,7 +118,7 @@ def test_every_setonix_like_project_is_free_of_lumi_and_lints_clean(template, ca
     with use_catalogue(catalogue):
         assert render_many(template, scratch, matrix, workers=1 if os.cpu_count() == 1 else 2) == []
         projects = sorted(scratch.iterdir())
-        assert lint_projects(projects, catalogue) == []
+        assert lint_projects(projects, catalogue, answers=matrix) == []
     wording = {line for project in projects for line in lumi_wording(project)}
     assert not wording, sorted(wording)[:20]
 
@@ -250,7 +250,7 @@ def test_the_site_with_gres_partition_nodes_and_pulled_images_is_free_of_lumi_to
     with use_catalogue(cat):
         assert render_many(template, scratch, matrix, workers=1 if os.cpu_count() == 1 else 2) == []
         projects = sorted(scratch.iterdir())
-        assert lint_projects(projects, cat) == []
+        assert lint_projects(projects, cat, answers=matrix) == []
     assert all("#SBATCH --gres=gpu:" in (p / "jobs" / "train.sbatch").read_text() for p in projects)
     wording = {line for project in projects for line in lumi_wording(project)}
     assert not wording, sorted(wording)[:20]

@@ -108,7 +108,7 @@ def test_every_nvidia_project_asks_for_the_gpus_and_names_nothing_of_amd(templat
     with scratch_dir(tmp_path) as scratch, use_catalogue(catalogue):
         assert render_many(template, scratch, matrix, workers=1 if os.cpu_count() == 1 else 2) == []
         projects = sorted(scratch.iterdir())
-        assert lint_projects(projects, catalogue) == []
+        assert lint_projects(projects, catalogue, answers=matrix) == []
         for project in projects:
             assert values(project)["container_command"] == ["singularity", "exec", "--nv"], project
         wording = {line for project in projects for line in amd_wording(project)}

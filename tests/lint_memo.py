@@ -175,17 +175,40 @@ class SharedMemo:
         os.replace(temporary, self._path(key))
 
 
+def _roots(files: list[Path], cwd: Path | None) -> list[Path]:
+    """The directory each file's key is read in: ``cwd`` when given; else the file's
+    project, the nearest directory above it with a .shellcheckrc (shellcheck reads that one
+    and follows `source` there); else, for the files outside any project, the directory
+    above all of them. (Not the directory above all the files: lint_projects' batches hold
+    projects beside its temporary union files, and that directory was /tmp or /, walked for
+    each batch: 5-8 CPU-s a time here.)"""
+    if cwd is not None:
+        return [Path(cwd)] * len(files)
+    found: dict[Path, Path | None] = {}
+
+    def project(directory: Path) -> Path | None:
+        if directory not in found:
+            found[directory] = directory if (directory / ".shellcheckrc").is_file() else (
+                None if directory.parent == directory else project(directory.parent))
+        return found[directory]
+
+    roots = [project(Path(f).absolute().parent) for f in files]
+    loose = [str(Path(f).absolute().parent) for f, root in zip(files, roots) if root is None]
+    common = Path(os.path.commonpath(loose)) if loose else Path(".")
+    return [root or common for root in roots]
+
+
 def memo_shellcheck(original: Callable[..., list[str]], memo) -> Callable[..., list[str]]:
     """``original`` (lumi_scaffold.lint.shellcheck) behind ``memo`` (a dict or SharedMemo)."""
 
     def shellcheck(files: list[Path], *, cwd: Path | None = None) -> list[str]:
         files = list(files)
-        root = Path(cwd) if cwd is not None else Path(os.path.commonpath([str(Path(f).parent) for f in files] or ["."]))
         names = [str(f) for f in files]
         try:
-            tree = _Tree(root)
-            rels = [os.path.relpath(f, root) for f in files]
-            keys = [(os.environ.get("PATH", ""), lint_key(Path(f)), tree.key(rel)) for f, rel in zip(files, rels)]
+            roots = _roots(files, cwd)
+            trees = {root: _Tree(root) for root in set(roots)}
+            keys = [(os.environ.get("PATH", ""), lint_key(Path(f)), trees[root].key(os.path.relpath(f, root)))
+                    for f, root in zip(files, roots)]
         except (OSError, ValueError):
             return original(files, cwd=cwd)
         found: dict[str, list[str]] = {}

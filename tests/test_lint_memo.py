@@ -85,3 +85,35 @@ def test_a_file_that_no_source_line_names_is_not_seen_unless_a_source_cannot_be_
     shellcheck([one / "dynamic.sh"], cwd=one)
     shellcheck([two / "dynamic.sh"], cwd=two)
     assert calls[-2:] == [["dynamic.sh"], ["dynamic.sh"]]
+
+
+def test_files_of_several_projects_are_each_read_in_their_own_project(tmp_path, monkeypatch):
+    """lint_projects lints projects and its temporary union files in one batch: each file's
+    key is read in its project (the nearest directory with a .shellcheckrc), the files of
+    no project in the directory above them, never the directory above all of them (/tmp, /:
+    seconds a batch); what a key holds is as before, so a file of another project is a hit."""
+    from . import lint_memo
+
+    walked: list[Path] = []
+    tree = lint_memo._Tree
+
+    def recorded(root: Path):
+        walked.append(Path(root))
+        return tree(root)
+
+    monkeypatch.setattr(lint_memo, "_Tree", recorded)
+    calls: list[list[str]] = []
+    shellcheck = memo_shellcheck(_counted(calls), {})
+    one, two = (_project(tmp_path / "deep" / name / "p", "VALUE=1\n") for name in ("a", "b"))
+    for project in (one, two):
+        (project / ".shellcheckrc").write_text("source-path=SCRIPTDIR\n")
+    (tmp_path / "elsewhere" / "union").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "junk").mkdir()
+    (tmp_path / "elsewhere" / "junk" / "other.sh").write_text("echo $1\n")
+    loose = tmp_path / "elsewhere" / "union" / "values-0.sh"
+    loose.write_text("#!/bin/bash\nname='x'\necho \"$name\"\n")
+    found = shellcheck([one / "run.sh", loose, two / "run.sh"])
+    assert set(walked) == {one, two, loose.parent}  # (the suite's own memo, in lint.shellcheck here, too)
+    assert found == lint.shellcheck([one / "run.sh", loose, two / "run.sh"])
+    assert shellcheck([two / "run.sh"]) == [line for line in found if line.startswith(str(two))]
+    assert len(calls) == 1  # the same file in another project: its key, a hit

@@ -155,8 +155,8 @@ def lumi_resolve(ctx: Context) -> dict[str, Any]:
         # silently (plugin_data, computed, is never validated: its default is where to say so).
         raise RefusedAnswer(unused)
     state = _worker(ctx)
-    try:
-        key: Any = frozenset(answers.items())
+    try:  # (with each answer's type: True and 1 are equal, and do not make the same project)
+        key: Any = frozenset((name, type(value), value) for name, value in answers.items())
     except TypeError:  # an unhashable answer (a list given with --data): computed each time
         key = None
     if key is not None and state.resolved[0] is cat and state.resolved[1] == key:

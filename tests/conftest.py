@@ -153,8 +153,12 @@ _SUBMIT_EARLY = pytest.StashKey[list]()
 
 
 def _slurm_group(item) -> str:
-    module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
-    return "slurm-a" if module in _SLURM_A or item.nodeid.split("[")[0] in _OVERLAPPED else "slurm-b"
+    return "slurm-a" if _module(item) in _SLURM_A or item.nodeid.split("[")[0] in _OVERLAPPED else "slurm-b"
+
+
+def _module(item) -> str:
+    """The test module's own name (test_install), "" for an item outside a module."""
+    return item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -168,10 +172,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slurm)
             item.add_marker(pytest.mark.xdist_group(_slurm_group(item)))
             slurm.append(item)
-        elif item.module is not None and (module := item.module.__name__.rsplit(".", 1)[-1]) in _WHEEL_MODULES:
+        elif _module(item) in _WHEEL_MODULES:
             item.add_marker(pytest.mark.xdist_group("wheel"))
-        elif item.module is not None and module in _ONE_WORKER:
-            item.add_marker(pytest.mark.xdist_group(module))
+        elif _module(item) in _ONE_WORKER:
+            item.add_marker(pytest.mark.xdist_group(_module(item)))
     last = [item for item in slurm if item.nodeid.split("[")[0] in _OVERLAPPED]
     if last and len(slurm) > len(last):
         for item in last:

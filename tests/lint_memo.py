@@ -4,9 +4,10 @@ Most tests lint or `doctor` a freshly rendered project, and shellcheck is most o
 that costs (6 s of CPU for a default project; about a fifth of the suite's CPU before
 this memo kept files apart and was shared by the workers). A file's findings are taken
 from the memo when shellcheck would see the same thing: the same file at the same path
-relative to the directory it runs in, and the same shell files and .shellcheckrc under
-that directory (what `source` can reach with --source-path=SCRIPTDIR). "The same" is
-read as shellcheck reads it:
+relative to its project (the nearest directory above it with a .shellcheckrc, the one
+shellcheck reads; for files of no project, the directory above all of them in the call),
+and the same shell files and .shellcheckrc in that project (what `source` can reach with
+--source-path=SCRIPTDIR). "The same" is read as shellcheck reads it:
 
 - the file itself and the files it can reach by `lumi_scaffold.lint.lint_key`: whole-line
   comments (not directives) and lines of one literal option word are blanked, the line
@@ -67,7 +68,7 @@ _SOURCE = re.compile(r"\s*(?:source|\.)\s+(.*)|\s*#\s*shellcheck\s+source=(\S+).
 
 
 class _Tree:
-    """The shell files and .shellcheckrc files under the directory shellcheck runs in."""
+    """The shell files and .shellcheckrc files under ``root`` (a project's directory: _roots)."""
 
     def __init__(self, root: Path) -> None:
         self.files: dict[str, Path] = {}

@@ -48,6 +48,8 @@ TERMINAL_STATES = frozenset({
     "COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
     "BOOT_FAIL", "DEADLINE",
 })
+# How often wait() asks again about a job the controller still shows as COMPLETING.
+_COMPLETING_EVERY = 0.25
 # Pending reasons that mean the job will never start on this cluster.
 HOPELESS_REASONS = frozenset({
     "BadConstraints", "PartitionTimeLimit", "PartitionNodeLimit", "InvalidAccount", "InvalidQOS",
@@ -337,7 +339,9 @@ class SlurmCluster:
         Watches the completion log every ``poll`` s and asks the controller (``scontrol show
         job``, a process, a munge credential and a call) when the job's line appears there, and
         otherwise every ``check_every`` s: for a job pending for ever, or one the log missed.
-        (Asking every 0.2 s cost ~4,500 scontrol processes a suite.)
+        (Asking every 0.2 s cost ~4,500 scontrol processes a suite.) The log's line can come
+        before the controller's last word: a job whose node still cleans up its steps shows
+        JobState=COMPLETING for a moment, and is asked again every ``_COMPLETING_EVERY`` s.
 
         Raises TimeoutError (with the last state) after ``timeout`` seconds, SlurmError when
         the job is unknown (purged MinJobAge s after its end) or pending for a reason that
@@ -358,6 +362,8 @@ class SlurmCluster:
             state = info.get("JobState", "")
             if state in TERMINAL_STATES:
                 return _job_result(job_id, info)
+            if state == "COMPLETING":
+                ask_at = min(ask_at, time.monotonic() + _COMPLETING_EVERY)
             if state == "PENDING" and info.get("Reason") in HOPELESS_REASONS:
                 raise SlurmError(f"job {job_id} can never start: Reason={info['Reason']}")
             if time.monotonic() >= deadline:

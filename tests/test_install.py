@@ -1,9 +1,10 @@
 """What a user with only pip/pipx and no network but a package index gets: scripts/release
-makes release A (the patch release after this checkout's version, e.g. 0.3.1) and B (the one
-after, with a template change) in a clone of this checkout; A is
-installed from its built wheel (not editable) into a fresh venv the way the README's
-`pipx install lumi-scaffold` does (a venv per tool, only its entry point exposed), then
-`new`, `lint`, B installed over A, and `update` offline with the user's edit kept."""
+makes release A (the patch release after this checkout's version, e.g. 0.3.1), from a
+newcomer's venv, and B (the minor release after it, with a template change) in a clone of
+this checkout; A is installed from its built wheel (not editable) into a fresh venv the
+way the README's `pipx install lumi-scaffold` does (a venv per tool, only its entry point
+exposed), then `new`, `lint`, B installed over A, and `update` offline with the user's
+edit kept. (Each release builds and checks a wheel, ~14 CPU-s: the tests share two.)"""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ SOURCE = "~/.cache/lumi-scaffold/template.bundle"
 # This checkout's version (0.3.0 once released) and the two releases the tests make after it.
 CURRENT = re.search(r'^__version__ = "(\d+)\.(\d+)\.(\d+)"$', (REPO / "lumi_scaffold/__init__.py").read_text(), re.M)
 assert CURRENT, "lumi_scaffold/__init__.py: __version__ is not MAJOR.MINOR.PATCH"
-A, B = (".".join([CURRENT[1], CURRENT[2], str(int(CURRENT[3]) + n)]) for n in (1, 2))
+A = f"{CURRENT[1]}.{CURRENT[2]}.{int(CURRENT[3]) + 1}"
+MINOR = f"{CURRENT[1]}.{int(CURRENT[2]) + 1}"
+B = f"{MINOR}.0"
+PLUGIN_TEMPLATE = "lumi_scaffold/plugin_template/copier.yml"
 
 
 def changelog_heading(clone: Path, version: str, entry: str) -> None:
@@ -50,11 +54,29 @@ def clone(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def release_a(clone, tmp_path_factory) -> Path:
+    """Release A, made as the README's test command run from a venv makes it: the release
+    check's venv must get the dependencies from that venv, not from the base Python, which
+    on a newcomer's machine has none of them."""
     dist = tmp_path_factory.mktemp("dist-a")
+    python = venv_on_a_bare_base(tmp_path_factory.mktemp("newcomer"))
     changelog_heading(clone, A, "Release A of tests/test_install.py.")
-    result = release(clone, A, dist)
+    result = release(clone, A, dist, python=str(python))
     assert result.returncode == 0, result.stderr
     return next(dist.glob(f"lumi_scaffold-{A}-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def release_b(clone, release_a, tmp_path_factory) -> Path:
+    """Release B: the minor release after A, with a template change (a README heading)."""
+    readme = clone / "project-templates/_shared/readme/interactive.md.jinja"
+    readme.write_text(readme.read_text().replace("## Interactive work", f"## Interactive work ({B})"))
+    git(clone, "add", "-A")
+    commit(clone, "a template change")
+    changelog_heading(clone, B, "A minor release of tests/test_install.py: README heading.")
+    dist = tmp_path_factory.mktemp("dist-b")
+    result = release(clone, B, dist)
+    assert result.returncode == 0, result.stderr
+    return next(dist.glob(f"lumi_scaffold-{B}-*.whl"))
 
 
 @pytest.fixture(scope="module")
@@ -110,9 +132,9 @@ def test_release_tags_the_template_with_the_package_version(clone, release_a):
         assert git(clone, "log", "-1", "--format=%s", tag).startswith(f"Release {tag[1:]}"), tag
     assert git(clone, "log", "-1", "--format=%s", "v0.2.0").startswith("Release 0.2.0: ")
     assert git(clone, "log", "-1", "--format=%s", f"v{A}") == f"Release {A}\n"
-    assert f'__version__ = "{A}"' in (clone / "lumi_scaffold/__init__.py").read_text()
-    assert re.search(rf"^## {re.escape(A)} \(\d{{4}}-\d\d-\d\d\)$", (clone / "CHANGELOG.md").read_text(), re.M)
-    assert release_a.name == f"lumi_scaffold-{A}-py3-none-any.whl"
+    assert f'__version__ = "{A}"' in git(clone, "show", f"v{A}:lumi_scaffold/__init__.py")
+    assert re.search(rf"^## {re.escape(A)} \(\d{{4}}-\d\d-\d\d\)$", git(clone, "show", f"v{A}:CHANGELOG.md"), re.M)
+    assert release_a.name == f"lumi_scaffold-{A}-py3-none-any.whl" and release_a.is_file()
 
 
 @pytest.mark.slow
@@ -135,7 +157,7 @@ def test_fresh_venv_new_and_lint_from_the_wheel_offline(tool, tmp_path):
 
 
 @pytest.mark.slow
-def test_upgrade_then_update_offline_keeps_edits(tool, clone, tmp_path):
+def test_upgrade_then_update_offline_keeps_edits(tool, release_b, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     p = tmp_path / "p"
@@ -147,17 +169,9 @@ def test_upgrade_then_update_offline_keeps_edits(tool, clone, tmp_path):
     run.write_text(run.read_text().replace('exec "$@"', 'export OUR_LAB_SETTING=1\nexec "$@"'))
     subprocess.run(["git", "commit", "-q", "-am", "our edit"], cwd=p, env=env, check=True)
 
-    # release B: a template change, installed over A
-    readme = clone / "project-templates/_shared/readme/interactive.md.jinja"
-    readme.write_text(readme.read_text().replace("## Interactive work", f"## Interactive work ({B})"))
-    git(clone, "add", "-A")
-    commit(clone, "a template change")
-    changelog_heading(clone, B, "README heading.")
-    result = release(clone, B, tmp_path / "dist-b")
-    assert result.returncode == 0, result.stderr
-    wheel_b = next((tmp_path / "dist-b").glob(f"lumi_scaffold-{B}-*.whl"))
+    # release B, with a template change, installed over A
     subprocess.run([str(tool / "bin/python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    "--no-index", str(wheel_b)], env=env, check=True, capture_output=True)
+                    "--no-index", str(release_b)], env=env, check=True, capture_output=True)
 
     updated = lumi(tool, "update", str(p), cwd=tmp_path, home=home)
     assert updated.returncode == 0, updated.stderr
@@ -168,37 +182,17 @@ def test_upgrade_then_update_offline_keeps_edits(tool, clone, tmp_path):
 
 
 @pytest.mark.slow
-def test_release_from_a_venv_whose_base_python_is_bare(tmp_path):
-    """The README's test command run from a venv (`python -m venv v && . v/bin/activate`):
-    the release check's venv must get the dependencies from that venv, not from the base
-    Python, which on a newcomer's machine has none of them."""
-    python = venv_on_a_bare_base(tmp_path / "env")
-    clone = source_clone(tmp_path / "lumi-scaffold")
-    changelog_heading(clone, A, "Release from a venv.")
-    result = release(clone, A, tmp_path / "dist", python=str(python))
-    assert result.returncode == 0, result.stderr
-    assert (tmp_path / f"dist/lumi_scaffold-{A}-py3-none-any.whl").is_file()
-
-
-PLUGIN_TEMPLATE = "lumi_scaffold/plugin_template/copier.yml"
-
-
-@pytest.mark.slow
-def test_a_minor_release_moves_what_new_plugins_ask_for(clone, release_a, tmp_path):
+def test_a_minor_release_moves_what_new_plugins_ask_for(clone, release_b):
     """`lumi-scaffold new-plugin` asks for the release series that made the plugin; a plain
     `copier copy` of the plugin template gets it from the template's default, which the
-    release commit of a minor release sets with the version (0.4.0 would have shipped a
-    template asking for lumi-scaffold>=0.3 beside plugin API 1.2). A patch release (release
-    A of this module, made before) leaves it as it is."""
+    release commit of a minor release (B) sets with the version (0.4.0 would have shipped a
+    template asking for lumi-scaffold>=0.3 beside plugin API 1.2). A patch release (A)
+    leaves it as it is."""
+    asks_minor = f'lumi_scaffold_min:\n  type: str\n  default: "{MINOR}"\n'
     assert PLUGIN_TEMPLATE not in git(clone, "show", "--name-only", "--format=", f"v{A}").split()
-    minor = f"{CURRENT[1]}.{int(CURRENT[2]) + 1}"
-    before = (clone / PLUGIN_TEMPLATE).read_text()
-    assert f'lumi_scaffold_min:\n  type: str\n  default: "{minor}"\n' not in before
-    changelog_heading(clone, f"{minor}.0", "A minor release of tests/test_install.py.")
-    result = release(clone, f"{minor}.0", tmp_path / "dist")
-    assert result.returncode == 0, result.stderr
-    assert f'lumi_scaffold_min:\n  type: str\n  default: "{minor}"\n' in (clone / PLUGIN_TEMPLATE).read_text()
-    assert PLUGIN_TEMPLATE in git(clone, "show", "--name-only", "--format=", f"v{minor}.0").split()
+    assert asks_minor not in git(clone, "show", f"v{A}:{PLUGIN_TEMPLATE}")
+    assert asks_minor in git(clone, "show", f"v{B}:{PLUGIN_TEMPLATE}")
+    assert PLUGIN_TEMPLATE in git(clone, "show", "--name-only", "--format=", f"v{B}").split()
 
 
 def test_release_refuses_what_it_cannot_release(tmp_path):

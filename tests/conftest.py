@@ -130,12 +130,14 @@ def fake_site_packages(tmp_path, monkeypatch):
 # B about 500 s), and every other module (a new one included) goes to B. tryfirst:
 # xdist's own hook (on each worker) turns the xdist_group marks into the "@group" suffix
 # of the node ids it sends for scheduling; it must see the marks we add.
-_WHEEL_MODULES = {"test_install", "test_packaging", "test_bundle"}
-# Modules whose tests share a costly module fixture: xdist builds a module fixture once on
-# each worker that runs one of the module's tests, so these stay on one worker (a group of
-# their own). DeepSpeed's `trained` runs the example three times (~35 CPU-s: DeepSpeed's
-# import alone is 5 CPU-s a run); its two tests landed on two workers and paid it twice.
-_ONE_WORKER = {"test_deepspeed_framework"}
+#
+# Modules kept on one worker, by the group each is in: the wheel's, and modules whose tests
+# share a costly module fixture (xdist builds a module fixture once on each worker that
+# runs one of the module's tests). DeepSpeed's `trained` runs the example three times
+# (~35 CPU-s: DeepSpeed's import alone is 5 CPU-s a run); its two tests landed on two
+# workers and paid it twice.
+_GROUPS = {"test_install": "wheel", "test_packaging": "wheel", "test_bundle": "wheel",
+           "test_deepspeed_framework": "deepspeed"}
 _SLURM_A = {"test_slurm_jobs", "test_fault_model_jobs", "test_preflight", "test_own_script_jobs", "test_job_nodes"}
 # Tests whose jobs wait on Slurm's clock (a time limit, the warning before it), each with the
 # session fixture that submits its jobs, on a cluster of their own (slurm_cluster_timelimit):
@@ -172,10 +174,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slurm)
             item.add_marker(pytest.mark.xdist_group(_slurm_group(item)))
             slurm.append(item)
-        elif _module(item) in _WHEEL_MODULES:
-            item.add_marker(pytest.mark.xdist_group("wheel"))
-        elif _module(item) in _ONE_WORKER:
-            item.add_marker(pytest.mark.xdist_group(_module(item)))
+        elif _module(item) in _GROUPS:
+            item.add_marker(pytest.mark.xdist_group(_GROUPS[_module(item)]))
     last = [item for item in slurm if item.nodeid.split("[")[0] in _OVERLAPPED]
     if last and len(slurm) > len(last):
         for item in last:

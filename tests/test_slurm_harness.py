@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -492,6 +493,38 @@ def test_wait_asks_again_soon_while_the_controller_says_completing(tmp_path: Pat
     cluster.job_info = job_info  # type: ignore[method-assign]
     result = cluster.wait(7, timeout=60, check_every=30)
     assert (result.state, len(asked)) == ("COMPLETED", 4) and asked[-1] - asked[0] < 5, asked
+
+
+@pytest.mark.slurm
+def test_a_port_block_taken_after_the_check_moves_the_cluster_to_the_next(tmp_path: Path, monkeypatch) -> None:
+    """Two workers' clusters can pick the same free block: the other one's daemon binds a
+    port between this one's check and its start, and start-slurm.sh stops on "port N
+    already in use" (CI, 2026-11-30: the session's cluster never came up, 200 errors).
+    start() takes the next block instead."""
+    from tests.slurm import harness
+
+    real = harness.free_port_block
+    port = real(2, start=7617)  # above the blocks the suite's clusters take first
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", port))
+    taken.listen()
+    picks: list[int] = []
+
+    def pick(count: int, start: int = 6817, **kwargs: int) -> int:
+        picks.append(start)
+        return port if len(picks) == 1 else real(count, start=start, **kwargs)
+
+    monkeypatch.setattr(harness, "free_port_block", pick)
+    try:
+        cluster = start_or_skip(tmp_path / "c", nodes=1, first_job_id=42)
+        try:
+            assert int(cluster.knobs["ctld_port"]) != port and len(picks) == 2, (cluster.knobs, picks)
+            job = cluster.sbatch(["--wrap", "true", "--output=/dev/null"], cwd=tmp_path)
+            assert cluster.wait(job, timeout=60).state == "COMPLETED"
+        finally:
+            cluster.stop()
+    finally:
+        taken.close()
 
 @pytest.mark.slurm
 def test_srun_from_login_shell(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:

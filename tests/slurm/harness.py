@@ -219,10 +219,12 @@ class SlurmCluster:
             )
             if proc.returncode == 0:
                 break
-            if not (pick_ports and "Address already in use" in proc.stdout + proc.stderr and attempt < 4):
+            if not (pick_ports and "already in use" in proc.stdout + proc.stderr and attempt < 4):
                 raise SlurmError(_failure("start-slurm.sh", proc))
             # Another cluster (a parallel test worker) took the same free block between our
-            # check and its daemons' start: stop what started and take the next block.
+            # check and our daemons' start: a daemon's bind failed ("Address already in use"),
+            # or start-slurm.sh found a port taken before starting one ("port N already in
+            # use"; CI saw this one). Stop what started and take the next block.
             subprocess.run(["bash", str(STOP_SCRIPT), str(self.directory)], env=_scrubbed_environ(),
                            capture_output=True, text=True, timeout=120, check=False)
             base = free_port_block(1 + nodes, start=int(self.knobs["ctld_port"]) + 10 * (1 + attempt))

@@ -21,7 +21,7 @@ from .venvs import venv_on_a_bare_base
 from .wheels import commit, git, source_clone
 
 SOURCE = "~/.cache/lumi-scaffold/template.bundle"
-# This checkout's version (0.3.0 once released) and the two releases the tests make after it.
+# This checkout's version and the two releases the tests make after it (A a patch, B a minor release).
 CURRENT = re.search(r'^__version__ = "(\d+)\.(\d+)\.(\d+)"$', (REPO / "lumi_scaffold/__init__.py").read_text(), re.M)
 assert CURRENT, "lumi_scaffold/__init__.py: __version__ is not MAJOR.MINOR.PATCH"
 A = f"{CURRENT[1]}.{CURRENT[2]}.{int(CURRENT[3]) + 1}"

@@ -31,11 +31,16 @@ def nested_venv(root: Path) -> Path:
 
 def see_outer_packages(venv_root: Path) -> None:
     """Make the venv at ``venv_root`` see this (virtual) environment's site directories too."""
-    if not IN_VENV:
-        return
+    if IN_VENV:
+        _see_these_packages(venv_root, "_lumi_scaffold_tests_outer_venv.pth")
+
+
+def _see_these_packages(venv_root: Path, name: str) -> None:
+    """A .pth file ``name`` in the venv at ``venv_root`` that adds this environment's site
+    directories after the venv's own."""
     purelib = sysconfig.get_path("purelib", vars={"base": str(venv_root), "platbase": str(venv_root)})
     lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in site.getsitepackages())
-    Path(purelib, "_lumi_scaffold_tests_outer_venv.pth").write_text(lines)
+    Path(purelib, name).write_text(lines)
 
 
 def venv_on_a_bare_base(root: Path) -> Path:
@@ -57,7 +62,5 @@ def venv_on_a_bare_base(root: Path) -> Path:
     shutil.copy2(Path(getattr(sys, "_base_executable", sys.executable)).resolve(), python)
     venv = root / "venv"
     subprocess.run([str(python), "-m", "venv", "--without-pip", str(venv)], check=True)
-    purelib = sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)})
-    lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in site.getsitepackages())
-    Path(purelib, "_lumi_scaffold_tests_venv_packages.pth").write_text(lines)
+    _see_these_packages(venv, "_lumi_scaffold_tests_venv_packages.pth")
     return venv / "bin" / "python"

@@ -45,7 +45,9 @@ if [ "${1:-}" != "--inside" ]; then
     mkdir "${build}"
     # Bind the build directory at /user-software instead of an existing pack (scripts/lib/job.sh).
     VENV_PACK="${build}"
-    # shellcheck source=lib/job.sh
+    # (The same library as above, read again for its container command with this VENV_PACK;
+    # the linter follows it there, once, and not again here.)
+    # shellcheck source=/dev/null
     source "${PROJECT_DIR}/scripts/lib/job.sh"
     SETUP_VENV_BUILDING=1 "${CONTAINER[@]}" "${PROJECT_DIR}/scripts/lib/run.sh" bash "${PROJECT_DIR}/scripts/setup-venv.sh" --inside
     "${mksquashfs}" "${build}" "${PROJECT_DIR}/venv.sqsh.new" -processors 1 -no-xattrs -noappend -quiet

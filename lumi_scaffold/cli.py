@@ -251,6 +251,11 @@ def _check_plugins_installed(project: Path, answers: dict[str, Any]) -> None:
                      "Fix: install the plugin that provides it (lumi-scaffold plugins lists those installed)")
 
 
+# What lint and doctor say while lint_project runs (a few seconds: shellcheck).
+LINT_PROGRESS = ("lumi-scaffold: running bash -n, shellcheck (on the files that are not the library as the template "
+                 "wrote it: scripts/lib/SHA256SUMS) and the #SBATCH checks...")
+
+
 def cmd_lint(args: argparse.Namespace) -> int:
     from .lint import lint_project
     from .plugins import get_catalogue
@@ -259,7 +264,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     if not (project / "jobs").is_dir():
         raise UsageError(f"{args.project} does not look like a generated project (no jobs/ directory)")
     answers = read_answers(project, missing_ok=True)
-    print("lumi-scaffold: running bash -n, shellcheck and the #SBATCH checks...", file=sys.stderr, flush=True)
+    print(LINT_PROGRESS, file=sys.stderr, flush=True)
     problems = lint_project(project, get_catalogue(), str(answers.get("site") or ""))
     for line in problems:
         print(line)
@@ -332,7 +337,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     data = _doctor_data(project, answers, notices)
     home = home_notice(project, data)
     notices += ([home] if home else []) + library_changes(project)
-    print("lumi-scaffold: running bash -n, shellcheck and the #SBATCH checks...", file=sys.stderr, flush=True)
+    print(LINT_PROGRESS, file=sys.stderr, flush=True)
     problems = lint_project(project, get_catalogue(), str(answers.get("site") or ""))
     if data and data.site.name in get_catalogue().sites:
         site = data.site.name

@@ -41,34 +41,16 @@ def home_notice(project: Path, data: PluginData | None) -> str | None:
             f"Fix: commit it and git clone it into {where}, then create the venv there")
 
 
-# The library's files as the template wrote them (lumi_library_sums: sha256sum's format).
-LIBRARY_SUMS = "scripts/lib/SHA256SUMS"
-
-
 def library_changes(project: Path) -> list[str]:
     """The template's library files (scripts/lib/, and the commands in scripts/) that differ
     from what the template wrote, or are gone: a change there is not the user's to keep
     (lumi-scaffold update rewrites those files; an edit survives only where it merges)."""
-    import hashlib
+    from .lint import LIBRARY_SUMS, library_files
 
-    try:
-        lines = (project / LIBRARY_SUMS).read_text().splitlines()
-    except OSError:
-        return []  # (a project made before lumi-scaffold 0.5)
-    out = []
-    for line in lines:
-        digest, _, rel = line.partition("  ")
-        path = project / rel
-        if not rel or not path.is_file():
-            what = "is gone"
-        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-            what = "was changed"
-        else:
-            continue
-        out.append(f"{rel} {what}: it is the template's library (lumi-scaffold update rewrites it; {LIBRARY_SUMS} "
-                   "has what it wrote). Fix: make the change in the job file (jobs/) or scripts/values.sh, or propose "
-                   f"it upstream; git checkout -- {rel} (or git log -p -- {rel}) brings back or shows the template's")
-    return out
+    return [f"{rel} {what}: it is the template's library (lumi-scaffold update rewrites it; {LIBRARY_SUMS} "
+            "has what it wrote). Fix: make the change in the job file (jobs/) or scripts/values.sh, or propose "
+            f"it upstream; git checkout -- {rel} (or git log -p -- {rel}) brings back or shows the template's"
+            for rel, what in library_files(project).items() if what != "as written"]
 
 
 def ledger_notes(project: Path) -> list[str]:

@@ -20,10 +20,13 @@ from .jobs import Memory, gpus_of, kind_of_file, parse_options, refusals
 from .answers import read_answers
 from .plugins import Catalogue
 
-__all__ = ["ValuesUnion", "bash_syntax", "check_headers", "lint_key", "lint_project", "shell_files", "shellcheck",
-           "shellcheck_executable"]
+__all__ = ["LIBRARY_SUMS", "ValuesUnion", "bash_syntax", "check_headers", "library_files", "lint_key", "lint_project",
+           "shell_files", "shellcheck", "shellcheck_executable"]
 
 SHELL_SUFFIXES = (".sh", ".sbatch")
+
+# The library's files as the template wrote them (copier_ext.lumi_library_sums: sha256sum's format).
+LIBRARY_SUMS = "scripts/lib/SHA256SUMS"
 
 
 def shell_files(project: Path) -> list[Path]:
@@ -37,6 +40,28 @@ def shell_files(project: Path) -> list[Path]:
         elif path.suffix == "" and path.read_bytes()[:32].startswith((b"#!/bin/bash", b"#!/usr/bin/env bash")):
             found.append(path)
     return found
+
+
+def library_files(project: Path) -> dict[str, str]:
+    """Each file the project's SHA256SUMS lists (the template's library: scripts/lib/, and the
+    commands in scripts/), by its path in the project: "as written" where its bytes are
+    still those the template wrote, else "was changed" or "is gone"; {} where the project
+    has no SHA256SUMS (made before lumi-scaffold 0.5) or it cannot be read."""
+    try:
+        lines = (project / LIBRARY_SUMS).read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    state = {}
+    for line in lines:
+        digest, _, rel = line.partition("  ")
+        if not rel:
+            continue
+        path = project / rel
+        if not path.is_file():
+            state[rel] = "is gone"
+        else:
+            state[rel] = "as written" if hashlib.sha256(path.read_bytes()).hexdigest() == digest else "was changed"
+    return state
 
 
 def bash_syntax(files: Iterable[Path]) -> list[str]:
@@ -227,10 +252,20 @@ def _refusals(path: Path, opts: dict[str, str], site, part) -> list[str]:
 
 
 def lint_project(project: Path, cat: Catalogue, site_name: str | None = None) -> list[str]:
-    """bash -n and shellcheck on the project's shell files, and the #SBATCH checks against
-    ``site_name``'s catalogue entry (None: the site in the answers file; '': no site)."""
+    """bash -n on the project's shell files, shellcheck on those that are not the library as
+    the template wrote it (:func:`library_files`), and the #SBATCH checks against
+    ``site_name``'s catalogue entry (None: the site in the answers file; '': no site).
+
+    The library's files as written are the same bytes in every project of a template
+    version, and lumi-scaffold's tests shellcheck them in every combination of answers
+    (:func:`lumi_scaffold.testing.lint_projects` checks them all); checking them again
+    here took two thirds of a project's shellcheck time (each file that sources
+    scripts/lib/job.sh has it analysed again, and shellcheck reports findings only in the
+    files it is given). A library file that was changed is checked."""
     files = shell_files(project)
-    problems = bash_syntax(files) + shellcheck(files, cwd=project)
+    library = library_files(project)
+    own = [path for path in files if library.get(path.relative_to(project).as_posix()) != "as written"]
+    problems = bash_syntax(files) + shellcheck(own, cwd=project)
     if site_name is None:
         site_name = str(read_answers(project, missing_ok=True).get("site") or "")
     if site_name:

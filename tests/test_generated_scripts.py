@@ -364,6 +364,37 @@ def test_lint_command_finds_a_broken_header(template, tmp_path):
 
 
 
+def test_lint_shellchecks_the_projects_own_files_and_a_changed_library_file(template, tmp_path, monkeypatch):
+    """lint_project (lumi-scaffold lint and doctor) shellchecks the files that are not the
+    library as the template wrote it (scripts/lib/SHA256SUMS; the full matrix shellchecks
+    that, test_render.py), and a library file once it was changed; bash -n reads every one."""
+    from lumi_scaffold import lint
+
+    project = render(template, tmp_path / "p", nodes=2)
+    given: list[list[str]] = []
+    checked = lint.shellcheck
+
+    def recorded(files, cwd=None):
+        given.append(sorted(path.relative_to(project).as_posix() for path in files))
+        return checked(files, cwd=cwd)
+
+    monkeypatch.setattr(lint, "shellcheck", recorded)
+    assert lint_project(project, get_catalogue()) == []
+    library = {line.split("  ", 1)[1] for line in (project / lint.LIBRARY_SUMS).read_text().splitlines()}
+    every = [path.relative_to(project).as_posix() for path in lint.shell_files(project)]
+    assert given == [sorted(set(every) - library)]
+    assert {"jobs/train.sbatch", "jobs/preflight.sbatch", "scripts/values.sh"} <= set(given[0])
+    assert not {"scripts/lib/job.sh", "scripts/setup-venv.sh", "scripts/lib/preflight.sh"} & set(given[0])
+    job = project / "scripts/lib/job.sh"
+    job.write_text(job.read_text().replace("\nDRY_RUN=", "\necho $not_set_anywhere\nDRY_RUN=", 1))
+    problems = lint_project(project, get_catalogue())
+    assert "scripts/lib/job.sh" in given[-1] and "scripts/lib/run.sh" not in given[-1]
+    line = job.read_text().splitlines().index("echo $not_set_anywhere") + 1
+    assert [p.split(": ", 1)[0] for p in problems if "not_set_anywhere" in p] == [f"{job}:{line}:6"], problems
+    (project / "scripts/lib/run.sh").write_text("if then\n")  # bash -n reads the library too
+    assert any("run.sh: bash -n:" in p for p in lint_project(project, get_catalogue()))
+
+
 _ABOUT_VALUES = {".copier-answers.yml", ".shellcheckrc", "scripts/values.sh", "scripts/lib/values-lib.sh", "scripts/lib/job.sh",
                  "jobs/train.sbatch"}
 

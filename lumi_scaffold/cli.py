@@ -251,13 +251,8 @@ def _check_plugins_installed(project: Path, answers: dict[str, Any]) -> None:
                      "Fix: install the plugin that provides it (lumi-scaffold plugins lists those installed)")
 
 
-# What lint and doctor say while lint_project runs (a few seconds: shellcheck).
-LINT_PROGRESS = ("lumi-scaffold: running bash -n, shellcheck (on the files that are not the library as the template "
-                 "wrote it: scripts/lib/SHA256SUMS) and the #SBATCH checks...")
-
-
 def cmd_lint(args: argparse.Namespace) -> int:
-    from .lint import lint_project
+    from .lint import LINT_PROGRESS, lint_project
     from .plugins import get_catalogue
 
     project = _project(args.project)
@@ -320,7 +315,7 @@ def updated_advice(changed: list[str], added: list[str]) -> str:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from .lint import lint_project
+    from .lint import LINT_PROGRESS, lint_project
     from .plugins import get_catalogue
     from .update import project_notices, update_available
 

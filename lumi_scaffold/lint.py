@@ -20,13 +20,16 @@ from .jobs import Memory, gpus_of, kind_of_file, parse_options, refusals
 from .answers import read_answers
 from .plugins import Catalogue
 
-__all__ = ["LIBRARY_SUMS", "ValuesUnion", "bash_syntax", "check_headers", "library_files", "lint_key", "lint_project",
+__all__ = ["LIBRARY_SUMS", "LINT_PROGRESS", "ValuesUnion", "bash_syntax", "check_headers", "library_files", "lint_key", "lint_project",
            "shell_files", "shellcheck", "shellcheck_executable"]
 
 SHELL_SUFFIXES = (".sh", ".sbatch")
 
 # The library's files as the template wrote them (copier_ext.lumi_library_sums: sha256sum's format).
 LIBRARY_SUMS = "scripts/lib/SHA256SUMS"
+# What lumi-scaffold lint and doctor say while lint_project runs (a few seconds: shellcheck).
+LINT_PROGRESS = ("lumi-scaffold: running bash -n, shellcheck (on the files that are not the library as the template "
+                 f"wrote it: {LIBRARY_SUMS}) and the #SBATCH checks...")
 
 
 def shell_files(project: Path) -> list[Path]:

@@ -20,8 +20,8 @@ from .jobs import Memory, gpus_of, kind_of_file, parse_options, refusals
 from .answers import read_answers
 from .plugins import Catalogue
 
-__all__ = ["LIBRARY_SUMS", "LINT_PROGRESS", "ValuesUnion", "bash_syntax", "check_headers", "library_files", "lint_key", "lint_project",
-           "shell_files", "shellcheck", "shellcheck_executable"]
+__all__ = ["LIBRARY_SUMS", "LINT_PROGRESS", "ValuesUnion", "bash_syntax", "check_headers", "library_files", "lint_key",
+           "lint_project", "shell_files", "shellcheck", "shellcheck_executable"]
 
 SHELL_SUFFIXES = (".sh", ".sbatch")
 
@@ -54,7 +54,7 @@ def library_files(project: Path) -> dict[str, str]:
         lines = (project / LIBRARY_SUMS).read_text().splitlines()
     except (OSError, UnicodeDecodeError):
         return {}
-    state = {}
+    state: dict[str, str] = {}
     for line in lines:
         digest, _, rel = line.partition("  ")
         if not rel:

@@ -363,7 +363,6 @@ def test_lint_command_finds_a_broken_header(template, tmp_path):
     assert any("SC2068" in p for p in problems)
 
 
-
 def test_lint_shellchecks_the_projects_own_files_and_a_changed_library_file(template, tmp_path, monkeypatch):
     """lint_project (lumi-scaffold lint and doctor) shellchecks the files that are not the
     library as the template wrote it (scripts/lib/SHA256SUMS; the full matrix shellchecks

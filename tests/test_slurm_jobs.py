@@ -178,7 +178,10 @@ def test_lumi_project_trains_on_eight_ranks(slurm_cluster, template, tmp_path, s
     rate = next(j for j in explain_project(project)["jobs"] if j["kind"] == "train")["billed_per_hour"]
     assert rate == 4 and report["billing"]["per_hour"] == rate and report["billing"]["unit"] == "GPU-hours"
     assert 0 < report["seconds"]["training"] < report["seconds"]["job"] < waited + 1, (report, waited)
-    assert report["billing"]["billed"] == pytest.approx(rate * report["seconds"]["job"] / 3600, abs=1e-4)
+    # (The report rounds the job's seconds to 0.1 and what it billed to 4 places, each from the
+    # unrounded time: the two may differ by both roundings, 0.05 s of the rate and 0.00005.)
+    rounding = rate * 0.05 / 3600 + 0.00005
+    assert report["billing"]["billed"] == pytest.approx(rate * report["seconds"]["job"] / 3600, abs=rounding * 1.001)
     assert re.search(rf"^report: job {job_id} finished · steps 1-20 \(20\) · .* GPU-hours billed", log, re.M), log
     assert (tmp_path / "outputs" / "demo" / "checkpoints" / "checkpoint-00000020.pt").exists()
     calls = [json.loads(line) for line in (tmp_path / "singularity.jsonl").read_text().splitlines()]
